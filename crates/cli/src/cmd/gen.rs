@@ -1,0 +1,136 @@
+//! `nerve gen`: lcm-gen's job. Reads `.lcm` files, reports every problem as `file:line:col: error: message` with
+//! the source line and a caret (exit 1), and writes code for the languages asked for.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use nerve_gen::{GeneratedFile, Input, Options};
+
+/// Arguments of `nerve gen`; the flags follow lcm-gen's where it has them.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .lcm files to read.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// A directory to search for types that the files use but do not declare (repeatable).
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    include: Vec<PathBuf>,
+    /// Print `package.name 0x<fingerprint>` for every type, sorted by name, and generate nothing else.
+    #[arg(long)]
+    print_fingerprints: bool,
+
+    /// Generate Rust (one module file per package; needs the nerve-codec crate).
+    #[arg(long)]
+    rust: bool,
+    /// Where Rust files go.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    rust_path: PathBuf,
+
+    /// Generate C (needs only the nerve_lcm.h header written next to it).
+    #[arg(short = 'c', long = "c")]
+    c: bool,
+    /// Where .c files go.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    c_cpath: PathBuf,
+    /// Where .h files go.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    c_hpath: PathBuf,
+
+    /// Generate C++ (header only; needs only nerve_lcm.hpp).
+    #[arg(short = 'x', long = "cpp")]
+    cpp: bool,
+    /// Where C++ headers go (as <DIR>/<package>/<name>.hpp).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    cpp_hpath: PathBuf,
+
+    /// Generate Python (needs only the nerve_lcm runtime module written next to it, and numpy).
+    #[arg(short = 'p', long = "python")]
+    python: bool,
+    /// Where Python packages go.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    ppath: PathBuf,
+    /// Do not write __init__.py files.
+    #[arg(long)]
+    python_no_init: bool,
+
+    /// Put this package in front of every type's package (does not change fingerprints).
+    #[arg(long, value_name = "PKG", default_value = "")]
+    package_prefix: String,
+}
+
+/// Runs `nerve gen`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let checked = match nerve_types::load(&args.files, &args.include) {
+        Ok(c) => c,
+        Err(diags) => {
+            eprintln!("{}", diags.render());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    for w in &checked.warnings {
+        eprintln!("{}", w.render());
+    }
+
+    if args.print_fingerprints {
+        for s in checked.schema.structs_by_name() {
+            println!("{} 0x{:016x}", s.name, s.fingerprint);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let input = Input::new(&checked);
+    let opts = Options { package_prefix: args.package_prefix.clone(), python_init: !args.python_no_init };
+    let mut any = false;
+    let mut failed = false;
+    let mut emit = |enabled: bool,
+                    generate: fn(&Input<'_>, &Options) -> Result<Vec<GeneratedFile>, nerve_gen::GenError>,
+                    place: &dyn Fn(&GeneratedFile) -> PathBuf|
+     -> anyhow::Result<()> {
+        if !enabled {
+            return Ok(());
+        }
+        any = true;
+        match generate(&input, &opts) {
+            Ok(files) => write_files(&files, place),
+            Err(e) => {
+                eprintln!("{e}");
+                failed = true;
+                Ok(())
+            }
+        }
+    };
+    emit(args.rust, nerve_gen::rust::generate, &|f| args.rust_path.join(&f.path))?;
+    emit(args.c, nerve_gen::c::generate, &|f| {
+        let dir = if f.path.extension().is_some_and(|e| e == "c") { &args.c_cpath } else { &args.c_hpath };
+        dir.join(&f.path)
+    })?;
+    emit(args.cpp, nerve_gen::cpp::generate, &|f| args.cpp_hpath.join(&f.path))?;
+    emit(args.python, nerve_gen::python::generate, &|f| args.ppath.join(&f.path))?;
+
+    if !any {
+        eprintln!("nerve gen: no language chosen: pass --rust, --c, --cpp, --python or --print-fingerprints");
+        return Ok(ExitCode::from(2));
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Writes each file where `place` says, creating directories, and leaving files whose contents are unchanged alone
+/// (so build systems do not rebuild for nothing).
+fn write_files(files: &[GeneratedFile], place: &dyn Fn(&GeneratedFile) -> PathBuf) -> anyhow::Result<()> {
+    for f in files {
+        let path = place(f);
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        if unchanged(&path, &f.contents) {
+            continue;
+        }
+        std::fs::write(&path, &f.contents).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn unchanged(path: &Path, contents: &str) -> bool {
+    std::fs::read(path).is_ok_and(|old| old == contents.as_bytes())
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand; each has `Args` (its command line) and `run`.
+
+pub mod bench;
+pub mod gen;

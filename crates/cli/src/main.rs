@@ -1,0 +1,47 @@
+//! `nerve`: one binary for every tool. This file only parses the command line, dispatches, and maps errors to
+//! exit codes (0 success, 1 rejected input, 2 any other failure).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Nerve: LCM-compatible types, transports and tools.
+#[derive(Parser)]
+#[command(name = "nerve", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate code from .lcm type definitions (lcm-gen's job).
+    Gen(cmd::gen::Args),
+    /// Run a benchmark suite and print its table.
+    Bench(cmd::bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Gen(args) => cmd::gen::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("nerve: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Whether the error is a closed stdout (`nerve ... | head`), which is not a failure.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}

@@ -1,0 +1,193 @@
+//! [`Reader`]: checked, big-endian reads from an encoded buffer.
+
+use crate::error::{DecodeError, DecodeErrorKind};
+
+/// A cursor over an encoded buffer. Every read checks the bytes that remain first.
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+macro_rules! scalar_readers {
+    ($($get:ident, $get_vec:ident, $fill:ident: $t:ty, $n:expr, $from:expr;)*) => {$(
+        #[doc = concat!("Reads one big-endian `", stringify!($t), "`.")]
+        #[inline]
+        pub fn $get(&mut self) -> Result<$t, DecodeError> {
+            let b = self.take($n)?;
+            Ok($from(b.try_into().expect("take returns the length asked for")))
+        }
+
+        #[doc = concat!("Reads `n` `", stringify!($t), "`s into a new vector, after checking that they are there.")]
+        #[inline]
+        pub fn $get_vec(&mut self, n: usize) -> Result<Vec<$t>, DecodeError> {
+            let bytes = self.take_array(n, $n)?;
+            Ok(bytes.chunks_exact($n).map(|c| $from(c.try_into().expect("exact chunks"))).collect())
+        }
+
+        #[doc = concat!("Reads `out.len()` `", stringify!($t), "`s into `out` (a fixed-size array).")]
+        #[inline]
+        pub fn $fill(&mut self, out: &mut [$t]) -> Result<(), DecodeError> {
+            let bytes = self.take_array(out.len(), $n)?;
+            for (o, c) in out.iter_mut().zip(bytes.chunks_exact($n)) {
+                *o = $from(c.try_into().expect("exact chunks"));
+            }
+            Ok(())
+        }
+    )*};
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `buf`.
+    pub fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf, pos: 0 }
+    }
+
+    /// The offset of the next byte to read.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// An error of `kind` at the current offset.
+    pub fn error(&self, kind: DecodeErrorKind) -> DecodeError {
+        DecodeError { kind, offset: self.pos }
+    }
+
+    /// Takes the next `n` bytes.
+    #[inline]
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if n > self.remaining() {
+            return Err(self.error(DecodeErrorKind::Truncated { needed: n, remaining: self.remaining() }));
+        }
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    /// Takes `count` elements of `size` bytes each, checking the product against what remains (and for overflow).
+    #[inline]
+    pub fn take_array(&mut self, count: usize, size: usize) -> Result<&'a [u8], DecodeError> {
+        match count.checked_mul(size) {
+            Some(n) => self.take(n),
+            None => Err(self.error(DecodeErrorKind::Truncated { needed: usize::MAX, remaining: self.remaining() })),
+        }
+    }
+
+    /// Checks, before anything is allocated, that `count` elements of at least `min_size` bytes each can still be in
+    /// the buffer. Use it before a loop that decodes variable-size elements (strings, structs).
+    #[inline]
+    pub fn ensure_elements(&self, count: usize, min_size: usize) -> Result<(), DecodeError> {
+        match count.checked_mul(min_size) {
+            Some(n) if n <= self.remaining() => Ok(()),
+            _ => Err(self.error(DecodeErrorKind::Truncated {
+                needed: count.saturating_mul(min_size),
+                remaining: self.remaining(),
+            })),
+        }
+    }
+
+    /// Turns a count member's value into a length, rejecting negative counts.
+    #[inline]
+    pub fn count(&self, value: i64) -> Result<usize, DecodeError> {
+        usize::try_from(value).map_err(|_| self.error(DecodeErrorKind::NegativeCount { count: value }))
+    }
+
+    /// Reads and checks the fingerprint at the front of a message.
+    pub fn expect_fingerprint(&mut self, expected: u64) -> Result<(), DecodeError> {
+        let at = self.pos;
+        let found = self.get_u64()?;
+        if found != expected {
+            return Err(DecodeError { kind: DecodeErrorKind::WrongFingerprint { expected, found }, offset: at });
+        }
+        Ok(())
+    }
+
+    scalar_readers! {
+        get_i8, get_i8_vec, fill_i8: i8, 1, i8::from_be_bytes;
+        get_u8, get_u8_vec, fill_u8: u8, 1, u8::from_be_bytes;
+        get_i16, get_i16_vec, fill_i16: i16, 2, i16::from_be_bytes;
+        get_i32, get_i32_vec, fill_i32: i32, 4, i32::from_be_bytes;
+        get_i64, get_i64_vec, fill_i64: i64, 8, i64::from_be_bytes;
+        get_u64, get_u64_vec, fill_u64: u64, 8, u64::from_be_bytes;
+        get_f32, get_f32_vec, fill_f32: f32, 4, f32::from_be_bytes;
+        get_f64, get_f64_vec, fill_f64: f64, 8, f64::from_be_bytes;
+        get_bool, get_bool_vec, fill_bool: bool, 1, |b: [u8; 1]| b[0] != 0;
+    }
+
+    /// Reads a byte array without copying it.
+    #[inline]
+    pub fn get_bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        self.take(n)
+    }
+
+    /// Reads a string without copying it: int32 length (counting the NUL), the bytes, the NUL.
+    pub fn get_str(&mut self) -> Result<&'a str, DecodeError> {
+        let at = self.pos;
+        let len = self.get_i32()?;
+        if len <= 0 {
+            self.pos = at;
+            return Err(self.error(DecodeErrorKind::BadStringLength { length: len }));
+        }
+        let body = self.take(len as usize)?;
+        let (text, nul) = body.split_at(body.len() - 1);
+        if nul[0] != 0 {
+            return Err(DecodeError { kind: DecodeErrorKind::MissingNul, offset: self.pos - 1 });
+        }
+        std::str::from_utf8(text).map_err(|_| DecodeError { kind: DecodeErrorKind::InvalidUtf8, offset: at + 4 })
+    }
+
+    /// Reads a string into a new `String`.
+    pub fn get_string(&mut self) -> Result<String, DecodeError> {
+        self.get_str().map(str::to_owned)
+    }
+
+    /// Skips a string without checking its UTF-8 (for views that walk past it).
+    pub fn skip_string(&mut self) -> Result<(), DecodeError> {
+        let at = self.pos;
+        let len = self.get_i32()?;
+        if len <= 0 {
+            self.pos = at;
+            return Err(self.error(DecodeErrorKind::BadStringLength { length: len }));
+        }
+        self.take(len as usize).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_big_endian() {
+        let mut r = Reader::new(&[0, 0, 1, 0, 0xff]);
+        assert_eq!(r.get_i32().unwrap(), 256);
+        assert_eq!(r.get_i8().unwrap(), -1);
+        assert!(matches!(r.get_i8().unwrap_err().kind, DecodeErrorKind::Truncated { needed: 1, remaining: 0 }));
+    }
+
+    #[test]
+    fn huge_counts_fail_before_allocating() {
+        let r = Reader::new(&[0; 16]);
+        assert!(r.ensure_elements(usize::MAX, 4).is_err());
+        let mut r = Reader::new(&[0; 16]);
+        assert!(r.get_f64_vec(usize::MAX / 2).is_err());
+        assert!(r.count(-1).is_err());
+    }
+
+    #[test]
+    fn strings_are_checked() {
+        assert_eq!(Reader::new(&[0, 0, 0, 2, b'A', 0]).get_str().unwrap(), "A");
+        assert_eq!(Reader::new(&[0, 0, 0, 1, 0]).get_str().unwrap(), "");
+        let kind = |b: &[u8]| Reader::new(b).get_str().unwrap_err().kind;
+        assert_eq!(kind(&[0, 0, 0, 0]), DecodeErrorKind::BadStringLength { length: 0 });
+        assert_eq!(kind(&[0xff, 0xff, 0xff, 0xff]), DecodeErrorKind::BadStringLength { length: -1 });
+        assert_eq!(kind(&[0, 0, 0, 2, b'A', b'B']), DecodeErrorKind::MissingNul);
+        assert_eq!(kind(&[0, 0, 0, 2, 0xc3, 0]), DecodeErrorKind::InvalidUtf8);
+        assert!(matches!(kind(&[0x7f, 0xff, 0xff, 0xff, 0]), DecodeErrorKind::Truncated { .. }));
+    }
+}

@@ -1,0 +1,106 @@
+//! Code generators: a checked [`nerve_types::Schema`] in, source files for Rust, C, C++ and Python out.
+//!
+//! # Brief overview
+//!
+//! Each language has one module with a `generate` function that takes an [`Input`] (the checked types and their
+//! [`nerve_types::Layout`]) and that language's options, and returns [`GeneratedFile`]s: paths relative to the
+//! output directory and their text. Nothing here writes files; the `nerve gen` command does. Every emitter writes
+//! through the one indenting [`writer::CodeWriter`], and the small runtime each language needs (a Rust crate, one C
+//! header, one C++ header, one Python module) is emitted next to the generated code or, for Rust, named as a
+//! dependency.
+//!
+//! # Design
+//!
+//! The generators read only the checked model, never tokens, so what the parser accepts and what the generators
+//! emit cannot drift apart. Names that the target language cannot use (a keyword, a character it does not allow)
+//! are reported as [`GenError`]s instead of producing code that does not compile.
+
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::path::PathBuf;
+
+use nerve_types::{Checked, Layout, Span, Struct, Enum};
+
+pub mod writer;
+
+/// What the generators work from: the checked types and their sizes.
+pub struct Input<'a> {
+    /// The checked schema (input types first, then those found on the include path).
+    pub checked: &'a Checked,
+    /// Encoded sizes of every struct.
+    pub layout: Layout,
+}
+
+impl<'a> Input<'a> {
+    /// Prepares the input for the generators.
+    pub fn new(checked: &'a Checked) -> Input<'a> {
+        Input { checked, layout: Layout::new(&checked.schema) }
+    }
+
+    /// The structs to generate code for: those declared in the input files.
+    pub fn structs(&self) -> &'a [Struct] {
+        &self.checked.schema.structs[..self.checked.input_structs]
+    }
+
+    /// The enums to generate code for: those declared in the input files.
+    pub fn enums(&self) -> &'a [Enum] {
+        &self.checked.schema.enums[..self.checked.input_enums]
+    }
+}
+
+/// One generated file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedFile {
+    /// Where it goes, relative to the language's output directory.
+    pub path: PathBuf,
+    /// Its text.
+    pub contents: String,
+}
+
+/// Why code could not be generated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenError {
+    /// The declaration at fault.
+    pub span: Span,
+    /// The target language.
+    pub language: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for GenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: error: {} (generating {})",
+            self.span.file.display(),
+            self.span.line,
+            self.span.col,
+            self.message,
+            self.language
+        )
+    }
+}
+
+impl std::error::Error for GenError {}
+
+pub mod c;
+pub mod cpp;
+pub mod python;
+pub mod rust;
+
+/// Options shared by the generators (each reads the ones that concern it).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Put in front of every package (`--package-prefix`, as in lcm-gen); does not change fingerprints.
+    pub package_prefix: String,
+    /// Python: write `__init__.py` files for packages (lcm-gen's default; `--python-no-init` turns it off).
+    pub python_init: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { package_prefix: String::new(), python_init: true }
+    }
+}
