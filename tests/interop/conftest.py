@@ -1,0 +1,73 @@
+"""Shared fixtures for the interop tests: paths, the real LCM in .venv, and one `nerve` binary built per session."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import oracle  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root."""
+    return oracle.REPO
+
+
+@pytest.fixture(scope="session")
+def venv_python() -> Path:
+    """The Python of .venv (has the real `lcm`, numpy and pytest); created by scripts/setup."""
+    if not oracle.VENV_PYTHON.exists():
+        pytest.fail("no .venv: run scripts/setup first")
+    return oracle.VENV_PYTHON
+
+
+@pytest.fixture(scope="session")
+def lcm_gen() -> Path:
+    """The real lcm-gen 1.5.3 from the PyPI wheel in .venv."""
+    if not oracle.LCM_GEN.exists():
+        pytest.fail("no .venv/bin/lcm-gen: run scripts/setup first")
+    return oracle.LCM_GEN
+
+
+@pytest.fixture(scope="session")
+def nerve_bin(repo_root: Path) -> Path:
+    """The `nerve` binary, built once per session with `cargo build -p nerve-cli`."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        pytest.fail("cargo is not on PATH")
+    proc = subprocess.run([cargo, "build", "-q", "-p", "nerve-cli"], cwd=repo_root, capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cargo build -p nerve-cli failed:\n{proc.stderr[-6000:]}")
+    meta = subprocess.run([cargo, "metadata", "--format-version", "1", "--no-deps"], cwd=repo_root,
+                          capture_output=True, text=True, check=True).stdout
+    import json
+
+    target = Path(json.loads(meta)["target_directory"])
+    path = target / "debug" / "nerve"
+    assert path.exists(), path
+    return path
+
+
+@pytest.fixture(scope="session")
+def corpus_files() -> list:
+    """Every .lcm file of tests/corpus, sorted."""
+    return oracle.corpus_files()
+
+
+@pytest.fixture(scope="session")
+def type_descs() -> list:
+    """oracle.type_descriptors(), once per session."""
+    return oracle.type_descriptors()
+
+
+@pytest.fixture(scope="session")
+def real_cases() -> list:
+    """oracle.cases(seed=0, per_type=20), once per session: random values encoded by the real LCM."""
+    return oracle.cases(0, 20)
