@@ -19,9 +19,15 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod fixed;
+pub mod json;
 mod reader;
 pub mod view;
 mod writer;
+
+/// How deeply recursive types may nest in a buffer being decoded or viewed. LCM itself has no limit; without one,
+/// a hostile buffer of nested `node_t`s could exhaust the stack.
+pub const MAX_DEPTH: u32 = 256;
 
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use reader::Reader;
@@ -79,5 +85,6 @@ pub trait Message: Encode + Decode {
 
 /// Reads the fingerprint at the front of an encoded message, if there are 8 bytes.
 pub fn fingerprint_of(buf: &[u8]) -> Option<u64> {
-    buf.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+    buf.get(..8)
+        .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
 }

@@ -7,10 +7,11 @@ use crate::error::{DecodeError, DecodeErrorKind};
 pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    depth: u32,
 }
 
 macro_rules! scalar_readers {
-    ($($get:ident, $get_vec:ident, $fill:ident: $t:ty, $n:expr, $from:expr;)*) => {$(
+    ($($get:ident, $get_vec:ident, $fill:ident, $bulk:ident: $t:ty, $n:expr, $from:expr;)*) => {$(
         #[doc = concat!("Reads one big-endian `", stringify!($t), "`.")]
         #[inline]
         pub fn $get(&mut self) -> Result<$t, DecodeError> {
@@ -22,16 +23,14 @@ macro_rules! scalar_readers {
         #[inline]
         pub fn $get_vec(&mut self, n: usize) -> Result<Vec<$t>, DecodeError> {
             let bytes = self.take_array(n, $n)?;
-            Ok(bytes.chunks_exact($n).map(|c| $from(c.try_into().expect("exact chunks"))).collect())
+            Ok(crate::fixed::chunks::<$n>(bytes).map(|c| $from(*c)).collect())
         }
 
         #[doc = concat!("Reads `out.len()` `", stringify!($t), "`s into `out` (a fixed-size array).")]
         #[inline]
         pub fn $fill(&mut self, out: &mut [$t]) -> Result<(), DecodeError> {
             let bytes = self.take_array(out.len(), $n)?;
-            for (o, c) in out.iter_mut().zip(bytes.chunks_exact($n)) {
-                *o = $from(c.try_into().expect("exact chunks"));
-            }
+            crate::fixed::$bulk(bytes, out);
             Ok(())
         }
     )*};
@@ -40,7 +39,60 @@ macro_rules! scalar_readers {
 impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf, pos: 0 }
+        Reader {
+            buf,
+            pos: 0,
+            depth: 0,
+        }
+    }
+
+    /// Enters one level of a recursive type; fails past [`crate::MAX_DEPTH`] levels, so that a hostile buffer
+    /// cannot exhaust the stack. Generated decoders of recursive types pair it with [`Reader::leave`].
+    #[inline]
+    pub fn enter(&mut self) -> Result<(), DecodeError> {
+        if self.depth >= crate::MAX_DEPTH {
+            return Err(self.error(DecodeErrorKind::TooDeep {
+                limit: crate::MAX_DEPTH,
+            }));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Leaves a level entered with [`Reader::enter`].
+    #[inline]
+    pub fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Takes the next `N` bytes as an array reference (one check for a run of fixed-size members).
+    #[inline]
+    pub fn take_fixed<const N: usize>(&mut self) -> Result<&'a [u8; N], DecodeError> {
+        let buf: &'a [u8] = self.buf;
+        match buf.get(self.pos..).and_then(|s| s.first_chunk::<N>()) {
+            Some(c) => {
+                self.pos += N;
+                Ok(c)
+            }
+            None => Err(self.error(DecodeErrorKind::Truncated {
+                needed: N,
+                remaining: self.remaining(),
+            })),
+        }
+    }
+
+    /// Checks, before anything is allocated, that a multi-dimensional array of the given dimensions, with elements
+    /// of at least `min_size` bytes, can still be in the buffer. Elements that may encode to nothing count as one
+    /// byte, so that a count can never make the decoder loop or allocate beyond the size of its input.
+    #[inline]
+    pub fn ensure_dims(&self, dims: &[usize], min_size: usize) -> Result<(), DecodeError> {
+        match crate::fixed::product(dims) {
+            Some(n) => self.ensure_elements(n, min_size.max(1)),
+            None => Err(self.error(DecodeErrorKind::Truncated {
+                needed: usize::MAX,
+                remaining: self.remaining(),
+            })),
+        }
     }
 
     /// The offset of the next byte to read.
@@ -55,14 +107,20 @@ impl<'a> Reader<'a> {
 
     /// An error of `kind` at the current offset.
     pub fn error(&self, kind: DecodeErrorKind) -> DecodeError {
-        DecodeError { kind, offset: self.pos }
+        DecodeError {
+            kind,
+            offset: self.pos,
+        }
     }
 
     /// Takes the next `n` bytes.
     #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if n > self.remaining() {
-            return Err(self.error(DecodeErrorKind::Truncated { needed: n, remaining: self.remaining() }));
+            return Err(self.error(DecodeErrorKind::Truncated {
+                needed: n,
+                remaining: self.remaining(),
+            }));
         }
         let out = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -74,7 +132,10 @@ impl<'a> Reader<'a> {
     pub fn take_array(&mut self, count: usize, size: usize) -> Result<&'a [u8], DecodeError> {
         match count.checked_mul(size) {
             Some(n) => self.take(n),
-            None => Err(self.error(DecodeErrorKind::Truncated { needed: usize::MAX, remaining: self.remaining() })),
+            None => Err(self.error(DecodeErrorKind::Truncated {
+                needed: usize::MAX,
+                remaining: self.remaining(),
+            })),
         }
     }
 
@@ -94,7 +155,8 @@ impl<'a> Reader<'a> {
     /// Turns a count member's value into a length, rejecting negative counts.
     #[inline]
     pub fn count(&self, value: i64) -> Result<usize, DecodeError> {
-        usize::try_from(value).map_err(|_| self.error(DecodeErrorKind::NegativeCount { count: value }))
+        usize::try_from(value)
+            .map_err(|_| self.error(DecodeErrorKind::NegativeCount { count: value }))
     }
 
     /// Reads and checks the fingerprint at the front of a message.
@@ -102,21 +164,24 @@ impl<'a> Reader<'a> {
         let at = self.pos;
         let found = self.get_u64()?;
         if found != expected {
-            return Err(DecodeError { kind: DecodeErrorKind::WrongFingerprint { expected, found }, offset: at });
+            return Err(DecodeError {
+                kind: DecodeErrorKind::WrongFingerprint { expected, found },
+                offset: at,
+            });
         }
         Ok(())
     }
 
     scalar_readers! {
-        get_i8, get_i8_vec, fill_i8: i8, 1, i8::from_be_bytes;
-        get_u8, get_u8_vec, fill_u8: u8, 1, u8::from_be_bytes;
-        get_i16, get_i16_vec, fill_i16: i16, 2, i16::from_be_bytes;
-        get_i32, get_i32_vec, fill_i32: i32, 4, i32::from_be_bytes;
-        get_i64, get_i64_vec, fill_i64: i64, 8, i64::from_be_bytes;
-        get_u64, get_u64_vec, fill_u64: u64, 8, u64::from_be_bytes;
-        get_f32, get_f32_vec, fill_f32: f32, 4, f32::from_be_bytes;
-        get_f64, get_f64_vec, fill_f64: f64, 8, f64::from_be_bytes;
-        get_bool, get_bool_vec, fill_bool: bool, 1, |b: [u8; 1]| b[0] != 0;
+        get_i8, get_i8_vec, fill_i8, read_i8s: i8, 1, i8::from_be_bytes;
+        get_u8, get_u8_vec, fill_u8, read_u8s: u8, 1, u8::from_be_bytes;
+        get_i16, get_i16_vec, fill_i16, read_i16s: i16, 2, i16::from_be_bytes;
+        get_i32, get_i32_vec, fill_i32, read_i32s: i32, 4, i32::from_be_bytes;
+        get_i64, get_i64_vec, fill_i64, read_i64s: i64, 8, i64::from_be_bytes;
+        get_u64, get_u64_vec, fill_u64, read_u64s: u64, 8, u64::from_be_bytes;
+        get_f32, get_f32_vec, fill_f32, read_f32s: f32, 4, f32::from_be_bytes;
+        get_f64, get_f64_vec, fill_f64, read_f64s: f64, 8, f64::from_be_bytes;
+        get_bool, get_bool_vec, fill_bool, read_bools: bool, 1, |b: [u8; 1]| b[0] != 0;
     }
 
     /// Reads a byte array without copying it.
@@ -136,9 +201,15 @@ impl<'a> Reader<'a> {
         let body = self.take(len as usize)?;
         let (text, nul) = body.split_at(body.len() - 1);
         if nul[0] != 0 {
-            return Err(DecodeError { kind: DecodeErrorKind::MissingNul, offset: self.pos - 1 });
+            return Err(DecodeError {
+                kind: DecodeErrorKind::MissingNul,
+                offset: self.pos - 1,
+            });
         }
-        std::str::from_utf8(text).map_err(|_| DecodeError { kind: DecodeErrorKind::InvalidUtf8, offset: at + 4 })
+        std::str::from_utf8(text).map_err(|_| DecodeError {
+            kind: DecodeErrorKind::InvalidUtf8,
+            offset: at + 4,
+        })
     }
 
     /// Reads a string into a new `String`.
@@ -167,7 +238,13 @@ mod tests {
         let mut r = Reader::new(&[0, 0, 1, 0, 0xff]);
         assert_eq!(r.get_i32().unwrap(), 256);
         assert_eq!(r.get_i8().unwrap(), -1);
-        assert!(matches!(r.get_i8().unwrap_err().kind, DecodeErrorKind::Truncated { needed: 1, remaining: 0 }));
+        assert!(matches!(
+            r.get_i8().unwrap_err().kind,
+            DecodeErrorKind::Truncated {
+                needed: 1,
+                remaining: 0
+            }
+        ));
     }
 
     #[test]
@@ -184,10 +261,19 @@ mod tests {
         assert_eq!(Reader::new(&[0, 0, 0, 2, b'A', 0]).get_str().unwrap(), "A");
         assert_eq!(Reader::new(&[0, 0, 0, 1, 0]).get_str().unwrap(), "");
         let kind = |b: &[u8]| Reader::new(b).get_str().unwrap_err().kind;
-        assert_eq!(kind(&[0, 0, 0, 0]), DecodeErrorKind::BadStringLength { length: 0 });
-        assert_eq!(kind(&[0xff, 0xff, 0xff, 0xff]), DecodeErrorKind::BadStringLength { length: -1 });
+        assert_eq!(
+            kind(&[0, 0, 0, 0]),
+            DecodeErrorKind::BadStringLength { length: 0 }
+        );
+        assert_eq!(
+            kind(&[0xff, 0xff, 0xff, 0xff]),
+            DecodeErrorKind::BadStringLength { length: -1 }
+        );
         assert_eq!(kind(&[0, 0, 0, 2, b'A', b'B']), DecodeErrorKind::MissingNul);
         assert_eq!(kind(&[0, 0, 0, 2, 0xc3, 0]), DecodeErrorKind::InvalidUtf8);
-        assert!(matches!(kind(&[0x7f, 0xff, 0xff, 0xff, 0]), DecodeErrorKind::Truncated { .. }));
+        assert!(matches!(
+            kind(&[0x7f, 0xff, 0xff, 0xff, 0]),
+            DecodeErrorKind::Truncated { .. }
+        ));
     }
 }

@@ -10,23 +10,20 @@ pub struct Writer<'a> {
 }
 
 macro_rules! scalar_writers {
-    ($($put:ident, $put_slice:ident: $t:ty, $n:expr, $to:expr;)*) => {$(
+    ($($put:ident, $put_slice:ident, $bulk:ident: $t:ty, $n:expr, $to:expr;)*) => {$(
         #[doc = concat!("Writes one big-endian `", stringify!($t), "`.")]
         #[inline]
         pub fn $put(&mut self, v: $t) -> Result<(), EncodeError> {
             let f = $to;
-            self.take($n)?.copy_from_slice(&f(v));
+            *self.take_fixed::<$n>()? = f(v);
             Ok(())
         }
 
         #[doc = concat!("Writes a slice of `", stringify!($t), "`s back to back (in one pass the compiler vectorises).")]
         #[inline]
         pub fn $put_slice(&mut self, vs: &[$t]) -> Result<(), EncodeError> {
-            let f = $to;
             let dst = self.take_array(vs.len(), $n)?;
-            for (d, v) in dst.chunks_exact_mut($n).zip(vs) {
-                d.copy_from_slice(&f(*v));
-            }
+            crate::fixed::$bulk(dst, vs);
             Ok(())
         }
     )*};
@@ -52,11 +49,35 @@ impl<'a> Writer<'a> {
     #[inline]
     pub fn take(&mut self, n: usize) -> Result<&mut [u8], EncodeError> {
         if n > self.remaining() {
-            return Err(EncodeError::BufferTooSmall { needed: n, remaining: self.remaining() });
+            return Err(EncodeError::BufferTooSmall {
+                needed: n,
+                remaining: self.remaining(),
+            });
         }
         let out = &mut self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(out)
+    }
+
+    /// Reserves the next `N` bytes as an array reference (one check for a run of fixed-size members).
+    #[inline]
+    pub fn take_fixed<const N: usize>(&mut self) -> Result<&mut [u8; N], EncodeError> {
+        let remaining = self.remaining();
+        let start = self.pos;
+        match self
+            .buf
+            .get_mut(start..)
+            .and_then(|s| s.first_chunk_mut::<N>())
+        {
+            Some(c) => {
+                self.pos = start + N;
+                Ok(c)
+            }
+            None => Err(EncodeError::BufferTooSmall {
+                needed: N,
+                remaining,
+            }),
+        }
     }
 
     /// Reserves `count` elements of `size` bytes each.
@@ -64,20 +85,23 @@ impl<'a> Writer<'a> {
     pub fn take_array(&mut self, count: usize, size: usize) -> Result<&mut [u8], EncodeError> {
         match count.checked_mul(size) {
             Some(n) => self.take(n),
-            None => Err(EncodeError::BufferTooSmall { needed: usize::MAX, remaining: self.remaining() }),
+            None => Err(EncodeError::BufferTooSmall {
+                needed: usize::MAX,
+                remaining: self.remaining(),
+            }),
         }
     }
 
     scalar_writers! {
-        put_i8, put_i8_slice: i8, 1, |v: i8| v.to_be_bytes();
-        put_u8, put_u8_slice: u8, 1, |v: u8| v.to_be_bytes();
-        put_i16, put_i16_slice: i16, 2, |v: i16| v.to_be_bytes();
-        put_i32, put_i32_slice: i32, 4, |v: i32| v.to_be_bytes();
-        put_i64, put_i64_slice: i64, 8, |v: i64| v.to_be_bytes();
-        put_u64, put_u64_slice: u64, 8, |v: u64| v.to_be_bytes();
-        put_f32, put_f32_slice: f32, 4, |v: f32| v.to_be_bytes();
-        put_f64, put_f64_slice: f64, 8, |v: f64| v.to_be_bytes();
-        put_bool, put_bool_slice: bool, 1, |v: bool| [v as u8];
+        put_i8, put_i8_slice, write_i8s: i8, 1, |v: i8| v.to_be_bytes();
+        put_u8, put_u8_slice, write_u8s: u8, 1, |v: u8| v.to_be_bytes();
+        put_i16, put_i16_slice, write_i16s: i16, 2, |v: i16| v.to_be_bytes();
+        put_i32, put_i32_slice, write_i32s: i32, 4, |v: i32| v.to_be_bytes();
+        put_i64, put_i64_slice, write_i64s: i64, 8, |v: i64| v.to_be_bytes();
+        put_u64, put_u64_slice, write_u64s: u64, 8, |v: u64| v.to_be_bytes();
+        put_f32, put_f32_slice, write_f32s: f32, 4, |v: f32| v.to_be_bytes();
+        put_f64, put_f64_slice, write_f64s: f64, 8, |v: f64| v.to_be_bytes();
+        put_bool, put_bool_slice, write_bools: bool, 1, |v: bool| [u8::from(v)];
     }
 
     /// Writes raw bytes (a `byte` array).
@@ -89,7 +113,8 @@ impl<'a> Writer<'a> {
 
     /// Writes a string: int32 length counting the NUL, the UTF-8 bytes, a NUL.
     pub fn put_str(&mut self, s: &str) -> Result<(), EncodeError> {
-        let len = i32::try_from(s.len() + 1).map_err(|_| EncodeError::StringTooLong { len: s.len() })?;
+        let len =
+            i32::try_from(s.len() + 1).map_err(|_| EncodeError::StringTooLong { len: s.len() })?;
         let dst = self.take(4 + s.len() + 1)?;
         dst[..4].copy_from_slice(&len.to_be_bytes());
         dst[4..4 + s.len()].copy_from_slice(s.as_bytes());
@@ -99,18 +124,29 @@ impl<'a> Writer<'a> {
 
     /// Checks an array's length against the length its count member or declaration requires.
     #[inline]
-    pub fn check_len(field: &'static str, expected: usize, actual: usize) -> Result<(), EncodeError> {
+    pub fn check_len(
+        field: &'static str,
+        expected: usize,
+        actual: usize,
+    ) -> Result<(), EncodeError> {
         if expected == actual {
             Ok(())
         } else {
-            Err(EncodeError::LengthMismatch { field, expected, actual })
+            Err(EncodeError::LengthMismatch {
+                field,
+                expected,
+                actual,
+            })
         }
     }
 
     /// Turns a count member's value into a length, rejecting negative counts.
     #[inline]
     pub fn count(field: &'static str, value: i64) -> Result<usize, EncodeError> {
-        usize::try_from(value).map_err(|_| EncodeError::NegativeCount { field, count: value })
+        usize::try_from(value).map_err(|_| EncodeError::NegativeCount {
+            field,
+            count: value,
+        })
     }
 }
 
@@ -138,6 +174,12 @@ mod tests {
     #[test]
     fn too_small_is_an_error() {
         let mut buf = [0u8; 3];
-        assert!(matches!(Writer::new(&mut buf).put_i32(1), Err(EncodeError::BufferTooSmall { needed: 4, remaining: 3 })));
+        assert!(matches!(
+            Writer::new(&mut buf).put_i32(1),
+            Err(EncodeError::BufferTooSmall {
+                needed: 4,
+                remaining: 3
+            })
+        ));
     }
 }
