@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -38,7 +39,11 @@ def lcm_gen() -> Path:
 
 @pytest.fixture(scope="session")
 def nerve_bin(repo_root: Path) -> Path:
-    """The `nerve` binary, built once per session with `cargo build -p nerve-cli`."""
+    """The `nerve` binary, built once per session with `cargo build -p nerve-cli`.
+
+    NERVE_BIN=path uses that binary instead (e.g. a release build, or while the tree does not build)."""
+    if os.environ.get("NERVE_BIN"):
+        return Path(os.environ["NERVE_BIN"]).resolve()
     cargo = shutil.which("cargo")
     if cargo is None:
         pytest.fail("cargo is not on PATH")
