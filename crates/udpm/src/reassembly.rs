@@ -1,0 +1,321 @@
+//! Reassembly of fragmented messages with bounded memory.
+//!
+//! A message in flight is keyed by (sender address, sequence number), as in LCM. Unlike LCM's C receiver, each
+//! buffer remembers which fragments it has, so a duplicate fragment is ignored instead of completing the message
+//! early with garbage; and the store is bounded by bytes and by messages: when a new message would exceed either
+//! bound, the least recently updated incomplete messages are dropped first (newest data wins), and every drop is
+//! counted. A lost fragment therefore costs its whole message, never a half-filled one.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use crate::packet::Fragment;
+
+/// Bounds on what reassembly may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest total size a fragmented message may announce.
+    pub max_message: usize,
+    /// Most bytes reserved by incomplete messages at once.
+    pub max_bytes_in_flight: usize,
+    /// Most incomplete messages at once.
+    pub max_messages_in_flight: usize,
+}
+
+impl Default for Limits {
+    /// LCM's 256 MiB message cap and 1000-message store; 512 MiB in flight so one maximal message fits with room.
+    fn default() -> Limits {
+        Limits { max_message: 256 << 20, max_bytes_in_flight: 512 << 20, max_messages_in_flight: 1000 }
+    }
+}
+
+/// What reassembly has done, for stats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReassemblyStats {
+    /// Fragmented messages delivered whole.
+    pub completed: u64,
+    /// Fragments ignored because that fragment had already arrived.
+    pub duplicate_fragments: u64,
+    /// Incomplete messages dropped to make room, or replaced by a fragment that disagreed with them.
+    pub dropped_incomplete: u64,
+    /// Messages dropped because alone they exceed the in-flight byte bound.
+    pub dropped_too_large: u64,
+    /// Messages whose fragments, all present, did not add up to the announced size (a corrupt sender).
+    pub dropped_inconsistent: u64,
+}
+
+/// A message put back together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reassembled {
+    /// Who sent it.
+    pub sender: SocketAddr,
+    /// Its sequence number.
+    pub seq: u32,
+    /// Its channel.
+    pub channel: String,
+    /// Its bytes.
+    pub payload: Vec<u8>,
+}
+
+struct InFlight {
+    total: u32,
+    count: u16,
+    have: Vec<u64>,
+    fragments: u32,
+    bytes: u64,
+    channel: Option<String>,
+    payload: Vec<u8>,
+    touched: u64,
+}
+
+/// The reassembly store of one receiver.
+pub struct Reassembler {
+    limits: Limits,
+    in_flight: HashMap<(SocketAddr, u32), InFlight>,
+    reserved: usize,
+    clock: u64,
+    stats: ReassemblyStats,
+}
+
+impl Reassembler {
+    /// An empty store with these bounds.
+    pub fn new(limits: Limits) -> Reassembler {
+        Reassembler { limits, in_flight: HashMap::new(), reserved: 0, clock: 0, stats: ReassemblyStats::default() }
+    }
+
+    /// The bounds.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> ReassemblyStats {
+        self.stats
+    }
+
+    /// Incomplete messages held now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Bytes reserved by incomplete messages now.
+    pub fn bytes_in_flight(&self) -> usize {
+        self.reserved
+    }
+
+    fn remove(&mut self, key: &(SocketAddr, u32)) -> Option<InFlight> {
+        let entry = self.in_flight.remove(key)?;
+        self.reserved -= entry.total as usize;
+        Some(entry)
+    }
+
+    /// Drops least recently updated messages until `need` more bytes and one more message fit.
+    fn make_room(&mut self, need: usize) {
+        while !self.in_flight.is_empty()
+            && (self.reserved + need > self.limits.max_bytes_in_flight
+                || self.in_flight.len() >= self.limits.max_messages_in_flight)
+        {
+            let oldest = *self.in_flight.iter().min_by_key(|(_, e)| e.touched).map(|(k, _)| k).expect("not empty");
+            self.remove(&oldest);
+            self.stats.dropped_incomplete += 1;
+        }
+    }
+
+    /// Adds one (already validated) fragment; returns the message when it is complete.
+    pub fn add(&mut self, sender: SocketAddr, frag: &Fragment<'_>) -> Option<Reassembled> {
+        let key = (sender, frag.seq);
+        self.clock += 1;
+        // A fragment that disagrees with the message in flight under its key starts that message over (the sender
+        // restarted, or its sequence numbers wrapped): the old one can never complete.
+        if let Some(e) = self.in_flight.get(&key) {
+            if e.total != frag.total || e.count != frag.count {
+                self.remove(&key);
+                self.stats.dropped_incomplete += 1;
+            }
+        }
+        if !self.in_flight.contains_key(&key) {
+            let total = frag.total as usize;
+            if total > self.limits.max_bytes_in_flight {
+                self.stats.dropped_too_large += 1;
+                return None;
+            }
+            self.make_room(total);
+            self.reserved += total;
+            self.in_flight.insert(
+                key,
+                InFlight {
+                    total: frag.total,
+                    count: frag.count,
+                    have: vec![0; (frag.count as usize).div_ceil(64)],
+                    fragments: 0,
+                    bytes: 0,
+                    channel: None,
+                    // Zeroed allocation: large ones are fresh pages from the OS, so memory is only committed as
+                    // fragments actually arrive; a forged total costs address space, not RAM.
+                    payload: vec![0; total],
+                    touched: 0,
+                },
+            );
+        }
+        let e = self.in_flight.get_mut(&key).expect("inserted above");
+        e.touched = self.clock;
+        let (word, bit) = (frag.number as usize / 64, 1u64 << (frag.number % 64));
+        if e.have[word] & bit != 0 {
+            self.stats.duplicate_fragments += 1;
+            return None;
+        }
+        e.have[word] |= bit;
+        e.fragments += 1;
+        e.bytes += frag.data.len() as u64;
+        let at = frag.offset as usize;
+        e.payload[at..at + frag.data.len()].copy_from_slice(frag.data);
+        if let Some(c) = frag.channel {
+            e.channel = Some(c.to_owned());
+        }
+        if e.fragments < e.count as u32 {
+            return None;
+        }
+        let done = self.remove(&key).expect("present");
+        match done.channel {
+            Some(channel) if done.bytes == done.total as u64 => {
+                self.stats.completed += 1;
+                Some(Reassembled { sender, seq: frag.seq, channel, payload: done.payload })
+            }
+            _ => {
+                self.stats.dropped_inconsistent += 1;
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{parse, plan, write_fragment, Datagram, Plan};
+
+    fn fragments(seq: u32, channel: &str, payload: &[u8]) -> Vec<Vec<u8>> {
+        let Ok(Plan::Fragmented { count }) = plan(channel, payload.len()) else { panic!("expected fragments") };
+        (0..count)
+            .map(|n| {
+                let mut b = Vec::new();
+                write_fragment(&mut b, seq, channel, payload, n, count);
+                b
+            })
+            .collect()
+    }
+
+    fn feed(r: &mut Reassembler, from: SocketAddr, datagram: &[u8]) -> Option<Reassembled> {
+        match parse(datagram, r.limits().max_message).expect("valid") {
+            Datagram::Fragment(f) => r.add(from, &f),
+            Datagram::Small { .. } => panic!("not a fragment"),
+        }
+    }
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    fn payload(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn any_order_reassembles() {
+        let p = payload(200_000);
+        let frags = fragments(5, "CAM", &p);
+        let mut r = Reassembler::new(Limits::default());
+        let mut order: Vec<usize> = (0..frags.len()).rev().collect();
+        order.rotate_left(1);
+        let mut out = None;
+        for i in order {
+            out = feed(&mut r, addr(1), &frags[i]).or(out);
+        }
+        let m = out.expect("complete");
+        assert_eq!((m.channel.as_str(), m.seq, m.payload == p), ("CAM", 5, true));
+        assert_eq!(r.in_flight(), 0);
+        assert_eq!(r.bytes_in_flight(), 0);
+    }
+
+    #[test]
+    fn duplicates_do_not_complete_a_message_early() {
+        // LCM C delivers a 3-fragment message with garbage if fragment 0 arrives twice and fragment 1 never does.
+        let p = payload(150_000);
+        let frags = fragments(1, "X", &p);
+        assert_eq!(frags.len(), 3);
+        let mut r = Reassembler::new(Limits::default());
+        assert_eq!(feed(&mut r, addr(1), &frags[0]), None);
+        assert_eq!(feed(&mut r, addr(1), &frags[0]), None);
+        assert_eq!(feed(&mut r, addr(1), &frags[2]), None);
+        assert_eq!(r.stats().duplicate_fragments, 1);
+        assert_eq!(feed(&mut r, addr(1), &frags[1]).map(|m| m.payload == p), Some(true));
+    }
+
+    #[test]
+    fn senders_and_sequence_numbers_are_kept_apart() {
+        let (a, b) = (payload(100_000), vec![9u8; 100_000]);
+        let (fa, fb) = (fragments(1, "A", &a), fragments(1, "A", &b));
+        let mut r = Reassembler::new(Limits::default());
+        assert_eq!(feed(&mut r, addr(1), &fa[0]), None);
+        assert_eq!(feed(&mut r, addr(2), &fb[0]), None);
+        assert_eq!(feed(&mut r, addr(2), &fb[1]).map(|m| m.payload == b), Some(true));
+        assert_eq!(feed(&mut r, addr(1), &fa[1]).map(|m| m.payload == a), Some(true));
+    }
+
+    #[test]
+    fn memory_is_bounded_and_the_oldest_goes_first() {
+        let limits = Limits { max_message: 1 << 20, max_bytes_in_flight: 250_000, max_messages_in_flight: 1000 };
+        let mut r = Reassembler::new(limits);
+        let msgs: Vec<_> = (0..3).map(|s| fragments(s, "M", &payload(100_000))).collect();
+        // Three incomplete 100 kB messages do not fit in 250 kB: the first is dropped for the third.
+        for m in &msgs {
+            assert_eq!(feed(&mut r, addr(1), &m[0]), None);
+        }
+        assert_eq!(r.in_flight(), 2);
+        assert!(r.bytes_in_flight() <= 250_000);
+        assert_eq!(r.stats().dropped_incomplete, 1);
+        // The dropped message's last fragment starts it over and can never complete it; the others complete.
+        assert_eq!(feed(&mut r, addr(1), &msgs[1][1]).is_some(), true);
+        assert_eq!(feed(&mut r, addr(1), &msgs[2][1]).is_some(), true);
+        // A message that alone exceeds the bound is refused outright.
+        let big = fragments(9, "M", &payload(300_000));
+        assert_eq!(feed(&mut r, addr(1), &big[0]), None);
+        assert_eq!(r.stats().dropped_too_large, 1);
+    }
+
+    #[test]
+    fn message_count_is_bounded() {
+        let limits = Limits { max_message: 1 << 20, max_bytes_in_flight: 1 << 30, max_messages_in_flight: 4 };
+        let mut r = Reassembler::new(limits);
+        for s in 0..10 {
+            feed(&mut r, addr(1), &fragments(s, "M", &payload(70_000))[0]);
+        }
+        assert_eq!(r.in_flight(), 4);
+        assert_eq!(r.stats().dropped_incomplete, 6);
+    }
+
+    #[test]
+    fn a_disagreeing_fragment_restarts_the_message() {
+        let mut r = Reassembler::new(Limits::default());
+        let a = fragments(3, "A", &payload(100_000));
+        let b = fragments(3, "A", &payload(140_000));
+        feed(&mut r, addr(1), &a[0]);
+        feed(&mut r, addr(1), &b[0]);
+        assert_eq!(r.stats().dropped_incomplete, 1);
+        assert_eq!(feed(&mut r, addr(1), &b[1]), None);
+        assert_eq!(feed(&mut r, addr(1), &b[2]).map(|m| m.payload.len()), Some(140_000));
+    }
+
+    #[test]
+    fn fragments_that_do_not_add_up_are_dropped() {
+        // Two fragments that both claim offset 0 cover only part of the message.
+        let mut r = Reassembler::new(Limits::default());
+        let mut f0 = Vec::new();
+        f0.extend_from_slice(b"LC03\0\0\0\x01\0\0\0\x0a\0\0\0\0\0\0\0\x02c\0abc");
+        let mut f1 = Vec::new();
+        f1.extend_from_slice(b"LC03\0\0\0\x01\0\0\0\x0a\0\0\0\0\0\x01\0\x02def");
+        assert_eq!(feed(&mut r, addr(1), &f0), None);
+        assert_eq!(feed(&mut r, addr(1), &f1), None);
+        assert_eq!(r.stats().dropped_inconsistent, 1);
+    }
+}

@@ -1,0 +1,348 @@
+//! Multicast sockets: [`Sender`] publishes messages as LCM datagrams, [`Receiver`] turns datagrams back into
+//! messages, counting and dropping everything malformed.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::config::{Config, Interface};
+use crate::packet::{self, Datagram, Malformed, Plan, SendError};
+use crate::reassembly::{ReassemblyStats, Reassembler};
+
+/// What the user runs when multicast is not routed on a Linux host with only loopback.
+pub const LOOPBACK_ADVICE: &str =
+    "multicast is not routed here; on a host without a network run (as root): \
+     ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo";
+
+/// A udpm failure, with the operation that failed.
+#[derive(Debug)]
+pub enum UdpmError {
+    /// A socket call failed.
+    Io {
+        /// What was being done, e.g. "joining 239.255.76.67 on 127.0.0.1".
+        op: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// There is no route for the multicast group.
+    NoRoute {
+        /// The group.
+        group: Ipv4Addr,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The interface named in the URL has no IPv4 address.
+    UnknownInterface {
+        /// The name.
+        name: String,
+    },
+    /// The message cannot be sent (channel too long, message too large).
+    Send(SendError),
+}
+
+impl std::fmt::Display for UdpmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UdpmError::Io { op, source } => write!(f, "{op}: {source}"),
+            UdpmError::NoRoute { group, source } => write!(f, "no route to multicast group {group} ({source}): {LOOPBACK_ADVICE}"),
+            UdpmError::UnknownInterface { name } => write!(f, "interface '{name}' not found or has no IPv4 address"),
+            UdpmError::Send(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for UdpmError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            UdpmError::Io { source, .. } | UdpmError::NoRoute { source, .. } => Some(source),
+            UdpmError::Send(e) => Some(e),
+            UdpmError::UnknownInterface { .. } => None,
+        }
+    }
+}
+
+fn io_err(op: impl Into<String>) -> impl FnOnce(io::Error) -> UdpmError {
+    let op = op.into();
+    move |source| UdpmError::Io { op, source }
+}
+
+/// The IPv4 address of the interface the config names (UNSPECIFIED for the kernel's choice).
+fn interface_addr(iface: &Interface) -> Result<Ipv4Addr, UdpmError> {
+    match iface {
+        Interface::Default => Ok(Ipv4Addr::UNSPECIFIED),
+        Interface::Addr(a) => Ok(*a),
+        Interface::Name(name) => {
+            let addrs = nix::ifaddrs::getifaddrs().map_err(|e| UdpmError::Io {
+                op: "listing network interfaces".into(),
+                source: io::Error::from_raw_os_error(e as i32),
+            })?;
+            for a in addrs {
+                if a.interface_name == *name {
+                    if let Some(sin) = a.address.as_ref().and_then(|s| s.as_sockaddr_in()) {
+                        return Ok(sin.ip());
+                    }
+                }
+            }
+            Err(UdpmError::UnknownInterface { name: name.clone() })
+        }
+    }
+}
+
+/// Microseconds since the Unix epoch, LCM's `recv_utime`.
+pub fn now_utime() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+/// Publishes messages to a multicast group. All fragments of a message leave from this one socket (receivers key
+/// reassembly on the source address), in order, fragment 0 first, never interleaved with another message.
+#[derive(Debug)]
+pub struct Sender {
+    socket: UdpSocket,
+    group: Ipv4Addr,
+    port: u16,
+    seq: u32,
+    datagram: Vec<u8>,
+}
+
+impl Sender {
+    /// Opens the send socket and checks that the group is routed.
+    pub fn open(config: &Config) -> Result<Sender, UdpmError> {
+        let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
+        socket.set_multicast_ttl_v4(config.ttl as u32).map_err(io_err("setting the multicast TTL"))?;
+        socket.set_multicast_loop_v4(true).map_err(io_err("enabling multicast loopback"))?;
+        let iface = interface_addr(&config.interface)?;
+        if !iface.is_unspecified() {
+            socket.set_multicast_if_v4(&iface).map_err(io_err(format!("choosing interface {iface} for multicast")))?;
+        }
+        // Like LCM: a throwaway connect() tells at once whether the group has a route, instead of every send failing.
+        let probe = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(io_err("creating a probe socket"))?;
+        if let Err(source) = probe.connect(SocketAddrV4::new(config.group, config.port)) {
+            return Err(UdpmError::NoRoute { group: config.group, source });
+        }
+        Ok(Sender { socket: socket.into(), group: config.group, port: config.port, seq: 0, datagram: Vec::with_capacity(65536) })
+    }
+
+    /// The local address datagrams leave from.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Sends one message to the group's port.
+    pub fn send(&mut self, channel: &str, payload: &[u8]) -> Result<(), UdpmError> {
+        self.send_to_port(self.port, channel, payload)
+    }
+
+    /// Sends one message to `port` on the group (multi-port mode picks the port per channel).
+    pub fn send_to_port(&mut self, port: u16, channel: &str, payload: &[u8]) -> Result<(), UdpmError> {
+        let dest = SocketAddrV4::new(self.group, port);
+        let plan = packet::plan(channel, payload.len()).map_err(UdpmError::Send)?;
+        let seq = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        match plan {
+            Plan::Small => {
+                packet::write_small(&mut self.datagram, seq, channel, payload);
+                self.send_datagram(dest)
+            }
+            Plan::Fragmented { count } => {
+                for n in 0..count {
+                    packet::write_fragment(&mut self.datagram, seq, channel, payload, n, count);
+                    self.send_datagram(dest)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn send_datagram(&self, dest: SocketAddrV4) -> Result<(), UdpmError> {
+        loop {
+            match self.socket.send_to(&self.datagram, dest) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // The kernel's queue is momentarily full (a burst of fragments): wait for it rather than lose one
+                // fragment and with it the whole message.
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENOBUFS) => std::thread::sleep(Duration::from_micros(50)),
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENETUNREACH) => {
+                    return Err(UdpmError::NoRoute { group: self.group, source: e })
+                }
+                Err(e) => return Err(UdpmError::Io { op: format!("sending to {dest}"), source: e }),
+            }
+        }
+    }
+}
+
+/// A message received whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Its channel.
+    pub channel: String,
+    /// Its bytes.
+    pub payload: Vec<u8>,
+    /// The sender's address.
+    pub sender: SocketAddr,
+    /// The sender's sequence number.
+    pub seq: u32,
+    /// When it was received (its last datagram), microseconds since the epoch.
+    pub recv_utime: i64,
+}
+
+/// What a receiver has seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecvStats {
+    /// Datagrams read.
+    pub datagrams: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Messages delivered (small and reassembled).
+    pub messages: u64,
+    /// Malformed datagrams dropped, by reason (in the order of [`Malformed::ALL`]).
+    pub malformed: [u64; 8],
+    /// Reassembly counters.
+    pub reassembly: ReassemblyStats,
+}
+
+impl RecvStats {
+    /// All malformed datagrams, whatever the reason.
+    pub fn malformed_total(&self) -> u64 {
+        self.malformed.iter().sum()
+    }
+
+    /// Malformed datagrams for one reason.
+    pub fn malformed(&self, reason: Malformed) -> u64 {
+        self.malformed[Malformed::ALL.iter().position(|&r| r == reason).expect("every reason is listed")]
+    }
+}
+
+static WARNED_RCVBUF: AtomicBool = AtomicBool::new(false);
+
+/// Receives datagrams for a group and port and turns them into messages.
+pub struct Receiver {
+    socket: UdpSocket,
+    reassembler: Reassembler,
+    buf: Vec<u8>,
+    stats: RecvStats,
+    rcvbuf: Option<(usize, usize)>,
+}
+
+impl Receiver {
+    /// Binds `group:port` (shared with other processes), joins the group, and sets the receive buffer.
+    pub fn open(config: &Config) -> Result<Receiver, UdpmError> {
+        Receiver::open_port(config, config.port)
+    }
+
+    /// Like [`Receiver::open`] on another port of the group (multi-port mode).
+    pub fn open_port(config: &Config, port: u16) -> Result<Receiver, UdpmError> {
+        let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
+        socket.set_reuse_address(true).map_err(io_err("setting SO_REUSEADDR"))?;
+        let mut rcvbuf = None;
+        if let Some(want) = config.recv_buf_size {
+            socket.set_recv_buffer_size(want).map_err(io_err("setting SO_RCVBUF"))?;
+            // Linux reports twice what it keeps for data; compare like with like.
+            let granted = socket.recv_buffer_size().map_err(io_err("reading SO_RCVBUF"))? / 2;
+            rcvbuf = Some((want, granted));
+            if granted < want && !WARNED_RCVBUF.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "nerve: udpm: asked for a {want}-byte receive buffer, the kernel granted {granted}; \
+                     large messages may be lost. Raise the limit with: sysctl -w net.core.rmem_max={want}"
+                );
+            }
+        }
+        let bind = SocketAddrV4::new(config.group, port);
+        socket.bind(&bind.into()).map_err(io_err(format!("binding {bind}")))?;
+        let iface = interface_addr(&config.interface)?;
+        socket.join_multicast_v4(&config.group, &iface).map_err(|source| match source.raw_os_error() {
+            Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => UdpmError::NoRoute { group: config.group, source },
+            _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
+        })?;
+        Ok(Receiver {
+            socket: socket.into(),
+            reassembler: Reassembler::new(config.limits),
+            buf: vec![0; 65536],
+            stats: RecvStats::default(),
+            rcvbuf,
+        })
+    }
+
+    /// The receive buffer asked for and granted, if one was asked for.
+    pub fn rcvbuf(&self) -> Option<(usize, usize)> {
+        self.rcvbuf
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> RecvStats {
+        let mut s = self.stats;
+        s.reassembly = self.reassembler.stats();
+        s
+    }
+
+    /// The socket, e.g. to poll it.
+    pub fn socket(&self) -> &UdpSocket {
+        &self.socket
+    }
+
+    /// Waits up to `timeout` (forever with `None`) for the next whole message. Malformed datagrams and fragments of
+    /// messages not yet complete are absorbed on the way.
+    pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let wait = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(None),
+                },
+            };
+            self.socket.set_read_timeout(wait).map_err(io_err("setting a receive timeout"))?;
+            let (n, from) = match self.socket.recv_from(&mut self.buf) {
+                Ok(x) => x,
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
+            };
+            if let Some(m) = self.absorb(from, n) {
+                return Ok(Some(m));
+            }
+        }
+    }
+
+    /// Processes one datagram already read into the buffer.
+    fn absorb(&mut self, from: SocketAddr, n: usize) -> Option<Message> {
+        self.stats.datagrams += 1;
+        self.stats.bytes += n as u64;
+        let max_message = self.reassembler.limits().max_message;
+        let message = match packet::parse(&self.buf[..n], max_message) {
+            Err(reason) => {
+                let i = Malformed::ALL.iter().position(|&r| r == reason).expect("every reason is listed");
+                self.stats.malformed[i] += 1;
+                None
+            }
+            Ok(Datagram::Small { seq, channel, payload }) => Some(Message {
+                channel: channel.to_owned(),
+                payload: payload.to_vec(),
+                sender: from,
+                seq,
+                recv_utime: now_utime(),
+            }),
+            Ok(Datagram::Fragment(f)) => self.reassembler.add(from, &f).map(|m| Message {
+                channel: m.channel,
+                payload: m.payload,
+                sender: from,
+                seq: m.seq,
+                recv_utime: now_utime(),
+            }),
+        };
+        if message.is_some() {
+            self.stats.messages += 1;
+        }
+        message
+    }
+
+    /// Feeds one datagram as if it had been received (for tests and fuzzing of the whole receive path).
+    pub fn inject(&mut self, from: SocketAddr, datagram: &[u8]) -> Option<Message> {
+        let n = datagram.len().min(self.buf.len());
+        self.buf[..n].copy_from_slice(&datagram[..n]);
+        self.absorb(from, n)
+    }
+}
