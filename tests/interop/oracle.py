@@ -139,6 +139,14 @@ def parse_c_integer(text: str) -> int:
     return -v if neg else v
 
 
+def _const_dim(text: str):
+    """A constant dimension's size, or its text when lcm-gen took a word that is no integer (`[1.5]`)."""
+    try:
+        return parse_c_integer(text)
+    except ValueError:
+        return text
+
+
 _D_STRUCT = re.compile(r"^struct (\S+) \[hash=0x\s*([0-9a-fA-F ]+)\]$")
 _D_DIM = re.compile(r"\[ \((const|var)\) (\S+) \]")
 
@@ -160,7 +168,7 @@ def lcmgen_debug(files: Sequence) -> dict:
             body = line.strip()
             ty, rest = body.split(None, 1)
             name = rest.split(" [", 1)[0].strip()
-            dims = [parse_c_integer(t) if kind == "const" else t for kind, t in _D_DIM.findall(rest)]
+            dims = [_const_dim(t) if kind == "const" else t for kind, t in _D_DIM.findall(rest)]
             types[current][1].append(MemberDesc(name, ty, dims))
     return types
 
