@@ -1,0 +1,406 @@
+"""Nerve's generated Python (`nerve gen -p`) against the real LCM 1.5.3 Python binding.
+
+`nerve gen -p` runs over the whole corpus into a temporary directory, and its modules are imported next to the real
+lcm-gen's (oracle.real_python_modules keeps the two sets of same-named packages apart). Per random case of every
+type: the real LCM's bytes decode to the canonical value and re-encode to the same bytes; objects built from the
+canonical value with plain lists, or from the real LCM object's attribute values, encode to the real LCM's bytes;
+and malformed input raises nerve_lcm.DecodeError and nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import oracle
+
+
+@pytest.fixture(scope="module")
+def generated(nerve_bin, corpus_files, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("nerve_python")
+    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(out), *map(str, corpus_files)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def nerve_classes(generated, type_descs) -> dict:
+    """{full name: Nerve's class} for every corpus type, imported from the generated code (fingerprint-only types
+    included: Nerve's Python must handle what lcm-gen's cannot)."""
+    oracle.real_python_modules()  # import the real ones first; they keep their own packages in their globals
+    roots = {d.name.split(".")[0] for d in type_descs} | {"nerve_lcm"}
+    saved = {k: v for k, v in sys.modules.items() if k.split(".")[0] in roots}
+    for k in saved:
+        del sys.modules[k]
+    sys.path.insert(0, str(generated))
+    importlib.invalidate_caches()
+    classes = {}
+    try:
+        for d in type_descs:
+            pkg, short = d.name.rsplit(".", 1)
+            classes[d.name] = getattr(importlib.import_module(f"{pkg}.{short}"), short)
+        yield classes
+    finally:
+        sys.path.remove(str(generated))
+        for k in [k for k in sys.modules if k.split(".")[0] in roots]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+@pytest.fixture(scope="module")
+def rt(nerve_classes):
+    """The nerve_lcm runtime module the generated classes use."""
+    any_cls = next(iter(nerve_classes.values()))
+    return sys.modules[any_cls.__module__].__dict__["_rt"]
+
+
+@pytest.fixture(scope="module")
+def descs() -> dict:
+    return oracle.desc_by_name()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Converting between Nerve objects and canonical values
+
+
+def canonical(descs: dict, type_name: str, obj) -> dict:
+    """A Nerve object as the oracle's canonical value (arrays as lists via .tolist(), bytes as lists of ints)."""
+    out = {}
+    for m in descs[type_name].members:
+        out[m.name] = _canon_member(descs, m, getattr(obj, m.name), len(m.dims))
+    return out
+
+
+def _canon_member(descs, m, v, ndims):
+    if ndims == 0:
+        if m.is_primitive:
+            return v
+        return canonical(descs, m.type, v)
+    if m.is_primitive and m.type != "string":
+        if isinstance(v, bytes):
+            assert m.type == "byte" and ndims == 1, f"{m.name}: bytes for a {m.type} array of {ndims} dims"
+            return list(v)
+        assert isinstance(v, np.ndarray), f"{m.name}: expected a numpy array, got {type(v).__name__}"
+        assert v.ndim == ndims, f"{m.name}: expected {ndims} dimensions, got shape {v.shape}"
+        return v.tolist()
+    return [_canon_member(descs, m, x, ndims - 1) for x in v]
+
+
+def build(descs: dict, classes: dict, type_name: str, value: dict):
+    """A Nerve object from a canonical value, with plain (nested) lists for every array."""
+    obj = classes[type_name]()
+    for m in descs[type_name].members:
+        setattr(obj, m.name, _build_member(descs, classes, m, value[m.name], len(m.dims)))
+    return obj
+
+
+def _build_member(descs, classes, m, v, ndims):
+    if ndims == 0:
+        return v if m.is_primitive else build(descs, classes, m.type, v)
+    return [_build_member(descs, classes, m, x, ndims - 1) for x in v]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Against the real LCM's bytes
+
+
+def test_decode_real_bytes_gives_canonical_values_and_reencodes_identically(nerve_classes, descs, real_cases):
+    assert len({c.type for c in real_cases}) >= 30
+    for c in real_cases:
+        obj = nerve_classes[c.type].decode(c.data)
+        oracle.check_value(descs, c.type, c.value, canonical(descs, c.type, obj))
+        assert obj.encode() == c.data, f"{c.type}: re-encoding differs"
+
+
+def test_objects_built_from_plain_lists_encode_like_real_lcm(nerve_classes, descs, real_cases):
+    for c in real_cases:
+        obj = build(descs, nerve_classes, c.type, c.value)
+        assert obj.encode() == c.data, f"{c.type}: {obj.encode().hex()} != {c.data.hex()}"
+
+
+def test_objects_built_from_real_lcm_attribute_values_encode_like_real_lcm(nerve_classes, descs, real_cases):
+    real = oracle.real_python_modules()
+    for c in real_cases:
+        real_obj = real[c.type].decode(c.data)  # tuples, bytes and real nested objects, as LCM users have them
+        obj = nerve_classes[c.type]()
+        for name in real_obj.__slots__:
+            setattr(obj, name, getattr(real_obj, name))
+        assert obj.encode() == c.data, f"{c.type}: encoding from the real object's attributes differs"
+
+
+def test_real_lcm_decodes_what_nerve_encodes_from_numpy_arrays(nerve_classes, descs, real_cases):
+    """Arrays given as numpy arrays of another dtype (native float64, int64) encode the same."""
+    real = oracle.real_python_modules()
+    for c in real_cases:
+        obj = build(descs, nerve_classes, c.type, c.value)
+        for m in descs[c.type].members:
+            if m.is_primitive and m.dims and m.type not in ("string", "boolean"):
+                v = getattr(obj, m.name)
+                dtype = np.float64 if m.type in ("float", "double") else np.int64
+                if np.asarray(v).size:
+                    setattr(obj, m.name, np.asarray(v, dtype=dtype))
+        data = obj.encode()
+        assert data == c.data, c.type
+        oracle.check_value(descs, c.type, c.value, oracle.from_real(c.type, real[c.type].decode(data)))
+
+
+def test_fingerprints_and_introspection_equal_the_real_modules(nerve_classes, type_descs):
+    real = oracle.real_python_modules()
+    for d in type_descs:
+        ours = nerve_classes[d.name]
+        assert ours._get_packed_fingerprint() == d.fingerprint.to_bytes(8, "big"), d.name
+        assert ours._get_hash_recursive([]) == d.fingerprint, d.name
+        assert ours().get_hash() == d.fingerprint, d.name
+        if d.name in real:
+            r = real[d.name]
+            assert ours._get_packed_fingerprint() == r._get_packed_fingerprint(), d.name
+            assert list(ours.__slots__) == list(r.__slots__), d.name
+            assert ours.__typenames__ == r.__typenames__, d.name
+            assert ours.__dimensions__ == r.__dimensions__, d.name
+
+
+def test_constants_are_class_attributes_with_lcms_values(nerve_classes):
+    real = oracle.real_python_modules()
+    consts = nerve_classes["feat.consts_t"]
+    r = real["feat.consts_t"]
+    names = [k for k in vars(r) if k.isupper()]
+    assert len(names) > 20
+    for k in names:
+        assert getattr(consts, k) == getattr(r, k), k
+        assert type(getattr(consts, k)) is type(getattr(r, k)), k
+    # lcm-gen's Python cannot even import these (octal literals): ours can, with the C values.
+    octal = nerve_classes["fponly.octal_consts_t"]
+    assert (octal.I8_OCT, octal.I8_NEG_OCT, octal.I32_OCT, octal.ZERO_OCT) == (15, -15, 0o777, 0)
+    assert octal.I64_OCT == 0o777777777777777777777
+    assert octal.I64_ALL_ONES == 0xFFFFFFFFFFFFFFFF  # as lcm-gen writes it (copied text)
+
+
+def test_hex_and_octal_dimensions_work(nerve_classes):
+    """lcm-gen's Python writes `'>0x3i'` into struct formats for these; ours encodes and decodes them."""
+    cls = nerve_classes["fponly.hex_dims_t"]
+    assert cls.__dimensions__ == [None, [2], [2], [2], [16], [8], ["n", 3], [3], ["n", 4], [2]]
+    obj = cls()
+    obj.n = 2
+    obj.hex = [1, 2]
+    obj.octal8 = list(range(8))
+    obj.mixed = [[1, 2, 3], [4, 5, 6]]
+    obj.by_oct_const = [b"abcd", b"efgh"]
+    obj.strs = ["x", "yz"]
+    data = obj.encode()
+    assert data[:8] == cls._get_packed_fingerprint()
+    back = cls.decode(data)
+    assert back.hex.tolist() == [1, 2]
+    assert back.octal8.tolist() == list(range(8))
+    assert back.mixed.tolist() == [[1, 2, 3], [4, 5, 6]]
+    assert back.by_oct_const.tolist() == [list(b"abcd"), list(b"efgh")]
+    assert back.strs == ["x", "yz"]
+    assert back.encode() == data
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Malformed input
+
+
+def test_malformed_input_raises_decode_error_and_nothing_else(nerve_classes, real_cases, rt):
+    blobs = oracle.bad_blobs(real_cases, seed=1)
+    assert len(blobs) > 1000
+    failures = []
+    for b in blobs:
+        cls = nerve_classes[b.type]
+        try:
+            obj = cls.decode(b.data)
+        except rt.DecodeError as e:
+            assert isinstance(e, ValueError)
+            assert 0 <= e.offset <= max(len(b.data), 8), (b.type, b.why, e.offset)
+            continue
+        except Exception as e:  # noqa: BLE001 - any other exception type is the failure we look for
+            failures.append(f"{b.type} ({b.why}): {type(e).__name__}: {e}")
+            continue
+        if b.must_fail:
+            failures.append(f"{b.type} ({b.why}): decoded without an error")
+            continue
+        obj.encode()  # whatever decoded must encode again
+    assert not failures, "\n".join(failures[:20])
+
+
+def test_truncated_message_error_names_type_and_offset(nerve_classes, rt):
+    cls = nerve_classes["seed.path_t"]
+    wp = nerve_classes["seed.waypoint_t"](id="héllo", position=[1.0, 2.0])
+    data = cls(timestamp=5, num_waypoints=1, waypoints=[wp]).encode()
+    with pytest.raises(rt.DecodeError) as e:
+        cls.decode(data[:-3])
+    assert e.value.offset == 8 + 12 + 4 + 7 - 1 + 1  # the float[2] after the string
+    assert "truncated" in str(e.value)
+    with pytest.raises(ValueError):
+        cls.decode(b"\0" * 8 + data[8:])
+    # a huge count is refused before anything is allocated
+    huge = data[:16] + (2**31 - 1).to_bytes(4, "big") + data[20:]
+    with pytest.raises(rt.DecodeError, match="count 2147483647"):
+        cls.decode(huge)
+
+
+def test_deep_nesting_is_a_decode_error_not_a_recursion_error(nerve_classes, rt):
+    cls = nerve_classes["feat.list_t"]
+    node = b"\0\0\0\x01\x01"  # value 1, has_next 1
+    data = cls._get_packed_fingerprint() + node * 100000 + b"\0\0\0\x01\x00"
+    with pytest.raises(rt.DecodeError, match="nests too deeply"):
+        cls.decode(data)
+    ok = cls._get_packed_fingerprint() + node * 50 + b"\0\0\0\x02\x00"
+    assert cls.decode(ok).encode() == ok
+
+
+def test_invalid_utf8_is_a_decode_error(nerve_classes, rt):
+    cls = nerve_classes["seed.waypoint_t"]
+    data = cls(id="ab").encode()
+    bad = data[:12] + b"\xff" + data[13:]
+    with pytest.raises(rt.DecodeError, match="UTF-8"):
+        cls.decode(bad)
+    nonul = data[:14] + b"x" + data[15:]
+    with pytest.raises(rt.DecodeError, match="NUL"):
+        cls.decode(nonul)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# LCM's API around the codec
+
+
+def test_decode_accepts_bytes_buffers_and_file_like_objects(nerve_classes):
+    cls = nerve_classes["seed.laser_t"]
+    data = cls(utime=3, nranges=2, ranges=[1.5, 2.5], rad0=1.0, radstep=0.5).encode()
+    for src in (data, bytearray(data), memoryview(data), io.BytesIO(data)):
+        assert cls.decode(src).encode() == data
+    # _encode_one / _decode_one with file-like buffers, as LCM's generated code calls them
+    buf = io.BytesIO()
+    cls.decode(data)._encode_one(buf)
+    assert buf.getvalue() == data[8:]
+    stream = io.BytesIO(data[8:] + b"tail")
+    assert cls._decode_one(stream).encode() == data
+    assert stream.read() == b"tail"
+
+
+def test_decoded_arrays_are_numpy_views_and_bytes(nerve_classes):
+    laser = nerve_classes["seed.laser_t"]
+    msg = laser.decode(laser(nranges=3, ranges=[1, 2, 3]).encode())
+    assert isinstance(msg.ranges, np.ndarray) and msg.ranges.dtype == np.dtype(">f4")
+    assert not msg.ranges.flags.writeable  # like LCM's tuples; .astype(np.float32) gives a writable copy
+    image = nerve_classes["seed.image_t"]
+    img = image.decode(image(size=3, data=b"\x01\x02\x03").encode())
+    assert img.data == b"\x01\x02\x03" and type(img.data) is bytes
+    multi = nerve_classes["lcmtest.multidim_array_t"]
+    m = multi()
+    assert isinstance(m, multi)
+
+
+def test_defaults_like_lcm(nerve_classes, type_descs):
+    """A new object holds zeros, empty strings and arrays of their fixed size, as LCM's (and encodes as the oracle's
+    all-zero value; lcm-gen's own default for a fixed byte array is b"", which does not even encode correctly)."""
+    real = oracle.real_python_modules()
+    for d in type_descs:
+        ours = nerve_classes[d.name]()
+        if not d.fingerprint_only:
+            zero = oracle.make_value(d.name, 0, "zero")
+            assert ours.encode() == oracle.encode(d.name, zero), d.name
+        if d.name not in real:
+            continue
+        theirs = real[d.name]()
+        for m in d.members:
+            a, b = getattr(ours, m.name), getattr(theirs, m.name)
+            if m.is_primitive and m.dims and m.type != "string":
+                if m.type == "byte":
+                    continue
+                a = np.asarray(a).tolist()
+            elif not m.is_primitive:
+                continue
+            assert a == b, (d.name, m.name, a, b)
+
+
+def test_struct_array_keeps_lcms_list_api(nerve_classes, rt):
+    lidar, point = nerve_classes["lidar.lidar_t"], nerve_classes["lidar.lidar_point_t"]
+    pts = [point(position=[i, i + 0.5, -i], intensity=i % 256) for i in range(1000)]
+    data = lidar(npoints=len(pts), points=pts).encode()
+    msg = lidar.decode(data)
+    assert isinstance(msg.points, rt.StructArray)
+    assert len(msg.points) == 1000
+    assert msg.encode() == data  # untouched: re-encoded straight from the bytes
+    rec = msg.points.to_numpy()
+    assert rec["intensity"].tolist() == [i % 256 for i in range(1000)]
+    p = msg.points[7]
+    assert isinstance(p, point)
+    assert p.position.tolist() == [7.0, 7.5, -7.0] and p.intensity == 7
+    assert [q.intensity for q in msg.points][:3] == [0, 1, 2]
+    assert msg.points[-1].intensity == 999 % 256
+    assert [q.intensity for q in msg.points[10:12]] == [10, 11]
+    msg.points[3].intensity = 200  # mutation of an element sticks
+    msg.points[4] = point(position=[9, 9, 9], intensity=9)
+    again = lidar.decode(msg.encode())
+    assert again.points[3].intensity == 200
+    assert again.points[4].position.tolist() == [9, 9, 9]
+    msg.points.append(point())
+    msg.npoints += 1
+    assert len(lidar.decode(msg.encode()).points) == 1001
+    msg.points = msg.points[:2]  # assigning a plain list works
+    msg.npoints = 2
+    assert len(lidar.decode(msg.encode()).points) == 2
+    # a numpy structured array, or a StructArray made from one, encodes without building objects
+    arr = np.zeros(5, dtype=[("position", "<f4", (3,)), ("intensity", "u1")])
+    arr["intensity"] = [1, 2, 3, 4, 5]
+    a = lidar(npoints=5, points=arr).encode()
+    b = lidar(npoints=5, points=rt.StructArray.from_numpy(point, arr)).encode()
+    assert a == b
+    assert [q.intensity for q in lidar.decode(a).points] == [1, 2, 3, 4, 5]
+
+
+def test_encode_errors_are_value_and_struct_errors(nerve_classes, rt):
+    import struct
+
+    laser = nerve_classes["seed.laser_t"]
+    with pytest.raises(rt.EncodeError):
+        laser(nranges=5, ranges=[1, 2]).encode()  # fewer elements than the count
+    with pytest.raises(struct.error):
+        laser(utime=2**63).encode()
+    with pytest.raises(ValueError):
+        laser(nranges=1, ranges=["x"]).encode()
+    # longer than the count: the first n are encoded, as LCM does
+    assert laser.decode(laser(nranges=1, ranges=[1, 2, 3]).encode()).ranges.tolist() == [1.0]
+
+
+def test_package_init_imports_classes_like_lcmgen(generated, nerve_classes):
+    init = (generated / "seed" / "__init__.py").read_text()
+    for name in ("waypoint_t", "path_t", "image_t", "laser_t"):
+        assert f"from .{name} import {name} as {name}" in init
+    assert (generated / "nerve_lcm.py").exists()
+    assert (generated / "deep" / "__init__.py").exists() and (generated / "deep" / "pkg" / "__init__.py").exists()
+
+
+def test_python_no_init_writes_no_init_files(nerve_bin, corpus_files, tmp_path):
+    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--python-no-init", "--ppath", str(tmp_path),
+                           *map(str, corpus_files)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert not list(tmp_path.rglob("__init__.py"))
+    assert (tmp_path / "seed" / "path_t.py").exists()
+    # the modules still import (namespace packages), in a fresh interpreter
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from seed.path_t import path_t; "
+            "from feat.struct_arrays_t import struct_arrays_t; "
+            "assert struct_arrays_t.decode(struct_arrays_t().encode()).encode() == struct_arrays_t().encode()")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+
+
+def test_package_less_nested_types_work(nerve_bin, tmp_path):
+    """lcm-gen's Python writes broken imports for nested types without a package."""
+    src = tmp_path / "np.lcm"
+    src.write_text("struct sub_t { int32_t x; string s; }\nstruct top_t { sub_t a; int8_t n; sub_t b[n]; }\n")
+    out = tmp_path / "py"
+    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(out), str(src)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from top_t import top_t; from sub_t import sub_t; "
+            "t = top_t(n=2, b=[sub_t(x=1, s='a'), sub_t(x=2)]); t.a.x = 7; d = t.encode(); "
+            "u = top_t.decode(d); assert (u.a.x, u.b[1].x, u.b[0].s) == (7, 2, 'a'); assert u.encode() == d")
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True)
