@@ -73,7 +73,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     if args.print_fingerprints {
-        for s in checked.schema.structs_by_name() {
+        // The types of the given files only; those found on the include path are not printed (as no code is
+        // generated for them), though their fingerprints are part of the printed ones.
+        let mut inputs: Vec<_> = checked.schema.structs[..checked.input_structs].iter().collect();
+        inputs.sort_by_key(|s| s.name.full());
+        for s in inputs {
             println!("{} 0x{:016x}", s.name, s.fingerprint);
         }
         return Ok(ExitCode::SUCCESS);
