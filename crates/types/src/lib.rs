@@ -25,16 +25,17 @@
 
 pub mod check;
 pub mod diagnostic;
-// pub mod dynamic;
+pub mod dynamic;
 pub mod fingerprint;
 pub mod layout;
 mod lexer;
 pub mod model;
 mod parser;
-// pub mod registry;
+pub mod registry;
 
 pub use check::{check, load, Checked, Source};
 pub use diagnostic::{Diagnostic, Diagnostics, Severity};
 pub use layout::Layout;
+pub use registry::Registry;
 pub use model::{Const, ConstValue, Dim, Enum, EnumValue, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
 
