@@ -1,0 +1,101 @@
+//! [`BusError`]: everything the bus can fail with, each with its context.
+
+use std::fmt;
+
+use crate::pattern::PatternError;
+use crate::url::UrlError;
+
+/// A bus failure.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BusError {
+    /// The URL does not parse.
+    Url(UrlError),
+    /// The URL names a provider this build does not have.
+    UnknownProvider {
+        /// The provider named.
+        provider: String,
+    },
+    /// The provider's options are wrong.
+    Config {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A subscription pattern is not a valid regular expression.
+    Pattern(PatternError),
+    /// The transport failed (a socket call, no route, a message too large).
+    Transport {
+        /// The provider.
+        provider: &'static str,
+        /// What failed.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// `handle()` was called from inside a handler, which would deadlock or reorder messages.
+    HandleInsideHandler,
+    /// The subscription was already removed.
+    NotSubscribed,
+    /// A typed message could not be encoded.
+    Encode(nerve_codec::EncodeError),
+}
+
+impl fmt::Display for BusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BusError::Url(e) => e.fmt(f),
+            BusError::UnknownProvider { provider } => {
+                write!(f, "unknown provider '{provider}://' (this build has: udpm, memq)")
+            }
+            BusError::Config { url, reason } => write!(f, "{url}: {reason}"),
+            BusError::Pattern(e) => e.fmt(f),
+            BusError::Transport { provider, source } => write!(f, "{provider}: {source}"),
+            BusError::HandleInsideHandler => write!(f, "handle() called from inside a message handler"),
+            BusError::NotSubscribed => write!(f, "not subscribed (already unsubscribed?)"),
+            BusError::Encode(e) => write!(f, "encoding the message: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BusError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BusError::Url(e) => Some(e),
+            BusError::Pattern(e) => Some(e),
+            BusError::Transport { source, .. } => Some(source.as_ref()),
+            BusError::Encode(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A received message that is not of the type a typed subscription expects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeError {
+    /// Its fingerprint belongs to another type (or it is shorter than a fingerprint).
+    WrongType {
+        /// The type the subscription expects.
+        expected: &'static str,
+        /// Its fingerprint.
+        expected_fingerprint: u64,
+        /// The fingerprint found, if the message has 8 bytes.
+        found: Option<u64>,
+    },
+    /// The fingerprint is right but the body does not decode.
+    Decode(nerve_codec::DecodeError),
+}
+
+impl fmt::Display for TypeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TypeError::WrongType { expected, expected_fingerprint, found: Some(fp) } => write!(
+                f,
+                "message has fingerprint 0x{fp:016x}, not {expected}'s 0x{expected_fingerprint:016x}"
+            ),
+            TypeError::WrongType { expected, .. } => write!(f, "message too short to be a {expected}"),
+            TypeError::Decode(e) => write!(f, "message does not decode: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TypeError {}

@@ -1,0 +1,40 @@
+//! The publish/subscribe API every Nerve transport sits behind.
+//!
+//! # Brief overview
+//!
+//! A [`Bus`] is made from a URL ([`Url`]; `udpm://239.255.76.67:7667?ttl=0` by default, `NERVE_URL` then
+//! `LCM_DEFAULT_URL` override it) and owns one [`provider::Provider`]: the transport. Subscriptions take a channel
+//! [`Pattern`] (a regular expression matched against the whole channel name) and either a callback, dispatched by
+//! [`Bus::handle`] / [`Bus::handle_timeout`] / a background [`Dispatcher`] (with [`Bus::fileno`] for select/poll), or
+//! a queue the caller drains ([`Subscriber`], also an async stream). Typed publish and subscribe use the generated
+//! types' [`nerve_codec::Message`] impls; a message of the wrong type is a [`TypeError`], never a garbage value.
+//!
+//! ```no_run
+//! let bus = nerve_bus::Bus::new(Some("udpm://239.255.76.67:7667?ttl=0"))?;
+//! let sub = bus.subscribe_raw("POSE.*", |m| println!("{} {} bytes", m.channel, m.data.len()))?;
+//! bus.publish_raw("POSE_EST", b"...")?;
+//! bus.handle()?;
+//! # Ok::<(), nerve_bus::BusError>(())
+//! ```
+//!
+//! # Design
+//!
+//! Each subscription has its own bounded queue, and by default a full queue drops its OLDEST message: a control loop
+//! wants the newest sample, not a backlog (LCM drops the newest, and shares one counter per subscription, issue
+//! #345/#611). Every drop is counted in [`SubscriptionStats`]. Handlers run with no lock held, so they may publish and
+//! unsubscribe freely.
+
+#![deny(missing_docs)]
+
+mod bus;
+mod error;
+mod pattern;
+pub mod provider;
+mod url;
+
+pub use bus::{
+    Bus, Dispatcher, MessageStream, Overflow, Received, Subscriber, Subscription, SubscriptionStats, DEFAULT_CAPACITY,
+};
+pub use error::{BusError, TypeError};
+pub use pattern::{Pattern, PatternError};
+pub use url::{Url, UrlError, DEFAULT_URL};

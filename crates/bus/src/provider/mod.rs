@@ -1,0 +1,56 @@
+//! The [`Provider`] trait: LCM's provider vtable (create, publish, subscribe, handle, fileno) in Rust form, and the
+//! providers this build has. A provider moves bytes; matching, queues and dispatch belong to the bus.
+
+use std::sync::Arc;
+
+use crate::error::BusError;
+use crate::pattern::Pattern;
+
+pub mod memq;
+pub mod udpm;
+
+/// A message as a provider hands it to the bus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    /// The channel.
+    pub channel: String,
+    /// The encoded message.
+    pub data: Vec<u8>,
+    /// When it arrived, microseconds since the epoch.
+    pub recv_utime: i64,
+}
+
+/// Where a provider delivers what it receives (the bus).
+pub trait Sink: Send + Sync {
+    /// Takes one message. Must not block for long: it runs on the provider's receive thread.
+    fn deliver(&self, msg: Incoming);
+}
+
+/// Transport counters a provider keeps, for `spy` and for tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProviderStats {
+    /// Messages published.
+    pub published: u64,
+    /// Messages received whole.
+    pub received: u64,
+    /// Datagrams or frames dropped as malformed.
+    pub malformed: u64,
+    /// Messages lost in the transport that it could detect (e.g. incomplete fragmented messages dropped).
+    pub lost: u64,
+}
+
+/// One transport.
+pub trait Provider: Send + Sync {
+    /// The URL scheme, e.g. `udpm`.
+    fn name(&self) -> &'static str;
+    /// Sends one message.
+    fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError>;
+    /// Starts receiving into `sink`. Called once, on the first subscription, `handle` or `fileno`.
+    fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError>;
+    /// A subscription was added: a provider that receives selectively (multi-port udpm) joins what it needs.
+    fn subscribed(&self, _pattern: &Pattern) -> Result<(), BusError> {
+        Ok(())
+    }
+    /// Counters so far.
+    fn stats(&self) -> ProviderStats;
+}

@@ -1,0 +1,115 @@
+//! The `udpm://` provider: nerve-udpm's sender, and a receive thread that hands whole messages to the bus.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use nerve_udpm::{Config, Receiver, RecvStats, Sender};
+
+use super::{Incoming, Provider, ProviderStats, Sink};
+use crate::error::BusError;
+
+/// How often the receive thread looks up from the socket to see whether it should stop.
+const POLL: Duration = Duration::from_millis(100);
+
+fn transport(e: nerve_udpm::UdpmError) -> BusError {
+    BusError::Transport { provider: "udpm", source: Box::new(e) }
+}
+
+/// UDP multicast, LCM's wire format.
+pub struct Udpm {
+    config: Config,
+    sender: Mutex<Sender>,
+    published: AtomicU64,
+    receive: Mutex<Option<ReceiveThread>>,
+    recv_stats: Arc<Mutex<RecvStats>>,
+}
+
+struct ReceiveThread {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for ReceiveThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Udpm {
+    /// Opens the send side now (so a missing multicast route is reported at creation, as LCM does); the receive
+    /// side opens on `start`.
+    pub fn open(config: Config) -> Result<Udpm, BusError> {
+        let sender = Sender::open(&config).map_err(transport)?;
+        Ok(Udpm {
+            config,
+            sender: Mutex::new(sender),
+            published: AtomicU64::new(0),
+            receive: Mutex::new(None),
+            recv_stats: Arc::new(Mutex::new(RecvStats::default())),
+        })
+    }
+
+    /// The receiver's detailed counters (malformed datagrams by reason, reassembly).
+    pub fn recv_stats(&self) -> RecvStats {
+        *self.recv_stats.lock().expect("stats lock")
+    }
+}
+
+impl Provider for Udpm {
+    fn name(&self) -> &'static str {
+        "udpm"
+    }
+
+    fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
+        self.sender.lock().expect("sender lock").send(channel, data).map_err(transport)?;
+        self.published.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError> {
+        let mut slot = self.receive.lock().expect("receive lock");
+        if slot.is_some() {
+            return Ok(());
+        }
+        let mut rx = Receiver::open(&self.config).map_err(transport)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::clone(&self.recv_stats);
+        let stop_flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("nerve-udpm-rx".into())
+            .spawn(move || {
+                while !stop_flag.load(Ordering::Relaxed) {
+                    let got = rx.recv(Some(POLL));
+                    *stats.lock().expect("stats lock") = rx.stats();
+                    match got {
+                        Ok(Some(m)) => sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime }),
+                        Ok(None) => {}
+                        Err(e) => {
+                            // A receive error other than a timeout is not expected on a bound UDP socket; report it
+                            // once and stop rather than spin.
+                            eprintln!("nerve: udpm receive thread stopped: {e}");
+                            break;
+                        }
+                    }
+                }
+            })
+            .map_err(|e| BusError::Transport { provider: "udpm", source: Box::new(e) })?;
+        *slot = Some(ReceiveThread { stop, thread: Some(thread) });
+        Ok(())
+    }
+
+    fn stats(&self) -> ProviderStats {
+        let r = self.recv_stats();
+        ProviderStats {
+            published: self.published.load(Ordering::Relaxed),
+            received: r.messages,
+            malformed: r.malformed_total() + r.reassembly.dropped_inconsistent,
+            lost: r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large,
+        }
+    }
+}

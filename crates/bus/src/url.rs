@@ -1,0 +1,89 @@
+//! [`Url`]: `provider://network?key=value&key=value`, parsed as LCM parses it (spec 4.1), and the default URL.
+
+use std::fmt;
+
+/// LCM's default URL, and ours.
+pub const DEFAULT_URL: &str = "udpm://239.255.76.67:7667?ttl=0";
+
+/// A parsed bus URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    /// The provider, e.g. `udpm`.
+    pub provider: String,
+    /// The part between `://` and the first `?`.
+    pub network: String,
+    /// `key=value` options in order; a key without `=` has the value "".
+    pub options: Vec<(String, String)>,
+}
+
+/// A URL without `://`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlError {
+    /// The text given.
+    pub url: String,
+}
+
+impl fmt::Display for UrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bad URL '{}': expected provider://network?options, e.g. {DEFAULT_URL}", self.url)
+    }
+}
+
+impl std::error::Error for UrlError {}
+
+impl Url {
+    /// Parses `text`. As in LCM, a repeated key replaces the earlier one.
+    pub fn parse(text: &str) -> Result<Url, UrlError> {
+        let (provider, rest) = text.split_once("://").ok_or_else(|| UrlError { url: text.to_owned() })?;
+        if provider.is_empty() {
+            return Err(UrlError { url: text.to_owned() });
+        }
+        let mut parts = rest.split('?');
+        let network = parts.next().unwrap_or("").to_owned();
+        let mut options: Vec<(String, String)> = Vec::new();
+        for part in parts {
+            for kv in part.split('&').filter(|kv| !kv.is_empty()) {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                options.retain(|(old, _)| old != k);
+                options.push((k.to_owned(), v.to_owned()));
+            }
+        }
+        Ok(Url { provider: provider.to_owned(), network, options })
+    }
+
+    /// The URL to use when none is given: `NERVE_URL`, then `LCM_DEFAULT_URL` (so LCM users' settings carry
+    /// over), then [`DEFAULT_URL`]. Empty variables count as unset, as in LCM.
+    pub fn from_env() -> String {
+        ["NERVE_URL", "LCM_DEFAULT_URL"]
+            .iter()
+            .filter_map(|v| std::env::var(v).ok())
+            .find(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_URL.to_owned())
+    }
+}
+
+impl fmt::Display for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.provider, self.network)?;
+        for (i, (k, v)) in self.options.iter().enumerate() {
+            write!(f, "{}{k}={v}", if i == 0 { '?' } else { '&' })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_like_lcm() {
+        let u = Url::parse("udpm://239.255.76.67:7667?ttl=1&recv_buf_size=8&flag?ttl=2").unwrap();
+        assert_eq!(u.provider, "udpm");
+        assert_eq!(u.network, "239.255.76.67:7667");
+        assert_eq!(u.options, [("recv_buf_size".into(), "8".into()), ("flag".into(), "".into()), ("ttl".into(), "2".into())]);
+        assert_eq!(Url::parse("memq://").unwrap().network, "");
+        assert!(Url::parse("memq").is_err());
+        assert!(Url::parse("://x").is_err());
+    }
+}
