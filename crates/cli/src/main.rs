@@ -19,6 +19,10 @@ struct Cli {
 enum Command {
     /// Generate code from .lcm type definitions (lcm-gen's job).
     Gen(cmd::gen::Args),
+    /// Publish a message (hex, a file, or a typed value as JSON).
+    Pub(cmd::publish::Args),
+    /// Print the messages on the channels a pattern matches.
+    Sub(cmd::sub::Args),
     /// Run a benchmark suite and print its table.
     Bench(cmd::bench::Args),
 }
@@ -27,6 +31,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Gen(args) => cmd::gen::run(args),
+        Command::Pub(args) => cmd::publish::run(args),
+        Command::Sub(args) => cmd::sub::run(args),
         Command::Bench(args) => cmd::bench::run(args),
     };
     match result {

@@ -2,3 +2,6 @@
 
 pub mod bench;
 pub mod gen;
+pub mod publish;
+pub mod sub;
+mod types_arg;

@@ -1,0 +1,112 @@
+//! `nerve sub PATTERN`: prints every message on the channels the pattern matches; with `--types`, decoded.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use nerve_bus::{Bus, Overflow, Received};
+use nerve_types::dynamic::json_string;
+use nerve_types::Registry;
+
+use super::types_arg::{load_registry, type_dirs};
+
+/// Arguments of `nerve sub`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A regular expression matched against whole channel names (`.*` for everything).
+    pattern: String,
+    /// The bus URL (default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0).
+    #[arg(long)]
+    url: Option<String>,
+    /// Stop after this many messages.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Stop after this many milliseconds (exit status 1 if --count was not reached).
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// A directory of .lcm files to decode messages with (repeatable; default NERVE_TYPES).
+    #[arg(long = "types", value_name = "DIR")]
+    types: Vec<PathBuf>,
+    /// One JSON object per message.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `nerve sub`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let registry = load_registry(&type_dirs(&args.types))?;
+    let bus = Bus::new(args.url.as_deref()).context("opening the bus")?;
+    // A big queue: a terminal that scrolls slowly should still see a burst whole; if it falls further behind,
+    // the oldest messages go and the count is reported at exit.
+    let sub = bus.subscriber(&args.pattern, 100_000, Overflow::DropOldest).context("subscribing")?;
+    let deadline = args.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+    let mut out = std::io::stdout().lock();
+    let mut seen = 0u64;
+    while args.count.is_none_or(|c| seen < c) {
+        let msg = match deadline {
+            None => sub.recv(),
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) => match sub.recv_timeout(left) {
+                    Some(m) => m,
+                    None => break,
+                },
+                None => break,
+            },
+        };
+        seen += 1;
+        let line = if args.json { json_line(&msg, registry.as_ref()) } else { text_line(&msg, registry.as_ref()) };
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    let dropped = sub.stats().dropped_overflow;
+    if dropped > 0 {
+        eprintln!("nerve sub: {dropped} messages dropped because output could not keep up");
+    }
+    match args.count {
+        Some(c) if seen < c => {
+            eprintln!("nerve sub: timed out after {seen} of {c} messages");
+            Ok(ExitCode::from(1))
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn fingerprint(data: &[u8]) -> Option<u64> {
+    data.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+}
+
+fn hex(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn json_line(m: &Received, registry: Option<&Registry>) -> String {
+    let fp = fingerprint(&m.data).map_or("null".to_owned(), |f| format!("\"0x{f:016x}\""));
+    let mut line = format!(
+        "{{\"channel\": {}, \"size\": {}, \"fingerprint\": {fp}, \"recv_utime\": {}, \"data_hex\": \"{}\"",
+        json_string(&m.channel),
+        m.data.len(),
+        m.recv_utime,
+        hex(&m.data)
+    );
+    if let Some(reg) = registry {
+        match reg.decode(&m.data) {
+            Ok((st, value)) => {
+                line.push_str(&format!(", \"type\": {}, \"value\": {}", json_string(&st.name.full()), value.to_json()))
+            }
+            Err(e) => line.push_str(&format!(", \"error\": {}", json_string(&e.to_string()))),
+        }
+    }
+    line.push('}');
+    line
+}
+
+fn text_line(m: &Received, registry: Option<&Registry>) -> String {
+    let fp = fingerprint(&m.data).map_or("(no fingerprint)".to_owned(), |f| format!("0x{f:016x}"));
+    match registry.map(|r| r.decode(&m.data)) {
+        Some(Ok((st, value))) => format!("{} {} bytes {}: {}", m.channel, m.data.len(), st.name, value.to_json()),
+        Some(Err(e)) => format!("{} {} bytes {fp}: {e}", m.channel, m.data.len()),
+        None => format!("{} {} bytes {fp}", m.channel, m.data.len()),
+    }
+}
