@@ -151,8 +151,19 @@ impl Parser<'_> {
         self.peek().is_some_and(|t| t.is(s))
     }
 
-    /// Skips to just after the next `;`, or to (not past) the next `}`.
+    /// Skips to just after the next `;`, or to (not past) the next `}`. When the token that caused the error was
+    /// itself a `;` or `}`, the statement has already ended: nothing more is skipped (so the next member is still
+    /// checked, and a `}` still closes the struct).
     fn recover_in_block(&mut self) {
+        if let Some(prev) = self.pos.checked_sub(1).and_then(|i| self.tokens.get(i)) {
+            if prev.is(";") {
+                return;
+            }
+            if prev.is("}") {
+                self.pos -= 1;
+                return;
+            }
+        }
         while let Some(t) = self.peek() {
             if t.is("}") {
                 return;
@@ -251,9 +262,10 @@ impl Parser<'_> {
             } else if t.is_word("struct") || t.is_word("enum") {
                 self.next();
                 let msg = format!("nested {} definitions are not supported in LCM", t.text);
-                let r = self.error_tok(&t, msg);
+                self.error_tok(&t, msg);
+                // The nested block is skipped whole; what follows it is parsed normally.
                 self.skip_braced_block();
-                Err(r)
+                Ok(())
             } else {
                 self.parse_member_decl(&mut st)
             };
