@@ -44,9 +44,10 @@ pub const RUNTIME_MODULE: &str = include_str!("../runtime/python/nerve_lcm.py");
 pub const RUNTIME_MODULE_NAME: &str = "nerve_lcm.py";
 
 const PY_KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
-    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
-    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// Class attributes every generated class has: a member or const with one of these names would clash.
@@ -61,13 +62,22 @@ const RESERVED_MEMBERS: &[&str] = &[
     "_packed_fingerprint",
 ];
 
+/// Fixed 1-D arrays up to this many elements are packed with the scalars around them (`pack(*x)`), which beats a
+/// numpy conversion for a few elements.
+const SMALL_ARRAY: usize = 16;
+
 /// An array of zero-size elements may exceed the bytes left by this many elements.
 const ZERO_SIZE_SLACK: usize = 65536;
 
 /// Generates one module per input struct and enum, `__init__.py` files, and `nerve_lcm.py`.
 pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
     let schema = &input.checked.schema;
-    let prefix: Vec<String> = opts.package_prefix.split('.').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    let prefix: Vec<String> = opts
+        .package_prefix
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
     for p in &prefix {
         check_ident(p, &Span::default(), "package prefix component")?;
     }
@@ -76,22 +86,45 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     let mut packages: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
     for st in input.structs() {
         check_struct(st)?;
-        let g = Gen { schema, input, prefix: &prefix };
+        let g = Gen {
+            schema,
+            input,
+            prefix: &prefix,
+        };
         let pkg = g.py_package(&st.name);
-        files.push(GeneratedFile { path: module_path(&pkg, &st.name.name), contents: g.struct_module(st) });
+        files.push(GeneratedFile {
+            path: module_path(&pkg, &st.name.name),
+            contents: g.struct_module(st),
+        });
         register(&mut packages, pkg, &st.name.name);
     }
     for en in input.enums() {
         check_type_name(&en.name, &en.span)?;
         for v in &en.values {
             check_ident(&v.name, &en.span, "enum value")?;
-            if v.name == "value" || RESERVED_MEMBERS.contains(&v.name.as_str()) || v.name.starts_with("_nerve") {
-                return Err(err(&en.span, format!("enum value name '{}' clashes with the generated class", v.name)));
+            if v.name == "value"
+                || RESERVED_MEMBERS.contains(&v.name.as_str())
+                || v.name.starts_with("_nerve")
+            {
+                return Err(err(
+                    &en.span,
+                    format!(
+                        "enum value name '{}' clashes with the generated class",
+                        v.name
+                    ),
+                ));
             }
         }
-        let g = Gen { schema, input, prefix: &prefix };
+        let g = Gen {
+            schema,
+            input,
+            prefix: &prefix,
+        };
         let pkg = g.py_package(&en.name);
-        files.push(GeneratedFile { path: module_path(&pkg, &en.name.name), contents: enum_module(en) });
+        files.push(GeneratedFile {
+            path: module_path(&pkg, &en.name.name),
+            contents: enum_module(en),
+        });
         register(&mut packages, pkg, &en.name.name);
     }
     if opts.python_init {
@@ -110,10 +143,16 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
             }
             let mut path: PathBuf = pkg.iter().collect();
             path.push("__init__.py");
-            files.push(GeneratedFile { path, contents: w.finish() });
+            files.push(GeneratedFile {
+                path,
+                contents: w.finish(),
+            });
         }
     }
-    files.push(GeneratedFile { path: RUNTIME_MODULE_NAME.into(), contents: RUNTIME_MODULE.to_owned() });
+    files.push(GeneratedFile {
+        path: RUNTIME_MODULE_NAME.into(),
+        contents: RUNTIME_MODULE.to_owned(),
+    });
     Ok(files)
 }
 
@@ -131,7 +170,11 @@ fn module_path(pkg: &[String], name: &str) -> PathBuf {
 }
 
 fn err(span: &Span, message: String) -> GenError {
-    GenError { span: span.clone(), language: "python", message }
+    GenError {
+        span: span.clone(),
+        language: "python",
+        message,
+    }
 }
 
 fn is_ident(s: &str) -> bool {
@@ -144,7 +187,10 @@ fn is_ident(s: &str) -> bool {
 
 fn check_ident(name: &str, span: &Span, what: &str) -> Result<(), GenError> {
     if !is_ident(name) {
-        return Err(err(span, format!("{what} '{name}' is not a Python identifier")));
+        return Err(err(
+            span,
+            format!("{what} '{name}' is not a Python identifier"),
+        ));
     }
     if PY_KEYWORDS.contains(&name) {
         return Err(err(span, format!("{what} '{name}' is a Python keyword")));
@@ -158,18 +204,33 @@ fn check_type_name(name: &TypeName, span: &Span) -> Result<(), GenError> {
     }
     check_ident(&name.name, span, "type name")?;
     if name.name.starts_with("_nv") {
-        return Err(err(span, format!("type name '{}' clashes with generated names (_nv...)", name.name)));
+        return Err(err(
+            span,
+            format!(
+                "type name '{}' clashes with generated names (_nv...)",
+                name.name
+            ),
+        ));
     }
     if name.package.is_empty() && name.name == "nerve_lcm" {
-        return Err(err(span, "type name 'nerve_lcm' clashes with the runtime module".into()));
+        return Err(err(
+            span,
+            "type name 'nerve_lcm' clashes with the runtime module".into(),
+        ));
     }
     Ok(())
 }
 
 fn check_member_name(name: &str, span: &Span, what: &str) -> Result<(), GenError> {
     check_ident(name, span, what)?;
-    if RESERVED_MEMBERS.contains(&name) || name.starts_with("_nerve") || (name.starts_with("__") && name.ends_with("__")) {
-        return Err(err(span, format!("{what} '{name}' clashes with a method or attribute of the generated class")));
+    if RESERVED_MEMBERS.contains(&name)
+        || name.starts_with("_nerve")
+        || (name.starts_with("__") && name.ends_with("__"))
+    {
+        return Err(err(
+            span,
+            format!("{what} '{name}' clashes with a method or attribute of the generated class"),
+        ));
     }
     Ok(())
 }
@@ -225,8 +286,12 @@ fn const_literal(ty: Primitive, text: &str, value: ConstValue) -> String {
     let t = text.trim();
     let body = t.strip_prefix('-').unwrap_or(t);
     let is_int = |b: &str| {
-        (b == "0" || (b.starts_with(|c: char| ('1'..='9').contains(&c)) && b.chars().all(|c| c.is_ascii_digit())))
-            || ((b.starts_with("0x") || b.starts_with("0X")) && b.len() > 2 && b[2..].chars().all(|c| c.is_ascii_hexdigit()))
+        (b == "0"
+            || (b.starts_with(|c: char| ('1'..='9').contains(&c))
+                && b.chars().all(|c| c.is_ascii_digit())))
+            || ((b.starts_with("0x") || b.starts_with("0X"))
+                && b.len() > 2
+                && b[2..].chars().all(|c| c.is_ascii_hexdigit()))
     };
     let is_float = |b: &str| {
         let (mant, exp) = match b.find(['e', 'E']) {
@@ -262,7 +327,11 @@ fn const_literal(ty: Primitive, text: &str, value: ConstValue) -> String {
             } else if v.is_nan() {
                 "float(\"nan\")".to_owned()
             } else if v.is_infinite() {
-                if v > 0.0 { "float(\"inf\")".to_owned() } else { "float(\"-inf\")".to_owned() }
+                if v > 0.0 {
+                    "float(\"inf\")".to_owned()
+                } else {
+                    "float(\"-inf\")".to_owned()
+                }
             } else {
                 format!("{v:?}")
             }
@@ -390,14 +459,17 @@ impl<'a> Gen<'a> {
     /// Whether arrays of this struct can be one numpy structured array: fixed size > 0, only non-string primitives
     /// and such structs inside.
     fn records_ok(&self, name: &TypeName) -> bool {
-        self.records_ok_inner(name, &mut Vec::new()) && self.input.layout.fixed_size(name).is_some_and(|s| s > 0)
+        self.records_ok_inner(name, &mut Vec::new())
+            && self.input.layout.fixed_size(name).is_some_and(|s| s > 0)
     }
 
     fn records_ok_inner(&self, name: &TypeName, path: &mut Vec<TypeName>) -> bool {
         if path.contains(name) {
             return false;
         }
-        let Some(st) = self.schema.struct_named(name) else { return false };
+        let Some(st) = self.schema.struct_named(name) else {
+            return false;
+        };
         path.push(name.clone());
         let ok = st.members.iter().all(|m| {
             m.all_dims_fixed()
@@ -413,7 +485,10 @@ impl<'a> Gen<'a> {
 
     /// The numpy structured dtype description (a Python list literal) of a records-ok struct.
     fn dtype_desc(&self, name: &TypeName) -> String {
-        let st = self.schema.struct_named(name).expect("records_ok checked it");
+        let st = self
+            .schema
+            .struct_named(name)
+            .expect("records_ok checked it");
         let fields: Vec<String> = st
             .members
             .iter()
@@ -489,17 +564,30 @@ impl<'a> Gen<'a> {
         body.blank();
         for c in &st.consts {
             body.doc("# ", c.doc.as_deref());
-            body.line(format!("{} = {}", c.name, const_literal(c.ty, &c.text, c.value)));
+            body.line(format!(
+                "{} = {}",
+                c.name,
+                const_literal(c.ty, &c.text, c.value)
+            ));
         }
         if !st.consts.is_empty() {
             body.blank();
         }
-        body.line(format!("_packed_fingerprint = {}", py_bytes(&st.fingerprint.to_be_bytes())));
+        body.line(format!(
+            "_packed_fingerprint = {}",
+            py_bytes(&st.fingerprint.to_be_bytes())
+        ));
         let fixed = self.input.layout.fixed_size(&st.name);
-        body.line(format!("_nerve_size = {}", fixed.map_or("None".to_owned(), |s| s.to_string())));
+        body.line(format!(
+            "_nerve_size = {}",
+            fixed.map_or("None".to_owned(), |s| s.to_string())
+        ));
         let records = self.records_ok(&st.name);
         if records {
-            body.line(format!("_nerve_dtype = _np.dtype({})", self.dtype_desc(&st.name)));
+            body.line(format!(
+                "_nerve_dtype = _np.dtype({})",
+                self.dtype_desc(&st.name)
+            ));
         } else {
             body.line("_nerve_dtype = None");
         }
@@ -529,7 +617,12 @@ impl<'a> Gen<'a> {
         body.line("except _rt.EncodeError:");
         body.indent().line("raise").dedent();
         body.line("except _struct.error as e:");
-        body.indent().line(format!("raise _rt.EncodeError({}+ str(e)) from None", py_str(&format!("{full}: ")))).dedent();
+        body.indent()
+            .line(format!(
+                "raise _rt.EncodeError({}+ str(e)) from None",
+                py_str(&format!("{full}: "))
+            ))
+            .dedent();
         body.line("return b\"\".join(parts)");
         body.dedent().blank();
 
@@ -553,17 +646,28 @@ impl<'a> Gen<'a> {
         body.indent().line("data = _rt.as_bytes(data)").dedent();
         body.line(format!("if data[:8] != {cls}._packed_fingerprint:"));
         body.indent()
-            .line(format!("raise _rt.bad_fingerprint(data, 0x{:016x}, {})", st.fingerprint, py_str(&full)))
+            .line(format!(
+                "raise _rt.bad_fingerprint(data, 0x{:016x}, {})",
+                st.fingerprint,
+                py_str(&full)
+            ))
             .dedent();
         body.line("try:");
-        body.indent().line(format!("return {cls}._nerve_dec(data, 8)[0]")).dedent();
+        body.indent()
+            .line(format!("return {cls}._nerve_dec(data, 8)[0]"))
+            .dedent();
         body.line("except RecursionError:");
-        body.indent().line(format!("raise _rt.too_deep({}) from None", py_str(&full))).dedent();
+        body.indent()
+            .line(format!("raise _rt.too_deep({}) from None", py_str(&full)))
+            .dedent();
         body.dedent().blank();
 
         body.line("@staticmethod");
         body.line("def _decode_one(buf):");
-        body.indent().line(format!("return _rt.decode_one({cls}, buf)")).dedent().blank();
+        body.indent()
+            .line(format!("return _rt.decode_one({cls}, buf)"))
+            .dedent()
+            .blank();
 
         body.line("@staticmethod");
         body.line("def _nerve_dec(data, off):");
@@ -584,22 +688,34 @@ impl<'a> Gen<'a> {
             .members
             .iter()
             .filter_map(|m| match &m.ty {
-                MemberType::Struct(n) | MemberType::Enum(n) => Some(format!(" + {}._get_hash_recursive(newparents)", md.class(n))),
+                MemberType::Struct(n) | MemberType::Enum(n) => Some(format!(
+                    " + {}._get_hash_recursive(newparents)",
+                    md.class(n)
+                )),
                 MemberType::Primitive(_) => None,
             })
             .collect();
         if !nested.is_empty() {
             body.line(format!("newparents = parents + [{cls}]"));
         }
-        body.line(format!("tmphash = (0x{:016x}{}) & 0xffffffffffffffff", st.base_hash, nested.join("")));
+        body.line(format!(
+            "tmphash = (0x{:016x}{}) & 0xffffffffffffffff",
+            st.base_hash,
+            nested.join("")
+        ));
         body.line("tmphash = (((tmphash << 1) & 0xffffffffffffffff) + (tmphash >> 63)) & 0xffffffffffffffff");
         body.line("return tmphash");
         body.dedent().blank();
         body.line("@staticmethod");
         body.line("def _get_packed_fingerprint():");
-        body.indent().line(format!("return {cls}._packed_fingerprint")).dedent().blank();
+        body.indent()
+            .line(format!("return {cls}._packed_fingerprint"))
+            .dedent()
+            .blank();
         body.line("def get_hash(self):");
-        body.indent().line("\"\"\"The LCM fingerprint of the type.\"\"\"").line(format!("return 0x{:016x}", st.fingerprint));
+        body.indent()
+            .line("\"\"\"The LCM fingerprint of the type.\"\"\"")
+            .line(format!("return 0x{:016x}", st.fingerprint));
         body.dedent();
         body.dedent();
 
@@ -617,7 +733,15 @@ impl<'a> Gen<'a> {
         w.line("_nv_pack_I = _rt.pack_I");
         w.line("_nv_frombuffer = _np.frombuffer");
         w.line("_nv_ndarray = _np.ndarray");
-        for (v, d) in [("_nv_i1", "i1"), ("_nv_i2", ">i2"), ("_nv_i4", ">i4"), ("_nv_i8", ">i8"), ("_nv_f4", ">f4"), ("_nv_f8", ">f8"), ("_nv_u1", "u1")] {
+        for (v, d) in [
+            ("_nv_i1", "i1"),
+            ("_nv_i2", ">i2"),
+            ("_nv_i4", ">i4"),
+            ("_nv_i8", ">i8"),
+            ("_nv_f4", ">f4"),
+            ("_nv_f8", ">f8"),
+            ("_nv_u1", "u1"),
+        ] {
             w.line(format!("{v} = _np.dtype({})", py_str(d)));
         }
         for (i, f) in md.structs.iter().enumerate() {
@@ -629,12 +753,18 @@ impl<'a> Gen<'a> {
         out.push_str(&text);
         out.push('\n');
         let mut tail = CodeWriter::new("    ");
-        tail.line("# Classes this one uses (imported last, so that types that use each other can load).");
+        tail.line(
+            "# Classes this one uses (imported last, so that types that use each other can load).",
+        );
         for (i, n) in md.imports.iter().enumerate() {
             if n == &st.name {
                 tail.line(format!("_nv_t{i} = {cls}"));
             } else {
-                tail.line(format!("from {} import {} as _nv_t{i}", self.py_module(n), n.name));
+                tail.line(format!(
+                    "from {} import {} as _nv_t{i}",
+                    self.py_module(n),
+                    n.name
+                ));
             }
         }
         out.push_str(&tail.finish());
@@ -651,8 +781,17 @@ impl<'a> Gen<'a> {
             Kind::String => "\"\"".into(),
             Kind::Nested => format!("{}()", md.class(type_name(&m.ty))),
             Kind::PrimArray(p) => {
-                let shape: Vec<String> =
-                    m.dims.iter().map(|d| if d.is_fixed() { fixed_len(d).to_string() } else { "0".into() }).collect();
+                let shape: Vec<String> = m
+                    .dims
+                    .iter()
+                    .map(|d| {
+                        if d.is_fixed() {
+                            fixed_len(d).to_string()
+                        } else {
+                            "0".into()
+                        }
+                    })
+                    .collect();
                 if p == Primitive::Byte && m.dims.len() == 1 {
                     format!("bytes({})", shape[0])
                 } else {
@@ -677,25 +816,83 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// The slow, checked encoding of one primitive array member (numpy conversion, shape check).
+    fn prim_array_line(m: &Member, p: Primitive, what: &str) -> String {
+        let shape: Vec<String> = m.dims.iter().map(|d| Self::dim_expr(d, "self")).collect();
+        let shape = format!("({},)", shape.join(", "));
+        match p {
+            Primitive::Byte => {
+                format!("ap(_rt.byte_array_bytes(self.{}, {shape}, {what}))", m.name)
+            }
+            Primitive::Boolean => {
+                format!("ap(_rt.bool_array_bytes(self.{}, {shape}, {what}))", m.name)
+            }
+            _ => format!(
+                "ap(_rt.array_bytes(self.{}, {}, {shape}, {what}))",
+                m.name,
+                dtype_var(p)
+            ),
+        }
+    }
+
     fn emit_encode(&self, st: &Struct, w: &mut CodeWriter, md: &mut Module) {
         let full = st.name.full();
-        let mut run: Vec<(&Member, Primitive)> = Vec::new();
+        // A run: scalars, and small 1-D fixed arrays packed with `*` (one `pack` for all; if that fails, e.g. for
+        // a list longer than the array, each member again through the checked path).
+        let mut run: Vec<(&Member, Primitive, Option<usize>)> = Vec::new();
         let mut any = false;
-        let flush = |run: &mut Vec<(&Member, Primitive)>, w: &mut CodeWriter, md: &mut Module| {
+        let flush = |run: &mut Vec<(&Member, Primitive, Option<usize>)>,
+                     w: &mut CodeWriter,
+                     md: &mut Module| {
             if run.is_empty() {
                 return;
             }
-            let fmt: String = std::iter::once('>').chain(run.iter().map(|(_, p)| prim_codes(*p).0)).collect();
+            let mut fmt = String::from(">");
+            for (_, p, len) in run.iter() {
+                if let Some(n) = len {
+                    let _ = write!(fmt, "{n}");
+                }
+                fmt.push(prim_codes(*p).0);
+            }
             let s = md.fmt(&fmt);
-            let args: Vec<String> = run.iter().map(|(m, _)| format!("self.{}", m.name)).collect();
-            w.line(format!("ap({s}.pack({}))", args.join(", ")));
+            // numpy arrays go through tolist(): unpacking a list is several times faster than an array
+            let mut args = Vec::new();
+            for (i, (m, _, len)) in run.iter().enumerate() {
+                if len.is_some() {
+                    w.line(format!("x{i} = self.{}", m.name));
+                    w.line(format!("if x{i}.__class__ is _nv_ndarray:"));
+                    w.indent().line(format!("x{i} = x{i}.tolist()")).dedent();
+                    args.push(format!("*x{i}"));
+                } else {
+                    args.push(format!("self.{}", m.name));
+                }
+            }
+            let fast = format!("ap({s}.pack({}))", args.join(", "));
+            if run.iter().all(|(_, _, len)| len.is_none()) {
+                w.line(fast);
+            } else {
+                w.line("try:");
+                w.indent().line(fast).dedent();
+                w.line("except (_struct.error, TypeError):");
+                w.indent();
+                for (m, p, len) in run.iter() {
+                    let what = py_str(&format!("{full}.{}", m.name));
+                    if len.is_some() {
+                        w.line(Self::prim_array_line(m, *p, &what));
+                    } else {
+                        let s = md.fmt(&format!(">{}", prim_codes(*p).0));
+                        w.line(format!("ap({s}.pack(self.{}))", m.name));
+                    }
+                }
+                w.dedent();
+            }
             run.clear();
         };
         for m in &st.members {
             any = true;
             let what = py_str(&format!("{full}.{}", m.name));
             match kind(m) {
-                Kind::Scalar(p) => run.push((m, p)),
+                Kind::Scalar(p) => run.push((m, p, None)),
                 Kind::String => {
                     flush(&mut run, w, md);
                     w.line(format!("e = self.{}.encode(\"utf-8\")", m.name));
@@ -710,24 +907,21 @@ impl<'a> Gen<'a> {
                     w.line(format!("if v.__class__ is {c}:"));
                     w.indent().line("v._nerve_enc(ap)").dedent();
                     w.line("else:");
-                    w.indent().line(format!("_rt.encode_other(v, {c}, ap, {what})")).dedent();
+                    w.indent()
+                        .line(format!("_rt.encode_other(v, {c}, ap, {what})"))
+                        .dedent();
                 }
-                Kind::PrimArray(p) => {
-                    flush(&mut run, w, md);
-                    let shape: Vec<String> = m.dims.iter().map(|d| Self::dim_expr(d, "self")).collect();
-                    let shape = format!("({},)", shape.join(", "));
-                    match p {
-                        Primitive::Byte => {
-                            w.line(format!("ap(_rt.byte_array_bytes(self.{}, {shape}, {what}))", m.name));
-                        }
-                        Primitive::Boolean => {
-                            w.line(format!("ap(_rt.bool_array_bytes(self.{}, {shape}, {what}))", m.name));
-                        }
-                        _ => {
-                            w.line(format!("ap(_rt.array_bytes(self.{}, {}, {shape}, {what}))", m.name, dtype_var(p)));
-                        }
+                Kind::PrimArray(p) => match (&m.dims[..], p) {
+                    ([Dim::Fixed { len, .. }], _)
+                        if p != Primitive::Byte && *len <= SMALL_ARRAY =>
+                    {
+                        run.push((m, p, Some(*len)));
                     }
-                }
+                    _ => {
+                        flush(&mut run, w, md);
+                        w.line(Self::prim_array_line(m, p, &what));
+                    }
+                },
                 Kind::ObjArray => {
                     flush(&mut run, w, md);
                     self.emit_encode_obj_array(m, w, md, &what);
@@ -751,7 +945,9 @@ impl<'a> Gen<'a> {
             let last = i + 1 == n;
             if last && is_struct {
                 let c = md.class(type_name(&m.ty));
-                w.line(format!("_rt.encode_struct_list(a{i}, c{i}, {c}, ap, {what})"));
+                w.line(format!(
+                    "_rt.encode_struct_list(a{i}, c{i}, {c}, ap, {what})"
+                ));
                 break;
             }
             w.line(format!("_rt.check_len(a{i}, c{i}, {what})"));
@@ -773,7 +969,9 @@ impl<'a> Gen<'a> {
                         w.line(format!("if v.__class__ is {c}:"));
                         w.indent().line("v._nerve_enc(ap)").dedent();
                         w.line("else:");
-                        w.indent().line(format!("_rt.encode_other(v, {c}, ap, {what})")).dedent();
+                        w.indent()
+                            .line(format!("_rt.encode_other(v, {c}, ap, {what})"))
+                            .dedent();
                     }
                 }
             }
@@ -802,11 +1000,16 @@ impl<'a> Gen<'a> {
             if run.is_empty() {
                 return;
             }
-            let fmt: String = std::iter::once('>').chain(run.iter().map(|(_, p)| prim_codes(*p).0)).collect();
+            let fmt: String = std::iter::once('>')
+                .chain(run.iter().map(|(_, p)| prim_codes(*p).0))
+                .collect();
             let size: usize = run.iter().map(|(_, p)| p.wire_size().unwrap_or(0)).sum();
             let s = md.fmt(&fmt);
             let targets: Vec<String> = run.iter().map(|(m, _)| format!("o.{}", m.name)).collect();
-            w.line(format!("{}, = {s}.unpack_from(data, off)", targets.join(", ")));
+            w.line(format!(
+                "{}, = {s}.unpack_from(data, off)",
+                targets.join(", ")
+            ));
             w.line(format!("off += {size}"));
             run.clear();
         };
@@ -826,21 +1029,38 @@ impl<'a> Gen<'a> {
                 Kind::PrimArray(p) => {
                     flush(&mut run, w, md);
                     self.emit_counts(m, w, &full, &what);
-                    let fixed: usize = m.dims.iter().filter(|d| d.is_fixed()).map(fixed_len).product();
+                    let fixed: usize = m
+                        .dims
+                        .iter()
+                        .filter(|d| d.is_fixed())
+                        .map(fixed_len)
+                        .product();
                     let size = p.wire_size().unwrap_or(1) * fixed;
                     let count = count_expr(m, fixed);
                     let var = m.dims.iter().any(|d| !d.is_fixed());
-                    let end = if var { format!("off + {count} * {}", p.wire_size().unwrap_or(1)) } else { format!("off + {size}") };
+                    let end = if var {
+                        format!("off + {count} * {}", p.wire_size().unwrap_or(1))
+                    } else {
+                        format!("off + {size}")
+                    };
                     w.line(format!("e = {end}"));
                     w.line("if e > ln:");
-                    w.indent().line(format!("raise _rt.truncated(data, off, {full})")).dedent();
+                    w.indent()
+                        .line(format!("raise _rt.truncated(data, off, {full})"))
+                        .dedent();
                     let shape: Vec<String> = (0..m.dims.len()).map(|i| format!("c{i}")).collect();
                     let shape = format!("({},)", shape.join(", "));
                     let value = match p {
                         Primitive::Byte if m.dims.len() == 1 => "data[off:e]".to_owned(),
-                        Primitive::Boolean if m.dims.len() == 1 => format!("_nv_frombuffer(data, _nv_u1, {count}, off) != 0"),
-                        Primitive::Boolean => format!("_nv_ndarray({shape}, _nv_u1, data, off) != 0"),
-                        _ if m.dims.len() == 1 => format!("_nv_frombuffer(data, {}, {count}, off)", dtype_var(p)),
+                        Primitive::Boolean if m.dims.len() == 1 => {
+                            format!("_nv_frombuffer(data, _nv_u1, {count}, off) != 0")
+                        }
+                        Primitive::Boolean => {
+                            format!("_nv_ndarray({shape}, _nv_u1, data, off) != 0")
+                        }
+                        _ if m.dims.len() == 1 => {
+                            format!("_nv_frombuffer(data, {}, {count}, off)", dtype_var(p))
+                        }
                         _ => format!("_nv_ndarray({shape}, {}, data, off)", dtype_var(p)),
                     };
                     w.line(format!("o.{} = {value}", m.name));
@@ -855,9 +1075,13 @@ impl<'a> Gen<'a> {
         flush(&mut run, w, md);
         w.dedent();
         w.line("except _struct.error:");
-        w.indent().line(format!("raise _rt.truncated(data, off, {full}) from None")).dedent();
+        w.indent()
+            .line(format!("raise _rt.truncated(data, off, {full}) from None"))
+            .dedent();
         w.line("except UnicodeDecodeError as ex:");
-        w.indent().line(format!("raise _rt.bad_utf8(ex, off, {full}) from None")).dedent();
+        w.indent()
+            .line(format!("raise _rt.bad_utf8(ex, off, {full}) from None"))
+            .dedent();
         w.line("return o, off");
     }
 
@@ -867,15 +1091,29 @@ impl<'a> Gen<'a> {
             w.line(format!("c{i} = {}", Self::dim_expr(d, "o")));
             if !d.is_fixed() {
                 w.line(format!("if c{i} < 0:"));
-                w.indent().line(format!("raise _rt.bad_count({what}, c{i}, off, {full})")).dedent();
+                w.indent()
+                    .line(format!("raise _rt.bad_count({what}, c{i}, off, {full})"))
+                    .dedent();
             }
         }
     }
 
-    fn emit_decode_obj_array(&self, m: &Member, w: &mut CodeWriter, md: &mut Module, full: &str, what: &str) {
+    fn emit_decode_obj_array(
+        &self,
+        m: &Member,
+        w: &mut CodeWriter,
+        md: &mut Module,
+        full: &str,
+        what: &str,
+    ) {
         self.emit_counts(m, w, full, what);
         let n = m.dims.len();
-        let fixed: usize = m.dims.iter().filter(|d| d.is_fixed()).map(fixed_len).product();
+        let fixed: usize = m
+            .dims
+            .iter()
+            .filter(|d| d.is_fixed())
+            .map(fixed_len)
+            .product();
         let count = count_expr(m, fixed);
         let var = m.dims.iter().any(|d| !d.is_fixed());
         // The fast path: a 1-D array of a fixed-size struct stays packed.
@@ -885,8 +1123,15 @@ impl<'a> Gen<'a> {
                 let c = md.class(sn);
                 w.line(format!("e = off + c0 * {size}"));
                 w.line("if e > ln:");
-                w.indent().line(format!("raise _rt.too_many({what}, c0, {size}, data, off, {full})")).dedent();
-                w.line(format!("o.{} = _rt.StructArray._packed({c}, data, off, c0)", m.name));
+                w.indent()
+                    .line(format!(
+                        "raise _rt.too_many({what}, c0, {size}, data, off, {full})"
+                    ))
+                    .dedent();
+                w.line(format!(
+                    "o.{} = _rt.StructArray._packed({c}, data, off, c0)",
+                    m.name
+                ));
                 w.line("off = e");
                 return;
             }
@@ -898,7 +1143,11 @@ impl<'a> Gen<'a> {
             } else {
                 w.line(format!("if {count} * {min} > ln - off:"));
             }
-            w.indent().line(format!("raise _rt.too_many({what}, {count}, {min}, data, off, {full})")).dedent();
+            w.indent()
+                .line(format!(
+                    "raise _rt.too_many({what}, {count}, {min}, data, off, {full})"
+                ))
+                .dedent();
         }
         let elem_class = match &m.ty {
             MemberType::Primitive(_) => None,
@@ -936,15 +1185,20 @@ impl<'a> Gen<'a> {
         for (i, m) in st.members.iter().enumerate() {
             let field = format!("rec[{}]", py_str(&m.name));
             let col = match (&m.ty, m.dims.len()) {
-                (MemberType::Primitive(Primitive::Boolean), 0) => format!("({field} != 0).tolist()"),
+                (MemberType::Primitive(Primitive::Boolean), 0) => {
+                    format!("({field} != 0).tolist()")
+                }
                 (MemberType::Primitive(_), 0) => format!("{field}.tolist()"),
                 (MemberType::Primitive(Primitive::Boolean), _) => format!("{field} != 0"),
-                (MemberType::Primitive(Primitive::Byte), 1) => format!("[x.tobytes() for x in {field}]"),
+                (MemberType::Primitive(Primitive::Byte), 1) => {
+                    format!("[x.tobytes() for x in {field}]")
+                }
                 (MemberType::Primitive(_), _) => field,
                 (t, 0) => format!("{}._nerve_from_records({field})", md.class(type_name(t))),
                 (t, nd) => {
                     let c = md.class(type_name(t));
-                    let dims: Vec<String> = m.dims.iter().map(|d| fixed_len(d).to_string()).collect();
+                    let dims: Vec<String> =
+                        m.dims.iter().map(|d| fixed_len(d).to_string()).collect();
                     let flat = format!("{c}._nerve_from_records({field}.reshape(-1))");
                     if nd == 1 {
                         format!(
@@ -965,7 +1219,11 @@ impl<'a> Gen<'a> {
         if st.members.len() == 1 {
             w.line(format!("for v0 in {}:", cols[0]));
         } else {
-            w.line(format!("for {} in zip({}):", vars.join(", "), cols.join(", ")));
+            w.line(format!(
+                "for {} in zip({}):",
+                vars.join(", "),
+                cols.join(", ")
+            ));
         }
         w.indent();
         w.line(format!("o = _nv_new({cls})"));
@@ -995,8 +1253,13 @@ fn fixed_len(d: &Dim) -> usize {
 
 /// The element count of a member as a Python expression over `c0..cN` (fixed ones folded into `fixed`).
 fn count_expr(m: &Member, fixed: usize) -> String {
-    let mut parts: Vec<String> =
-        m.dims.iter().enumerate().filter(|(_, d)| !d.is_fixed()).map(|(i, _)| format!("c{i}")).collect();
+    let mut parts: Vec<String> = m
+        .dims
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| !d.is_fixed())
+        .map(|(i, _)| format!("c{i}"))
+        .collect();
     if fixed != 1 || parts.is_empty() {
         parts.push(fixed.to_string());
     }
@@ -1009,7 +1272,10 @@ fn nested_default(dims: &[Dim], i: usize, elem: &str) -> String {
     }
     match &dims[i] {
         Dim::Variable { .. } => "[]".to_owned(),
-        Dim::Fixed { len, .. } => format!("[{} for _ in range({len})]", nested_default(dims, i + 1, elem)),
+        Dim::Fixed { len, .. } => format!(
+            "[{} for _ in range({len})]",
+            nested_default(dims, i + 1, elem)
+        ),
     }
 }
 
@@ -1018,7 +1284,9 @@ fn emit_decode_string(w: &mut CodeWriter, target: &str, full: &str) {
     w.line("k, = _nv_unpack_I(data, off)");
     w.line("e = off + 4 + k");
     w.line("if k == 0 or e > ln or data[e - 1]:");
-    w.indent().line(format!("raise _rt.bad_string(data, off, k, {full})")).dedent();
+    w.indent()
+        .line(format!("raise _rt.bad_string(data, off, k, {full})"))
+        .dedent();
     w.line(format!("{target} = data[off + 4:e - 1].decode(\"utf-8\")"));
     w.line("off = e");
 }
@@ -1043,44 +1311,79 @@ fn enum_module(en: &nerve_types::Enum) -> String {
     for v in &en.values {
         w.line(format!("{} = {}", v.name, v.value));
     }
-    w.line(format!("_packed_fingerprint = {}", py_bytes(&en.hash.to_be_bytes())));
+    w.line(format!(
+        "_packed_fingerprint = {}",
+        py_bytes(&en.hash.to_be_bytes())
+    ));
     w.line("_nerve_size = 4");
     w.line("_nerve_dtype = None").blank();
     w.line("def __init__(self, value=0):");
     w.indent().line("self.value = value").dedent().blank();
     w.line("@staticmethod");
     w.line("def _get_hash_recursive(parents):");
-    w.indent().line(format!("return 0x{:016x}", en.hash)).dedent().blank();
+    w.indent()
+        .line(format!("return 0x{:016x}", en.hash))
+        .dedent()
+        .blank();
     w.line("@staticmethod");
     w.line("def _get_packed_fingerprint():");
-    w.indent().line(format!("return {cls}._packed_fingerprint")).dedent().blank();
+    w.indent()
+        .line(format!("return {cls}._packed_fingerprint"))
+        .dedent()
+        .blank();
     w.line("def get_hash(self):");
-    w.indent().line(format!("return 0x{:016x}", en.hash)).dedent().blank();
+    w.indent()
+        .line(format!("return 0x{:016x}", en.hash))
+        .dedent()
+        .blank();
     w.line("def encode(self):");
-    w.indent().line(format!("return {cls}._packed_fingerprint + _nv_i.pack(self.value)")).dedent().blank();
+    w.indent()
+        .line(format!(
+            "return {cls}._packed_fingerprint + _nv_i.pack(self.value)"
+        ))
+        .dedent()
+        .blank();
     w.line("def _nerve_enc(self, ap):");
-    w.indent().line("ap(_nv_i.pack(self.value))").dedent().blank();
+    w.indent()
+        .line("ap(_nv_i.pack(self.value))")
+        .dedent()
+        .blank();
     w.line("def _encode_one(self, buf):");
-    w.indent().line("buf.write(_nv_i.pack(self.value))").dedent().blank();
+    w.indent()
+        .line("buf.write(_nv_i.pack(self.value))")
+        .dedent()
+        .blank();
     w.line("@staticmethod");
     w.line("def decode(data):");
     w.indent();
     w.line("if data.__class__ is not bytes:");
     w.indent().line("data = _rt.as_bytes(data)").dedent();
     w.line(format!("if data[:8] != {cls}._packed_fingerprint:"));
-    w.indent().line(format!("raise _rt.bad_fingerprint(data, 0x{:016x}, {full})", en.hash)).dedent();
+    w.indent()
+        .line(format!(
+            "raise _rt.bad_fingerprint(data, 0x{:016x}, {full})",
+            en.hash
+        ))
+        .dedent();
     w.line(format!("return {cls}._nerve_dec(data, 8)[0]"));
     w.dedent().blank();
     w.line("@staticmethod");
     w.line("def _decode_one(buf):");
-    w.indent().line(format!("return _rt.decode_one({cls}, buf)")).dedent().blank();
+    w.indent()
+        .line(format!("return _rt.decode_one({cls}, buf)"))
+        .dedent()
+        .blank();
     w.line("@staticmethod");
     w.line("def _nerve_dec(data, off):");
     w.indent();
     w.line("try:");
-    w.indent().line("v, = _nv_i.unpack_from(data, off)").dedent();
+    w.indent()
+        .line("v, = _nv_i.unpack_from(data, off)")
+        .dedent();
     w.line("except _struct.error:");
-    w.indent().line(format!("raise _rt.truncated(data, off, {full}) from None")).dedent();
+    w.indent()
+        .line(format!("raise _rt.truncated(data, off, {full}) from None"))
+        .dedent();
     w.line(format!("return {cls}(v), off + 4"));
     w.dedent();
     w.dedent();
