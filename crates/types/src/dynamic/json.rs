@@ -28,7 +28,8 @@ fn push_string(out: &mut String, s: &str) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+            // Controls, and the line separators that line-splitting readers (Python's splitlines) break at.
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
                 out.push_str(&format!("\\u{:04x}", c as u32))
             }
             c => out.push(c),

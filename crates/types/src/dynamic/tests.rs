@@ -430,6 +430,10 @@ fn floats_print_exactly() {
         let j = Value::Double(x).to_json();
         assert_eq!(j.parse::<f64>().unwrap().to_bits(), x.to_bits(), "{j}");
     }
+    assert_eq!(
+        Value::String("\u{2028}\u{85}\u{7f}".into()).to_json(),
+        r#""\u2028\u0085\u007f""#
+    );
     assert_eq!(Value::Int64(i64::MIN).to_json(), "-9223372036854775808");
     assert_eq!(
         Value::String("a\"\\\n\u{1}é".into()).to_json(),
