@@ -44,10 +44,11 @@ pub fn chunk_mut<const K: usize>(b: &mut [u8], o: usize) -> &mut [u8; K] {
     }
 }
 
-/// `b` cut into `S`-byte array references (a trailing partial chunk is ignored).
+/// `b` cut into `S`-byte array references (a trailing partial chunk is ignored). `S` must not be 0 (generated code
+/// never asks for zero-size chunks; if it did, it would get one per byte rather than a panic).
 #[inline(always)]
 pub fn chunks<const S: usize>(b: &[u8]) -> impl ExactSizeIterator<Item = &[u8; S]> + '_ {
-    b.chunks_exact(S).map(|c| chunk::<S>(c, 0))
+    b.chunks_exact(S.max(1)).map(|c| chunk::<S>(c, 0))
 }
 
 /// `b` cut into mutable `S`-byte array references (a trailing partial chunk is ignored).

@@ -70,7 +70,12 @@ pub fn write_str(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
+            // Control characters, and the ones some readers take for line ends (Python's `splitlines`), escaped.
+            c if (c as u32) < 0x20
+                || ('\u{7f}'..='\u{9f}').contains(&c)
+                || c == '\u{2028}'
+                || c == '\u{2029}' =>
+            {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
@@ -160,6 +165,7 @@ mod tests {
         assert_eq!(0.1f32.to_json().unwrap(), "1e-1");
         assert_eq!(1e300f64.to_json().unwrap(), "1e300");
         assert_eq!("a\"\u{1}é".to_json().unwrap(), "\"a\\\"\\u0001é\"");
+        assert_eq!("\u{85}\u{2028}".to_json().unwrap(), "\"\\u0085\\u2028\"");
         assert_eq!(vec![[1u8, 2], [3, 4]].to_json().unwrap(), "[[1,2],[3,4]]");
     }
 }

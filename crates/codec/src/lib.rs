@@ -29,6 +29,11 @@ mod writer;
 /// a hostile buffer of nested `node_t`s could exhaust the stack.
 pub const MAX_DEPTH: u32 = 256;
 
+/// How many more array items than there are bytes left a decoder or view accepts when the items encode to nothing
+/// (empty structs, or sub-arrays of length 0). LCM itself has no limit; without one, a count of 2^31 empty rows in a
+/// tiny buffer would make the decoder loop for seconds or allocate gigabytes for the rows' `Vec`s.
+pub const ZERO_SIZE_SLACK: usize = 4096;
+
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use reader::Reader;
 pub use writer::{string_size, Writer};

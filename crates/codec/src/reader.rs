@@ -81,18 +81,34 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Checks, before anything is allocated, that a multi-dimensional array of the given dimensions, with elements
-    /// of at least `min_size` bytes, can still be in the buffer. Elements that may encode to nothing count as one
-    /// byte, so that a count can never make the decoder loop or allocate beyond the size of its input.
+    /// Checks, before anything is allocated, that a multi-dimensional array of the given dimensions (outermost
+    /// first), with elements of at least `min_size` bytes, can still be in the buffer. Items that encode to nothing
+    /// (empty structs, rows of length 0) are bounded too: at each level there may be at most
+    /// [`crate::ZERO_SIZE_SLACK`] more items than bytes left, so a count can never make the decoder loop or
+    /// allocate far beyond the size of its input.
     #[inline]
     pub fn ensure_dims(&self, dims: &[usize], min_size: usize) -> Result<(), DecodeError> {
-        match crate::fixed::product(dims) {
-            Some(n) => self.ensure_elements(n, min_size.max(1)),
-            None => Err(self.error(DecodeErrorKind::Truncated {
-                needed: usize::MAX,
+        let too_many = |needed: usize| {
+            self.error(DecodeErrorKind::Truncated {
+                needed,
                 remaining: self.remaining(),
-            })),
+            })
+        };
+        let Some(total) = crate::fixed::product(dims) else {
+            return Err(too_many(usize::MAX));
+        };
+        self.ensure_elements(total, min_size)?;
+        if min_size == 0 || total == 0 {
+            let limit = self.remaining().saturating_add(crate::ZERO_SIZE_SLACK);
+            let mut items = 1usize;
+            for d in dims {
+                items = items.saturating_mul(*d);
+                if items > limit {
+                    return Err(too_many(items));
+                }
+            }
         }
+        Ok(())
     }
 
     /// The offset of the next byte to read.
@@ -254,6 +270,18 @@ mod tests {
         let mut r = Reader::new(&[0; 16]);
         assert!(r.get_f64_vec(usize::MAX / 2).is_err());
         assert!(r.count(-1).is_err());
+    }
+
+    #[test]
+    fn zero_size_items_are_bounded() {
+        let r = Reader::new(&[0; 4]);
+        // Two empty structs in no bytes are fine (LCM allows them); 2^31 rows of nothing are not.
+        assert!(r.ensure_dims(&[2], 0).is_ok());
+        assert!(r.ensure_dims(&[crate::ZERO_SIZE_SLACK + 4], 0).is_ok());
+        assert!(r.ensure_dims(&[crate::ZERO_SIZE_SLACK + 5], 0).is_err());
+        assert!(r.ensure_dims(&[i32::MAX as usize, 0], 4).is_err());
+        assert!(r.ensure_dims(&[1, 1], 4).is_ok());
+        assert!(r.ensure_dims(&[1, 2], 4).is_err());
     }
 
     #[test]

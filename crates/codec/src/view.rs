@@ -353,6 +353,16 @@ impl<'a, K: Kind<'a>> ArrayView<'a, K> {
             None => len.checked_mul(kind.min_size()),
         };
         match need {
+            Some(0)
+                if len
+                    > buf
+                        .len()
+                        .saturating_sub(at)
+                        .saturating_add(crate::ZERO_SIZE_SLACK) =>
+            {
+                // Items that may encode to nothing: bounded as the decoder bounds them, so walks stay short.
+                return Err(truncated(at, len, buf.len()));
+            }
             Some(n) => check_room(buf, at, n)?,
             None => return Err(truncated(at, usize::MAX, buf.len())),
         }

@@ -1,9 +1,1613 @@
-//! The rust generator (being written).
+//! The Rust generator: one module file per LCM package, each type a plain Rust struct with `nerve_codec` impls and a
+//! zero-copy view.
+//!
+//! # Output layout
+//!
+//! `nerve gen --rust --rust-path DIR` writes `DIR/mod.rs` and one file per package, so that `mod lcmtypes;` in a
+//! user crate (with `DIR = src/lcmtypes`) just works:
+//!
+//! - package `exlcm` -> `DIR/exlcm.rs`, module `lcmtypes::exlcm`;
+//! - a dotted package `deep.pkg` -> `DIR/deep/pkg.rs`, module `lcmtypes::deep::pkg` (with `DIR/deep.rs` declaring
+//!   it, and holding package `deep`'s own types if there are any);
+//! - types without a package -> `DIR/root.rs`, module `lcmtypes::root` (a package literally called `root` is then
+//!   an error);
+//! - `--package-prefix p` puts every package under `p` (`p.exlcm` -> `DIR/p/exlcm.rs`).
+//!
+//! A type in another package is named by a relative path (`super::seed::PathT`), so the tree can sit anywhere in a
+//! crate. Generated code depends on nothing but the `nerve-codec` crate, and names everything else by absolute path
+//! (`::std::vec::Vec`), so no LCM type name can shadow what the code uses.
+//!
+//! # Names
+//!
+//! - Type names become UpperCamelCase: the LCM name is split at `_`, and each non-empty part gets its first letter
+//!   upper-cased, the rest kept (`image_t` -> `ImageT`, `lidar_point_t` -> `LidarPointT`, `HTTPThing` ->
+//!   `HTTPThing`). Two types of one package that map to the same name are an error.
+//! - Each struct `T` also gets `TView<'a>`, a view over encoded bytes.
+//! - Members keep their LCM names (Rust keywords as raw identifiers, `r#type`); consts keep theirs as associated
+//!   consts. Names Rust cannot use at all (`self`, `crate`, `_`, names with characters other than letters, digits
+//!   and `_`) are reported as [`GenError`]s.
+//! - A view accessor is named after its member, except that a member called `new` is read by `new_` (`new` is the
+//!   view's constructor).
+//!
+//! # Types
+//!
+//! `int8_t`..`int64_t` -> `i8`..`i64`, `float`/`double` -> `f32`/`f64`, `byte` -> `u8`, `boolean` -> `bool`,
+//! `string` -> `String`; a fixed dimension -> `[T; N]`, a variable one -> `Vec<T>` (nested outermost first, so
+//! `double p[n][2]` is `Vec<[f64; 2]>`); a (deprecated) enum -> a newtype over `i32` with associated consts. Every
+//! struct derives `Debug, Clone, PartialEq` and implements `Default` (derived, or written out when an array is longer
+//! than 32, for which std has no `Default`). A struct that contains itself other than through a variable-length
+//! array could never be finished, and is reported as an error.
+//!
+//! # Speed
+//!
+//! Encoding and decoding go member by member, but each run of consecutive fixed-size members is one checked chunk
+//! (`take_fixed::<N>()`) read and written at constant offsets, and a struct whose encoded size is fixed gets
+//! `__nerve_encode_fixed`/`__nerve_decode_fixed` over a `[u8; SIZE]`, so arrays of such structs are one length check
+//! and a `chunks_exact` loop with no bounds checks inside. Arrays of numbers are converted in one pass
+//! (`put_f32_slice`, `fill_f32`), which the compiler vectorises.
+//!
+//! # Robustness
+//!
+//! Decoders check every count against the bytes that remain (times the least encoded size of an element) before
+//! allocating; recursive types count their depth and stop at `nerve_codec::MAX_DEPTH`. Encoders return
+//! `EncodeError::LengthMismatch` when a `Vec`'s length disagrees with its count member.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+
+use nerve_types::{
+    ConstValue, Dim, Enum, Layout, Member, MemberType, Primitive, Schema, Span, Struct, TypeName,
+};
+
+use crate::writer::CodeWriter;
 use crate::{GenError, GeneratedFile, Input, Options};
 
-/// Generates rust code for every input type.
-pub fn generate(input: &Input<'_>, _opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
-    let span = input.structs().first().map(|s| s.span.clone()).unwrap_or_default();
-    Err(GenError { span, language: "rust", message: "not written yet".into() })
+const VEC: &str = "::std::vec::Vec";
+const STRING: &str = "::std::string::String";
+const RESULT: &str = "::core::result::Result";
+const OK: &str = "::core::result::Result::<_, __nc::DecodeError>::Ok";
+const EOK: &str = "::core::result::Result::<(), __nc::EncodeError>::Ok";
+const DEFAULT: &str = "::core::default::Default::default()";
+
+/// The module (file) that holds types without a package.
+pub const ROOT_MODULE: &str = "root";
+
+const KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "else", "enum", "extern", "false", "fn", "for", "if",
+    "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static",
+    "struct", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn",
+    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized",
+    "virtual", "yield", "try", "gen",
+];
+const NOT_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
+
+fn err(span: &Span, message: impl Into<String>) -> GenError {
+    GenError {
+        span: span.clone(),
+        language: "rust",
+        message: message.into(),
+    }
+}
+
+/// Whether `s` is a Rust identifier (ignoring keywords): a letter or `_` then letters, digits and `_`.
+fn is_ident(s: &str) -> bool {
+    let mut cs = s.chars();
+    match cs.next() {
+        Some(c) if c.is_alphabetic() || c == '_' => cs.all(|c| c.is_alphanumeric() || c == '_'),
+        _ => false,
+    }
+}
+
+/// `name` as a Rust identifier (raw for keywords), or an error naming `what`.
+fn ident(name: &str, what: &str, span: &Span) -> Result<String, GenError> {
+    if NOT_RAW.contains(&name) {
+        return Err(err(
+            span,
+            format!("{what} '{name}' cannot be used as a Rust identifier"),
+        ));
+    }
+    if !is_ident(name) {
+        return Err(err(
+            span,
+            format!("{what} '{name}' is not a valid Rust identifier"),
+        ));
+    }
+    if KEYWORDS.contains(&name) {
+        Ok(format!("r#{name}"))
+    } else {
+        Ok(name.to_owned())
+    }
+}
+
+/// The Rust type name for an LCM type name (see the module doc): `image_t` -> `ImageT`.
+pub fn type_name(lcm_name: &str) -> String {
+    let mut out = String::new();
+    for part in lcm_name.split('_').filter(|p| !p.is_empty()) {
+        let mut cs = part.chars();
+        if let Some(c) = cs.next() {
+            out.extend(c.to_uppercase());
+            out.push_str(cs.as_str());
+        }
+    }
+    out
+}
+
+fn checked_type_name(lcm_name: &str, span: &Span) -> Result<String, GenError> {
+    let n = type_name(lcm_name);
+    if n.is_empty()
+        || n.starts_with(|c: char| c.is_numeric())
+        || !is_ident(&n)
+        || NOT_RAW.contains(&n.as_str())
+    {
+        return Err(err(
+            span,
+            format!("type name '{lcm_name}' gives '{n}', which is not a valid Rust type name"),
+        ));
+    }
+    Ok(n)
+}
+
+/// The module path of a package (after the prefix): `deep.pkg` -> `["deep", "pkg"]`, none -> `["root"]`.
+fn module_path(prefix: &str, package: &str) -> Vec<String> {
+    let full = match (prefix.is_empty(), package.is_empty()) {
+        (true, true) => return vec![ROOT_MODULE.to_owned()],
+        (true, false) => package.to_owned(),
+        (false, true) => prefix.to_owned(),
+        (false, false) => format!("{prefix}.{package}"),
+    };
+    full.split('.').map(str::to_owned).collect()
+}
+
+/// Cleans a doc comment for rustdoc: no indented code blocks, and fenced blocks marked `text` (never doc-tested).
+fn doc_text(doc: Option<&str>) -> Option<String> {
+    let doc = doc?;
+    let mut out = String::new();
+    for l in doc.lines() {
+        let t = l.trim();
+        if t.starts_with("```") && t.trim_start_matches('`').trim().is_empty() {
+            out.push_str("```text\n");
+        } else {
+            out.push_str(t);
+            out.push('\n');
+        }
+    }
+    if out.trim().is_empty() {
+        None
+    } else {
+        Some(out)
+    }
+}
+
+fn rust_lit(s: &str) -> String {
+    format!("{s:?}")
+}
+
+fn json_key(name: &str) -> String {
+    let mut s = String::from("\"");
+    for c in name.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push_str("\":");
+    s
+}
+
+/// What the generator knows about the whole schema.
+struct Ctx<'a> {
+    schema: &'a Schema,
+    layout: &'a Layout,
+    prefix: String,
+    /// Structs that can reach themselves (their decoders count depth).
+    recursive: HashSet<TypeName>,
+}
+
+/// One element type, resolved for the package being written.
+#[derive(Clone)]
+enum Elem {
+    Prim(Primitive),
+    /// A struct: its path from the current module, and its fixed encoded size if it has one.
+    Struct {
+        path: String,
+        view: String,
+        fixed: Option<usize>,
+        min: usize,
+    },
+    Enum {
+        path: String,
+    },
+}
+
+impl Elem {
+    /// The fixed size of one element.
+    fn fixed(&self) -> Option<usize> {
+        match self {
+            Elem::Prim(p) => p.wire_size(),
+            Elem::Struct { fixed, .. } => *fixed,
+            Elem::Enum { .. } => Some(4),
+        }
+    }
+
+    fn min(&self) -> usize {
+        match self {
+            Elem::Prim(Primitive::String) => 5,
+            Elem::Prim(p) => p.wire_size().unwrap_or(0),
+            Elem::Struct { min, .. } => *min,
+            Elem::Enum { .. } => 4,
+        }
+    }
+
+    /// A primitive converted in bulk (`read_f32s`, `put_f32_slice`): every primitive but string.
+    fn bulk(&self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Elem::Prim(p) => match p {
+                Primitive::Int8 => Some(("i8", "i8s")),
+                Primitive::Int16 => Some(("i16", "i16s")),
+                Primitive::Int32 => Some(("i32", "i32s")),
+                Primitive::Int64 => Some(("i64", "i64s")),
+                Primitive::Float => Some(("f32", "f32s")),
+                Primitive::Double => Some(("f64", "f64s")),
+                Primitive::Boolean => Some(("bool", "bools")),
+                Primitive::Byte => Some(("u8", "u8s")),
+                Primitive::String => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn rust(&self) -> String {
+        match self {
+            Elem::Prim(p) => prim_rust(*p).to_owned(),
+            Elem::Struct { path, .. } | Elem::Enum { path } => path.clone(),
+        }
+    }
+
+    /// Whether `[v; N]` works for a default value (the type is `Copy`).
+    fn copy(&self) -> bool {
+        !matches!(self, Elem::Prim(Primitive::String) | Elem::Struct { .. })
+    }
+
+    fn default_expr(&self) -> String {
+        match self {
+            Elem::Prim(Primitive::String) => format!("{STRING}::new()"),
+            Elem::Prim(Primitive::Float) | Elem::Prim(Primitive::Double) => "0.0".into(),
+            Elem::Prim(Primitive::Boolean) => "false".into(),
+            Elem::Prim(_) => "0".into(),
+            Elem::Struct { path, .. } | Elem::Enum { path } => {
+                format!("<{path} as ::core::default::Default>::default()")
+            }
+        }
+    }
+}
+
+fn prim_rust(p: Primitive) -> &'static str {
+    match p {
+        Primitive::Int8 => "i8",
+        Primitive::Int16 => "i16",
+        Primitive::Int32 => "i32",
+        Primitive::Int64 => "i64",
+        Primitive::Float => "f32",
+        Primitive::Double => "f64",
+        Primitive::String => STRING,
+        Primitive::Boolean => "bool",
+        Primitive::Byte => "u8",
+    }
+}
+
+/// One dimension as the code uses it: a fixed length, or the index of the count member.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum D {
+    Fixed(usize),
+    Var(usize),
+}
+
+/// A member resolved for code generation.
+struct M {
+    /// The LCM name.
+    name: String,
+    /// The Rust field identifier.
+    ident: String,
+    /// The view accessor identifier.
+    accessor: String,
+    elem: Elem,
+    dims: Vec<D>,
+    /// The encoded size of the whole member, if fixed.
+    fixed: Option<usize>,
+    doc: Option<String>,
+    /// The type of the count member, when this member is one (for `i64::from`).
+    span: Span,
+}
+
+impl M {
+    fn rust_type(&self) -> String {
+        wrap_type(&self.dims, &self.elem)
+    }
+}
+
+fn wrap_type(dims: &[D], elem: &Elem) -> String {
+    match dims.split_first() {
+        None => elem.rust(),
+        Some((D::Fixed(n), rest)) => format!("[{}; {n}]", wrap_type(rest, elem)),
+        Some((D::Var(_), rest)) => format!("{VEC}<{}>", wrap_type(rest, elem)),
+    }
+}
+
+fn default_expr(dims: &[D], elem: &Elem) -> String {
+    match dims.split_first() {
+        None => elem.default_expr(),
+        Some((D::Var(_), _)) => format!("{VEC}::new()"),
+        Some((D::Fixed(n), rest)) => {
+            let copy = elem.copy() && rest.iter().all(|d| matches!(d, D::Fixed(_)));
+            if copy {
+                format!("[{}; {n}]", default_expr(rest, elem))
+            } else {
+                format!(
+                    "::core::array::from_fn::<_, {n}, _>(|_| {})",
+                    default_expr(rest, elem)
+                )
+            }
+        }
+    }
+}
+
+fn all_fixed(dims: &[D]) -> bool {
+    dims.iter().all(|d| matches!(d, D::Fixed(_)))
+}
+
+fn fixed_count(dims: &[D]) -> usize {
+    dims.iter()
+        .map(|d| if let D::Fixed(n) = d { *n } else { 1 })
+        .product()
+}
+
+/// `place` flattened `k` times (`.as_flattened()`), giving a slice of elements.
+fn flat(place: &str, k: usize, mutable: bool) -> String {
+    if k == 0 {
+        return if mutable {
+            format!("(&mut {place}[..])")
+        } else {
+            format!("(&{place}[..])")
+        };
+    }
+    let mut s = place.to_owned();
+    for _ in 0..k {
+        s.push_str(if mutable {
+            ".as_flattened_mut()"
+        } else {
+            ".as_flattened()"
+        });
+    }
+    s
+}
+
+/// Generates Rust code for every input type.
+pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
+    let schema = &input.checked.schema;
+    let ctx = Ctx {
+        schema,
+        layout: &input.layout,
+        prefix: opts.package_prefix.trim_matches('.').to_owned(),
+        recursive: recursive_types(schema),
+    };
+    check_finite(schema)?;
+
+    // Group the input types by module path.
+    let mut modules: BTreeMap<Vec<String>, (Vec<&Struct>, Vec<&Enum>)> = BTreeMap::new();
+    for s in input.structs() {
+        modules
+            .entry(module_path(&ctx.prefix, &s.name.package))
+            .or_default()
+            .0
+            .push(s);
+    }
+    for e in input.enums() {
+        modules
+            .entry(module_path(&ctx.prefix, &e.name.package))
+            .or_default()
+            .1
+            .push(e);
+    }
+    if ctx.prefix.is_empty() && input.structs().iter().any(|s| s.name.package.is_empty()) {
+        // A package called `root` would share the module of package-less types.
+        if let Some(s) = input
+            .structs()
+            .iter()
+            .find(|s| s.name.package == ROOT_MODULE)
+        {
+            return Err(err(
+                &s.span,
+                "package 'root' clashes with the module for package-less types",
+            ));
+        }
+    }
+
+    // Every module path and its prefixes get a file; children are declared by their parent.
+    let mut children: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
+    let mut all_paths: Vec<Vec<String>> = Vec::new();
+    for path in modules.keys() {
+        for i in 1..=path.len() {
+            let p = path[..i].to_vec();
+            let parent = path[..i - 1].to_vec();
+            let kids = children.entry(parent).or_default();
+            if !kids.contains(&path[i - 1]) {
+                kids.push(path[i - 1].clone());
+            }
+            if !all_paths.contains(&p) {
+                all_paths.push(p);
+            }
+        }
+    }
+
+    let mut files = Vec::new();
+    let span0 = input
+        .structs()
+        .first()
+        .map(|s| s.span.clone())
+        .unwrap_or_default();
+    let mut top = CodeWriter::new("    ");
+    top.line("//! LCM types, generated by `nerve gen --rust`. Do not edit.");
+    top.line("//!");
+    top.line("//! One module per LCM package; each struct `T` has `TView<'a>` for reading fields without decoding.");
+    top.line("//! The generated code needs only the `nerve-codec` crate.");
+    top.blank();
+    for k in children.get(&Vec::new()).into_iter().flatten() {
+        top.line(format!("pub mod {};", ident(k, "package", &span0)?));
+    }
+    files.push(GeneratedFile {
+        path: "mod.rs".into(),
+        contents: top.finish(),
+    });
+
+    all_paths.sort();
+    for path in &all_paths {
+        let (structs, enums) = modules.get(path).cloned().unwrap_or_default();
+        let kids = children.get(path).cloned().unwrap_or_default();
+        let text = module_file(&ctx, path, &structs, &enums, &kids)?;
+        let mut file = std::path::PathBuf::new();
+        for (i, c) in path.iter().enumerate() {
+            if i + 1 == path.len() {
+                file.push(format!("{c}.rs"));
+            } else {
+                file.push(c);
+            }
+        }
+        files.push(GeneratedFile {
+            path: file,
+            contents: text,
+        });
+    }
+    Ok(files)
+}
+
+/// Structs that reach themselves through their members.
+fn recursive_types(schema: &Schema) -> HashSet<TypeName> {
+    let mut out = HashSet::new();
+    for s in &schema.structs {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<&TypeName> = struct_refs(s, false);
+        while let Some(n) = stack.pop() {
+            if n == &s.name {
+                out.insert(s.name.clone());
+                break;
+            }
+            if seen.insert(n.clone()) {
+                if let Some(t) = schema.struct_named(n) {
+                    stack.extend(struct_refs(t, false));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn struct_refs(s: &Struct, only_fixed: bool) -> Vec<&TypeName> {
+    s.members
+        .iter()
+        .filter(|m| !only_fixed || m.all_dims_fixed())
+        .filter_map(|m| {
+            if let MemberType::Struct(n) = &m.ty {
+                Some(n)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Rejects a struct that contains itself other than through a variable-length array (its Rust type would be
+/// infinitely large, and no value of it could ever be encoded).
+fn check_finite(schema: &Schema) -> Result<(), GenError> {
+    for s in &schema.structs {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<&TypeName> = struct_refs(s, true);
+        while let Some(n) = stack.pop() {
+            if n == &s.name {
+                return Err(err(
+                    &s.span,
+                    format!(
+                        "struct '{}' contains itself other than through a variable-length array, so no value of it \
+                         could ever be encoded",
+                        s.name
+                    ),
+                ));
+            }
+            if seen.insert(n.clone()) {
+                if let Some(t) = schema.struct_named(n) {
+                    stack.extend(struct_refs(t, true));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Ctx<'_> {
+    /// The path of a type from module `from`.
+    fn path_to(&self, from: &[String], name: &TypeName, span: &Span) -> Result<String, GenError> {
+        let to = module_path(&self.prefix, &name.package);
+        let tn = checked_type_name(&name.name, span)?;
+        if to == from {
+            return Ok(tn);
+        }
+        let mut s = String::new();
+        for _ in from {
+            s.push_str("super::");
+        }
+        for c in &to {
+            s.push_str(&ident(c, "package", span)?);
+            s.push_str("::");
+        }
+        s.push_str(&tn);
+        Ok(s)
+    }
+
+    fn elem(&self, from: &[String], ty: &MemberType, span: &Span) -> Result<Elem, GenError> {
+        Ok(match ty {
+            MemberType::Primitive(p) => Elem::Prim(*p),
+            MemberType::Struct(n) => {
+                let path = self.path_to(from, n, span)?;
+                Elem::Struct {
+                    view: format!("{path}View<'a>"),
+                    path,
+                    fixed: self.layout.fixed_size(n),
+                    min: self.layout.min_size(n),
+                }
+            }
+            MemberType::Enum(n) => Elem::Enum {
+                path: self.path_to(from, n, span)?,
+            },
+        })
+    }
+
+    fn members(&self, from: &[String], s: &Struct) -> Result<Vec<M>, GenError> {
+        let mut out = Vec::new();
+        for m in &s.members {
+            out.push(self.member(from, s, m)?);
+        }
+        Ok(out)
+    }
+
+    fn member(&self, from: &[String], s: &Struct, m: &Member) -> Result<M, GenError> {
+        let ident = ident(&m.name, "member name", &m.span)?;
+        let accessor = if m.name == "new" {
+            "new_".to_owned()
+        } else {
+            ident.clone()
+        };
+        let mut dims = Vec::new();
+        for d in &m.dims {
+            dims.push(match d {
+                Dim::Fixed { len, .. } => D::Fixed(*len),
+                Dim::Variable { member } => {
+                    match s.members.iter().position(|x| &x.name == member) {
+                        Some(i) => D::Var(i),
+                        None => {
+                            return Err(err(&m.span, format!("unknown count member '{member}'")))
+                        }
+                    }
+                }
+            });
+        }
+        Ok(M {
+            name: m.name.clone(),
+            ident,
+            accessor,
+            elem: self.elem(from, &m.ty, &m.span)?,
+            dims,
+            fixed: self.layout.member_fixed_size(m),
+            doc: doc_text(m.doc.as_deref()),
+            span: m.span.clone(),
+        })
+    }
+}
+
+fn module_file(
+    ctx: &Ctx<'_>,
+    path: &[String],
+    structs: &[&Struct],
+    enums: &[&Enum],
+    kids: &[String],
+) -> Result<String, GenError> {
+    let mut w = CodeWriter::new("    ");
+    let pkg = path.join(".");
+    w.line(format!(
+        "//! LCM package `{pkg}`, generated by `nerve gen --rust`. Do not edit."
+    ));
+    w.line("#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, unused_imports, unused_variables)]");
+    w.line("#![allow(unused_mut, unused_parens, dead_code, missing_docs, clippy::all, clippy::pedantic, clippy::nursery)]");
+    w.blank();
+    w.line("use ::nerve_codec as __nc;");
+    let span0 = structs.first().map(|s| s.span.clone()).unwrap_or_default();
+    // Names in this module's type namespace, to catch clashes.
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut claim = |n: String, what: String, span: &Span| -> Result<(), GenError> {
+        if let Some(prev) = names.insert(n.clone(), what.clone()) {
+            return Err(err(
+                span,
+                format!("{what} and {prev} both become the Rust name '{n}'"),
+            ));
+        }
+        Ok(())
+    };
+    for k in kids {
+        w.blank();
+        w.line(format!("pub mod {};", ident(k, "package", &span0)?));
+        claim(k.clone(), format!("package '{k}'"), &span0)?;
+    }
+    for e in enums {
+        let n = checked_type_name(&e.name.name, &e.span)?;
+        claim(n, format!("enum '{}'", e.name), &e.span)?;
+        w.blank();
+        emit_enum(&mut w, e)?;
+    }
+    for s in structs {
+        let n = checked_type_name(&s.name.name, &s.span)?;
+        claim(n.clone(), format!("struct '{}'", s.name), &s.span)?;
+        claim(
+            format!("{n}View"),
+            format!("the view of struct '{}'", s.name),
+            &s.span,
+        )?;
+        w.blank();
+        emit_struct(ctx, &mut w, path, s)?;
+    }
+    Ok(w.finish())
+}
+
+fn emit_enum(w: &mut CodeWriter, e: &Enum) -> Result<(), GenError> {
+    let n = checked_type_name(&e.name.name, &e.span)?;
+    w.doc("/// ", doc_text(e.doc.as_deref()).as_deref());
+    if e.doc.is_some() {
+        w.line("///");
+    }
+    w.line(format!(
+        "/// LCM enum `{}` (deprecated in LCM): an `int32` on the wire.",
+        e.name
+    ));
+    w.line("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]");
+    w.line(format!("pub struct {n}(pub i32);"));
+    w.blank();
+    w.block(format!("impl {n} {{"), "}", |w| {
+        for v in &e.values {
+            if let Ok(id) = ident(&v.name, "enum value", &e.span) {
+                w.line(format!("pub const {id}: {n} = {n}({});", v.value));
+            }
+        }
+    });
+    for v in &e.values {
+        ident(&v.name, "enum value", &e.span)?;
+    }
+    w.blank();
+    w.block(format!("impl __nc::Encode for {n} {{"), "}", |w| {
+        w.line("#[inline]");
+        w.line("fn encoded_body_size(&self) -> usize { 4 }");
+        w.line("#[inline]");
+        w.line(format!(
+            "fn encode_body(&self, w: &mut __nc::Writer<'_>) -> {RESULT}<(), __nc::EncodeError> {{ w.put_i32(self.0) }}"
+        ));
+    });
+    w.block(format!("impl __nc::Decode for {n} {{"), "}", |w| {
+        w.line("#[inline]");
+        w.line(format!(
+            "fn decode_body(r: &mut __nc::Reader<'_>) -> {RESULT}<Self, __nc::DecodeError> {{ r.get_i32().map({n}) }}"
+        ));
+    });
+    w.block(format!("impl __nc::Message for {n} {{"), "}", |w| {
+        w.line(format!("const FINGERPRINT: u64 = 0x{:016x};", e.hash));
+        w.line(format!(
+            "const TYPE_NAME: &'static str = {};",
+            rust_lit(&e.name.full())
+        ));
+    });
+    w.block(format!("impl __nc::view::ViewPrim for {n} {{"), "}", |w| {
+        w.line("const SIZE: usize = 4;");
+        w.line("#[inline(always)]");
+        w.line(format!(
+            "fn read_at(buf: &[u8], at: usize) -> ::core::option::Option<Self> {{ <i32 as __nc::view::ViewPrim>::read_at(buf, at).map({n}) }}"
+        ));
+    });
+    w.block(format!("impl __nc::json::WriteJson for {n} {{"), "}", |w| {
+        w.line(format!(
+            "fn write_json(&self, out: &mut {STRING}) -> {RESULT}<(), __nc::DecodeError> {{ self.0.write_json(out) }}"
+        ));
+    });
+    Ok(())
+}
+
+fn const_value(c: &nerve_types::Const) -> String {
+    match (c.ty, c.value) {
+        (_, ConstValue::Int(v)) => {
+            // lcm-gen copies the literal text; Rust reads `017` as decimal, so write the value instead.
+            format!("{v}")
+        }
+        (Primitive::Float, ConstValue::Float(v)) => {
+            float_lit(v as f32 as f64, "f32", (v as f32).is_finite())
+        }
+        (_, ConstValue::Float(v)) => float_lit(v, "f64", v.is_finite()),
+    }
+}
+
+fn float_lit(v: f64, ty: &str, finite: bool) -> String {
+    if v.is_nan() {
+        format!("{ty}::NAN")
+    } else if !finite {
+        if v > 0.0 {
+            format!("{ty}::INFINITY")
+        } else {
+            format!("{ty}::NEG_INFINITY")
+        }
+    } else if ty == "f32" {
+        format!("{:?}", v as f32)
+    } else {
+        format!("{v:?}")
+    }
+}
+
+fn emit_struct(
+    ctx: &Ctx<'_>,
+    w: &mut CodeWriter,
+    path: &[String],
+    s: &Struct,
+) -> Result<(), GenError> {
+    let name = checked_type_name(&s.name.name, &s.span)?;
+    let members = ctx.members(path, s)?;
+    let fixed = ctx.layout.fixed_size(&s.name);
+    let min = ctx.layout.min_size(&s.name);
+    let recursive = ctx.recursive.contains(&s.name);
+    let manual_default = members
+        .iter()
+        .any(|m| m.dims.iter().any(|d| matches!(d, D::Fixed(n) if *n > 32)));
+
+    // The struct.
+    if let Some(d) = doc_text(s.doc.as_deref()) {
+        w.doc("/// ", Some(&d));
+        w.line("///");
+    }
+    w.line(format!(
+        "/// LCM type `{}`, fingerprint `0x{:016x}`.",
+        s.name, s.fingerprint
+    ));
+    if manual_default {
+        w.line("#[derive(Debug, Clone, PartialEq)]");
+    } else {
+        w.line("#[derive(Debug, Clone, PartialEq, Default)]");
+    }
+    w.block(format!("pub struct {name} {{"), "}", |w| {
+        for m in &members {
+            w.doc("/// ", m.doc.as_deref());
+            w.line(format!("pub {}: {},", m.ident, m.rust_type()));
+        }
+    });
+
+    if manual_default {
+        w.blank();
+        w.block(
+            format!("impl ::core::default::Default for {name} {{"),
+            "}",
+            |w| {
+                w.block("fn default() -> Self {", "}", |w| {
+                    w.block("Self {", "}", |w| {
+                        for m in &members {
+                            w.line(format!("{}: {},", m.ident, default_expr(&m.dims, &m.elem)));
+                        }
+                    });
+                });
+            },
+        );
+    }
+
+    // Consts.
+    let mut consts = Vec::new();
+    for c in &s.consts {
+        consts.push((ident(&c.name, "const name", &c.span)?, c));
+    }
+    if !consts.is_empty() || fixed.is_some() {
+        w.blank();
+        let mut body_err = Ok(());
+        w.block(format!("impl {name} {{"), "}", |w| {
+            for (id, c) in &consts {
+                w.doc("/// ", doc_text(c.doc.as_deref()).as_deref());
+                w.line(format!(
+                    "/// (`= {}` in the `.lcm` file)",
+                    c.text.replace('`', "'")
+                ));
+                w.line(format!(
+                    "pub const {id}: {} = {};",
+                    prim_rust(c.ty),
+                    const_value(c)
+                ));
+            }
+            if let Some(size) = fixed {
+                body_err = emit_fixed_fns(w, &members, size);
+            }
+        });
+        body_err?;
+    }
+
+    // Encode.
+    w.blank();
+    let mut body_err = Ok(());
+    w.block(format!("impl __nc::Encode for {name} {{"), "}", |w| {
+        w.line("#[inline]");
+        w.block("fn encoded_body_size(&self) -> usize {", "}", |w| match fixed {
+            Some(n) => {
+                w.line(format!("{n}"));
+            }
+            None => {
+                let mut terms = vec![];
+                let mut konst = 0usize;
+                for m in &members {
+                    match m.fixed {
+                        Some(n) => konst += n,
+                        None => terms.push(size_expr(&m.dims, &m.elem, &format!("self.{}", m.ident), 0)),
+                    }
+                }
+                terms.insert(0, format!("{konst}"));
+                w.line(terms.join("\n    + "));
+            }
+        });
+        w.line("#[inline]");
+        w.block(
+            format!("fn encode_body(&self, w: &mut __nc::Writer<'_>) -> {RESULT}<(), __nc::EncodeError> {{"),
+            "}",
+            |w| {
+                if let Some(n) = fixed {
+                    w.line(format!("self.__nerve_encode_fixed(w.take_fixed::<{n}>()?);"));
+                    w.line(format!("{EOK}(())"));
+                    return;
+                }
+                for seg in segments(&members) {
+                    match seg {
+                        Seg::Run(ms, size) => {
+                            w.line(format!("let b = w.take_fixed::<{size}>()?;"));
+                            let mut o = 0;
+                            for m in ms {
+                                encode_fixed_member(w, m, &format!("self.{}", m.ident), "b", o);
+                                o += m.fixed.unwrap_or(0);
+                            }
+                        }
+                        Seg::Var(m) => {
+                            if let Err(e) = encode_var_member(w, m, &members) {
+                                body_err = Err(e);
+                            }
+                        }
+                    }
+                }
+                w.line(format!("{EOK}(())"));
+            },
+        );
+    });
+    body_err?;
+
+    // Decode.
+    w.block(format!("impl __nc::Decode for {name} {{"), "}", |w| {
+        w.line("#[inline]");
+        w.block(
+            format!(
+                "fn decode_body(r: &mut __nc::Reader<'_>) -> {RESULT}<Self, __nc::DecodeError> {{"
+            ),
+            "}",
+            |w| {
+                if let Some(n) = fixed {
+                    w.line(format!(
+                        "r.take_fixed::<{n}>().map(Self::__nerve_decode_fixed)"
+                    ));
+                    return;
+                }
+                if recursive {
+                    w.line("r.enter()?;");
+                }
+                let mut idx = 0;
+                for seg in segments(&members) {
+                    match seg {
+                        Seg::Run(ms, size) => {
+                            w.line(format!("let b = r.take_fixed::<{size}>()?;"));
+                            let mut o = 0;
+                            for m in ms {
+                                w.line(format!(
+                                    "let m_{idx} = {};",
+                                    decode_fixed_member(m, "b", o)
+                                ));
+                                o += m.fixed.unwrap_or(0);
+                                idx += 1;
+                            }
+                        }
+                        Seg::Var(m) => {
+                            decode_var_member(w, m, idx, &members);
+                            idx += 1;
+                        }
+                    }
+                }
+                if recursive {
+                    w.line("r.leave();");
+                }
+                let fields: Vec<String> = members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| format!("{}: m_{i}", m.ident))
+                    .collect();
+                w.line(format!("{OK}(Self {{ {} }})", fields.join(", ")));
+            },
+        );
+    });
+
+    w.block(format!("impl __nc::Message for {name} {{"), "}", |w| {
+        w.line(format!(
+            "const FINGERPRINT: u64 = 0x{:016x};",
+            s.fingerprint
+        ));
+        w.line(format!(
+            "const TYPE_NAME: &'static str = {};",
+            rust_lit(&s.name.full())
+        ));
+    });
+
+    w.block(format!("impl __nc::json::WriteJson for {name} {{"), "}", |w| {
+        w.block(
+            format!("fn write_json(&self, out: &mut {STRING}) -> {RESULT}<(), __nc::DecodeError> {{"),
+            "}",
+            |w| {
+                for (i, m) in members.iter().enumerate() {
+                    let key = format!("{}{}", if i == 0 { "{" } else { "," }, json_key(&m.name));
+                    w.line(format!("out.push_str({});", rust_lit(&key)));
+                    w.line(format!("__nc::json::WriteJson::write_json(&self.{}, out)?;", m.ident));
+                }
+                if members.is_empty() {
+                    w.line("out.push('{');");
+                }
+                w.line("out.push('}');");
+                w.line(format!("{OK}(())"));
+            },
+        );
+    });
+
+    emit_view(w, s, &name, &members, fixed, min)
+}
+
+/// A run of consecutive fixed-size members (with their total size), or one variable-size member.
+enum Seg<'m> {
+    Run(Vec<&'m M>, usize),
+    Var(&'m M),
+}
+
+fn segments(members: &[M]) -> Vec<Seg<'_>> {
+    let mut out: Vec<Seg<'_>> = Vec::new();
+    for m in members {
+        match m.fixed {
+            Some(n) => match out.last_mut() {
+                Some(Seg::Run(ms, size)) => {
+                    ms.push(m);
+                    *size += n;
+                }
+                _ => out.push(Seg::Run(vec![m], n)),
+            },
+            None => out.push(Seg::Var(m)),
+        }
+    }
+    out
+}
+
+/// `__nerve_encode_fixed` / `__nerve_decode_fixed` for a struct of fixed encoded size.
+fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize) -> Result<(), GenError> {
+    w.line(format!("/// The encoded body size (fixed for this type)."));
+    w.line(format!("pub const __NERVE_SIZE: usize = {size};"));
+    w.line("/// Encodes the body into exactly its size (used for arrays of this type; no checks needed).");
+    w.line("#[doc(hidden)]");
+    w.line("#[inline(always)]");
+    w.block(
+        format!("pub fn __nerve_encode_fixed(&self, b: &mut [u8; {size}]) {{"),
+        "}",
+        |w| {
+            let mut o = 0;
+            for m in members {
+                encode_fixed_member(w, m, &format!("self.{}", m.ident), "b", o);
+                o += m.fixed.unwrap_or(0);
+            }
+        },
+    );
+    w.line("/// Decodes the body from exactly its size (used for arrays of this type; no checks needed).");
+    w.line("#[doc(hidden)]");
+    w.line("#[inline(always)]");
+    w.block(
+        format!("pub fn __nerve_decode_fixed(b: &[u8; {size}]) -> Self {{"),
+        "}",
+        |w| {
+            let mut o = 0;
+            let mut fields = Vec::new();
+            for m in members {
+                fields.push(format!("{}: {}", m.ident, decode_fixed_member(m, "b", o)));
+                o += m.fixed.unwrap_or(0);
+            }
+            if fields.is_empty() {
+                w.line("Self {}");
+            } else {
+                w.block("Self {", "}", |w| {
+                    for f in &fields {
+                        w.line(format!("{f},"));
+                    }
+                });
+            }
+        },
+    );
+    Ok(())
+}
+
+/// Reads one fixed-size element at byte offset `at` (an expression) of `b`.
+fn elem_dec_at(elem: &Elem, b: &str, at: &str) -> String {
+    match elem {
+        Elem::Prim(Primitive::Int8) => format!("({b}[{at}] as i8)"),
+        Elem::Prim(Primitive::Byte) => format!("{b}[{at}]"),
+        Elem::Prim(Primitive::Boolean) => format!("({b}[{at}] != 0)"),
+        Elem::Prim(p) => {
+            let n = p.wire_size().unwrap_or(0);
+            format!(
+                "{}::from_be_bytes(__nc::fixed::at::<{n}>({b}, {at}))",
+                prim_rust(*p)
+            )
+        }
+        Elem::Enum { path } => {
+            format!("{path}(i32::from_be_bytes(__nc::fixed::at::<4>({b}, {at})))")
+        }
+        Elem::Struct { path, fixed, .. } => {
+            format!(
+                "{path}::__nerve_decode_fixed(__nc::fixed::chunk::<{}>({b}, {at}))",
+                fixed.unwrap_or(0)
+            )
+        }
+    }
+}
+
+/// Writes one fixed-size element `v` (a value for primitives and enums, a place for structs) at offset `at` of `b`.
+fn elem_enc_at(elem: &Elem, b: &str, at: &str, v: &str) -> String {
+    match elem {
+        Elem::Prim(Primitive::Int8) => format!("{b}[{at}] = {v} as u8;"),
+        Elem::Prim(Primitive::Byte) => format!("{b}[{at}] = {v};"),
+        Elem::Prim(Primitive::Boolean) => format!("{b}[{at}] = u8::from({v});"),
+        Elem::Prim(p) => {
+            let n = p.wire_size().unwrap_or(0);
+            format!("*__nc::fixed::chunk_mut::<{n}>({b}, {at}) = {v}.to_be_bytes();")
+        }
+        Elem::Enum { .. } => {
+            format!("*__nc::fixed::chunk_mut::<4>({b}, {at}) = {v}.0.to_be_bytes();")
+        }
+        Elem::Struct { fixed, .. } => {
+            format!(
+                "{v}.__nerve_encode_fixed(__nc::fixed::chunk_mut::<{}>({b}, {at}));",
+                fixed.unwrap_or(0)
+            )
+        }
+    }
+}
+
+/// Decodes a fixed-size member at constant offset `o` of chunk `b`.
+fn decode_fixed_member(m: &M, b: &str, o: usize) -> String {
+    let es = m.elem.fixed().unwrap_or(0);
+    if m.dims.is_empty() {
+        return elem_dec_at(&m.elem, b, &o.to_string());
+    }
+    let total = m.fixed.unwrap_or(0);
+    if let Some((_, suffix)) = m.elem.bulk() {
+        if m.dims.len() == 1 && matches!(m.elem, Elem::Prim(Primitive::Byte)) {
+            return format!("__nc::fixed::at::<{total}>({b}, {o})");
+        }
+        return format!(
+            "{{ let mut a = {}; __nc::fixed::read_{suffix}(&{b}[{o}..{}], {}); a }}",
+            default_expr(&m.dims, &m.elem),
+            o + total,
+            flat("a", m.dims.len() - 1, true)
+        );
+    }
+    nested_from_fn(&m.dims, &m.elem, b, &o.to_string(), es)
+}
+
+/// Nested `from_fn`s building a fixed multi-dimensional array of fixed-size elements from chunk `b` at `base`.
+fn nested_from_fn(dims: &[D], elem: &Elem, b: &str, base: &str, es: usize) -> String {
+    fn go(dims: &[D], level: usize, elem: &Elem, b: &str, base: &str, es: usize) -> String {
+        if level == dims.len() {
+            let mut idx = Vec::new();
+            for l in 0..dims.len() {
+                let stride: usize = fixed_count(&dims[l + 1..]);
+                idx.push(format!("i{l} * {stride}"));
+            }
+            let idx = if idx.is_empty() {
+                "0".to_owned()
+            } else {
+                idx.join(" + ")
+            };
+            return elem_dec_at(elem, b, &format!("{base} + {es} * ({idx})"));
+        }
+        let n = fixed_count(&dims[level..level + 1]);
+        format!(
+            "::core::array::from_fn::<_, {n}, _>(|i{level}| {})",
+            go(dims, level + 1, elem, b, base, es)
+        )
+    }
+    go(dims, 0, elem, b, base, es)
+}
+
+/// Encodes a fixed-size member `place` at constant offset `o` of chunk `b`.
+fn encode_fixed_member(w: &mut CodeWriter, m: &M, place: &str, b: &str, o: usize) {
+    if m.dims.is_empty() {
+        let v = if matches!(m.elem, Elem::Struct { .. }) {
+            place.to_owned()
+        } else {
+            place.to_owned()
+        };
+        w.line(elem_enc_at(&m.elem, b, &o.to_string(), &v));
+        return;
+    }
+    let total = m.fixed.unwrap_or(0);
+    let es = m.elem.fixed().unwrap_or(0);
+    let flat_place = flat(place, m.dims.len() - 1, false);
+    if let Some((_, suffix)) = m.elem.bulk() {
+        if matches!(m.elem, Elem::Prim(Primitive::Byte)) {
+            w.line(format!(
+                "{b}[{o}..{}].copy_from_slice({flat_place});",
+                o + total
+            ));
+        } else {
+            w.line(format!(
+                "__nc::fixed::write_{suffix}(&mut {b}[{o}..{}], {flat_place});",
+                o + total
+            ));
+        }
+        return;
+    }
+    let pat = if matches!(m.elem, Elem::Struct { .. }) {
+        "e"
+    } else {
+        "&e"
+    };
+    w.block(
+        format!("for (i, {pat}) in {flat_place}.iter().enumerate() {{"),
+        "}",
+        |w| {
+            w.line(elem_enc_at(&m.elem, b, &format!("{o} + {es} * i"), "e"));
+        },
+    );
+}
+
+/// The encoded size of `place` (an array level or an element) as an expression.
+fn size_expr(dims: &[D], elem: &Elem, place: &str, level: usize) -> String {
+    if let Some(es) = elem.fixed() {
+        if all_fixed(dims) {
+            return format!("{}", es * fixed_count(dims));
+        }
+        if all_fixed(&dims[1..]) {
+            return format!("{place}.len() * {}", es * fixed_count(&dims[1..]));
+        }
+    }
+    match dims.split_first() {
+        None => match elem {
+            Elem::Prim(Primitive::String) => format!("__nc::string_size(&{place})"),
+            _ => format!("__nc::Encode::encoded_body_size(&{place})"),
+        },
+        Some((_, rest)) => {
+            let e = format!("e{level}");
+            format!(
+                "{place}.iter().map(|{e}| {}).sum::<usize>()",
+                size_expr(rest, elem, &format!("(*{e})"), level + 1)
+            )
+        }
+    }
+}
+
+/// `Writer::count` for each variable dimension of `m`, as `n{level}` locals, and the encoding of `m`.
+fn encode_var_member(w: &mut CodeWriter, m: &M, members: &[M]) -> Result<(), GenError> {
+    let lit = rust_lit(&m.name);
+    for (l, d) in m.dims.iter().enumerate() {
+        if let D::Var(ci) = d {
+            let c = &members[*ci];
+            w.line(format!(
+                "let n{l} = __nc::Writer::count({lit}, i64::from(self.{}))?;",
+                c.ident
+            ));
+        }
+    }
+    encode_level(w, m, &lit, &format!("self.{}", m.ident), 0);
+    Ok(())
+}
+
+fn encode_level(w: &mut CodeWriter, m: &M, lit: &str, place: &str, level: usize) {
+    let dims = &m.dims[level..];
+    if let D::Var(_) = dims.first().copied().unwrap_or(D::Fixed(0)) {
+        if !dims.is_empty() {
+            w.line(format!(
+                "__nc::Writer::check_len({lit}, n{level}, {place}.len())?;"
+            ));
+        }
+    }
+    if dims.is_empty() {
+        match &m.elem {
+            Elem::Prim(Primitive::String) => w.line(format!("w.put_str(&{place})?;")),
+            Elem::Prim(p) => w.line(format!("w.put_{}({place})?;", prim_rust(*p))),
+            Elem::Enum { .. } => w.line(format!("w.put_i32({place}.0)?;")),
+            Elem::Struct { fixed: Some(n), .. } => w.line(format!(
+                "{place}.__nerve_encode_fixed(w.take_fixed::<{n}>()?);"
+            )),
+            Elem::Struct { .. } => w.line(format!("__nc::Encode::encode_body(&{place}, w)?;")),
+        };
+        return;
+    }
+    let rest_fixed = all_fixed(&dims[1..]);
+    if rest_fixed {
+        let flat_place = flat(place, dims.len() - 1, false);
+        if let Some((t, _)) = m.elem.bulk() {
+            if t == "u8" {
+                w.line(format!("w.put_bytes({flat_place})?;"));
+            } else {
+                w.line(format!("w.put_{t}_slice({flat_place})?;"));
+            }
+            return;
+        }
+        if let Some(es) = m.elem.fixed().filter(|&es| es > 0) {
+            let fp = flat_place.clone();
+            w.block("{", "}", |w| {
+                w.line(format!("let src = {fp};"));
+                w.line(format!("let dst = w.take_array(src.len(), {es})?;"));
+                let pat = if matches!(m.elem, Elem::Struct { .. }) {
+                    "e"
+                } else {
+                    "&e"
+                };
+                w.block(
+                    format!(
+                        "for (c, {pat}) in __nc::fixed::chunks_mut::<{es}>(dst).zip(src.iter()) {{"
+                    ),
+                    "}",
+                    |w| {
+                        w.line(elem_enc_at(&m.elem, "c", "0", "e"));
+                    },
+                );
+            });
+            return;
+        }
+    }
+    let e = format!("e{level}");
+    w.block(format!("for {e} in {place}.iter() {{"), "}", |w| {
+        encode_level(w, m, lit, &format!("(*{e})"), level + 1);
+    });
+}
+
+/// Decodes a variable-size member into local `m_{idx}`.
+fn decode_var_member(w: &mut CodeWriter, m: &M, idx: usize, _members: &[M]) {
+    let mut lens = Vec::new();
+    for (l, d) in m.dims.iter().enumerate() {
+        match d {
+            D::Var(ci) => {
+                w.line(format!("let n{l} = r.count(i64::from(m_{ci}))?;"));
+                lens.push(format!("n{l}"));
+            }
+            D::Fixed(n) => lens.push(format!("{n}")),
+        }
+    }
+    if !m.dims.is_empty() {
+        w.line(format!(
+            "r.ensure_dims(&[{}], {})?;",
+            lens.join(", "),
+            m.elem.min()
+        ));
+    }
+    w.line(format!("let m_{idx} = {}?;", decode_level(m, 0)));
+}
+
+/// An expression of type `Result<T, DecodeError>` decoding `m`'s dimensions from `level` on.
+fn decode_level(m: &M, level: usize) -> String {
+    let dims = &m.dims[level..];
+    if dims.is_empty() {
+        return match &m.elem {
+            Elem::Prim(Primitive::String) => "r.get_string()".into(),
+            Elem::Prim(p) => format!("r.get_{}()", prim_rust(*p)),
+            Elem::Enum { path } => format!("r.get_i32().map({path})"),
+            Elem::Struct {
+                path,
+                fixed: Some(n),
+                ..
+            } => {
+                format!("r.take_fixed::<{n}>().map({path}::__nerve_decode_fixed)")
+            }
+            Elem::Struct { path, .. } => format!("<{path} as __nc::Decode>::decode_body(r)"),
+        };
+    }
+    let len = match dims[0] {
+        D::Var(_) => format!("n{level}"),
+        D::Fixed(n) => format!("{n}"),
+    };
+    let rest = &dims[1..];
+    if all_fixed(rest) {
+        if let Some((t, suffix)) = m.elem.bulk() {
+            if rest.is_empty() {
+                if let D::Var(_) = dims[0] {
+                    return if t == "u8" {
+                        format!("r.get_bytes({len}).map(<[u8]>::to_vec)")
+                    } else {
+                        format!("r.get_{t}_vec({len})")
+                    };
+                }
+            }
+            if all_fixed(dims) {
+                return format!(
+                    "{{ let mut a = {}; r.fill_{t}({})?; {OK}(a) }}",
+                    default_expr(dims, &m.elem),
+                    flat("a", dims.len() - 1, true)
+                );
+            }
+            // A variable outer dimension of fixed inner arrays: one take, then one pass per row.
+            let inner = fixed_count(rest) * m.elem.fixed().unwrap_or(0);
+            return format!(
+                "{{ let bytes = r.take_array({len}, {inner})?; {OK}(__nc::fixed::chunks::<{inner}>(bytes).map(|c| {{ let mut a = {}; __nc::fixed::read_{suffix}(c, {}); a }}).collect::<{VEC}<_>>()) }}",
+                default_expr(rest, &m.elem),
+                flat("a", rest.len() - 1, true)
+            );
+        }
+        if let Some(es) = m.elem.fixed().filter(|&es| es > 0) {
+            let inner = fixed_count(rest) * es;
+            let build = if rest.is_empty() {
+                elem_dec_at(&m.elem, "c", "0")
+            } else {
+                nested_from_fn(rest, &m.elem, "c", "0", es)
+            };
+            return match dims[0] {
+                D::Var(_) => format!(
+                    "{{ let bytes = r.take_array({len}, {inner})?; {OK}(__nc::fixed::chunks::<{inner}>(bytes).map(|c| {build}).collect::<{VEC}<_>>()) }}"
+                ),
+                D::Fixed(n) => format!(
+                    "{{ let bytes = r.take_array({n}, {inner})?; {OK}(::core::array::from_fn::<_, {n}, _>(|i| {{ let c = __nc::fixed::chunk::<{inner}>(bytes, i * {inner}); {build} }})) }}"
+                ),
+            };
+        }
+    }
+    let inner = decode_level(m, level + 1);
+    match dims[0] {
+        D::Var(_) => format!(
+            "{{ let mut v = {VEC}::with_capacity({len}); for _ in 0..{len} {{ v.push({inner}?); }} {OK}(v) }}"
+        ),
+        D::Fixed(n) => format!(
+            "__nc::fixed::try_array::<_, {n}>(|| {inner}, || {})",
+            default_expr(rest, &m.elem)
+        ),
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------------------
+// Views
+
+fn kind_type(dims: &[D], elem: &Elem) -> String {
+    match dims.split_first() {
+        None => match elem {
+            Elem::Prim(Primitive::String) => "__nc::view::Str".into(),
+            Elem::Prim(p) => format!("__nc::view::Prim<{}>", prim_rust(*p)),
+            Elem::Enum { path } => format!("__nc::view::Prim<{path}>"),
+            Elem::Struct { view, .. } => format!("__nc::view::StructKind<{view}>"),
+        },
+        Some((_, rest)) => format!("__nc::view::ArrayKind<{}>", kind_type(rest, elem)),
+    }
+}
+
+fn kind_expr(dims: &[D], elem: &Elem, level: usize) -> String {
+    match dims.split_first() {
+        None => match elem {
+            Elem::Prim(Primitive::String) => "__nc::view::Str".into(),
+            Elem::Prim(_) | Elem::Enum { .. } => "__nc::view::Prim::new()".into(),
+            Elem::Struct { .. } => "__nc::view::StructKind::new()".into(),
+        },
+        Some((d, rest)) => {
+            let len = match d {
+                D::Fixed(n) => format!("{n}"),
+                D::Var(_) => format!("n{level}"),
+            };
+            format!(
+                "__nc::view::ArrayKind::new({len}, {})",
+                kind_expr(rest, elem, level + 1)
+            )
+        }
+    }
+}
+
+fn item_type(dims: &[D], elem: &Elem) -> String {
+    match dims.split_first() {
+        None => match elem {
+            Elem::Prim(Primitive::String) => "&'a str".into(),
+            Elem::Prim(p) => prim_rust(*p).into(),
+            Elem::Enum { path } => path.clone(),
+            Elem::Struct { view, .. } => view.clone(),
+        },
+        Some((_, rest)) => format!("__nc::view::ArrayView<'a, {}>", kind_type(rest, elem)),
+    }
+}
+
+fn emit_view(
+    w: &mut CodeWriter,
+    s: &Struct,
+    name: &str,
+    members: &[M],
+    fixed: Option<usize>,
+    min: usize,
+) -> Result<(), GenError> {
+    let view = format!("{name}View");
+    // Offsets: constant up to the first variable-size member, then from the end of the last one before.
+    let mut offsets: Vec<(Option<usize>, usize)> = Vec::new(); // (index of the last variable member before, plus)
+    let mut anchor: Option<usize> = None;
+    let mut plus = 0usize;
+    for (i, m) in members.iter().enumerate() {
+        offsets.push((anchor, plus));
+        match m.fixed {
+            Some(n) => plus += n,
+            None => {
+                anchor = Some(i);
+                plus = 0;
+            }
+        }
+    }
+    let off_expr = |i: usize| -> String {
+        match offsets[i] {
+            (None, p) => format!("self.pos + {p}"),
+            (Some(j), p) => format!("self.__end_{j}()? + {p}"),
+        }
+    };
+    let counts = |w: &mut CodeWriter, m: &M| {
+        for (l, d) in m.dims.iter().enumerate() {
+            if let D::Var(ci) = d {
+                w.line(format!(
+                    "let n{l} = __nc::view::count(i64::from(self.{}()?), at)?;",
+                    members[*ci].accessor
+                ));
+            }
+        }
+    };
+
+    w.blank();
+    w.line(format!(
+        "/// A view of an encoded `{}`: reads single fields straight from the bytes.",
+        s.name
+    ));
+    w.line("///");
+    w.line("/// Fields before the first variable-size member are read at constant offsets; later ones skip the");
+    w.line("/// variable-size members before them. Every read is checked and returns a `Result`.");
+    w.line("#[derive(Clone, Copy, Debug)]");
+    w.block(format!("pub struct {view}<'a> {{"), "}", |w| {
+        w.line("buf: &'a [u8],");
+        w.line("pos: usize,");
+        w.line("depth: u32,");
+    });
+    w.blank();
+    w.block(format!("impl<'a> {view}<'a> {{"), "}", |w| {
+        w.line(format!("/// A view of an encoded message: checks the fingerprint and that at least {min} bytes follow it."));
+        w.block(format!("pub fn new(buf: &'a [u8]) -> {RESULT}<Self, __nc::DecodeError> {{"), "}", |w| {
+            w.line(format!("__nc::view::check_message(buf, 0x{:016x}, {min})?;", s.fingerprint));
+            w.line(format!("{OK}(Self {{ buf, pos: 8, depth: 0 }})"));
+        });
+        for (i, m) in members.iter().enumerate() {
+            w.blank();
+            match &m.doc {
+                Some(d) => {
+                    w.doc("/// ", Some(d));
+                }
+                None => {
+                    w.line(format!("/// Reads member `{}`.", m.name));
+                }
+            }
+            let item = item_type(&m.dims, &m.elem);
+            w.line("#[inline]");
+            w.block(format!("pub fn {}(&self) -> {RESULT}<{item}, __nc::DecodeError> {{", m.accessor), "}", |w| {
+                if m.dims.is_empty() && m.elem.bulk().is_some() {
+                    w.line(format!("__nc::view::prim::<{}>(self.buf, {})", m.elem.rust(), off_expr(i)));
+                    return;
+                }
+                w.line(format!("let at = {};", off_expr(i)));
+                counts(w, m);
+                w.line(format!("let k: {} = {};", kind_type(&m.dims, &m.elem), kind_expr(&m.dims, &m.elem, 0)));
+                w.line("__nc::view::Kind::read(&k, self.buf, at, self.depth + 1)");
+            });
+        }
+        // The end offset of every variable-size member.
+        for (i, m) in members.iter().enumerate() {
+            if m.fixed.is_some() {
+                continue;
+            }
+            w.blank();
+            w.block(format!("fn __end_{i}(&self) -> {RESULT}<usize, __nc::DecodeError> {{"), "}", |w| {
+                w.line(format!("let at = {};", off_expr(i)));
+                counts(w, m);
+                w.line(format!("let k: {} = {};", kind_type(&m.dims, &m.elem), kind_expr(&m.dims, &m.elem, 0)));
+                w.line(format!("{OK}(at + __nc::view::Kind::size_at(&k, self.buf, at, self.depth + 1)?)"));
+            });
+        }
+    });
+    w.blank();
+    w.block(format!("impl<'a> __nc::view::StructView<'a> for {view}<'a> {{"), "}", |w| {
+        match fixed {
+            Some(n) => w.line(format!("const FIXED_SIZE: ::core::option::Option<usize> = ::core::option::Option::Some({n});")),
+            None => w.line("const FIXED_SIZE: ::core::option::Option<usize> = ::core::option::Option::None;"),
+        };
+        w.line(format!("const MIN_SIZE: usize = {min};"));
+        w.line("#[inline]");
+        w.block(
+            format!("fn view_at(buf: &'a [u8], at: usize, depth: u32) -> {RESULT}<Self, __nc::DecodeError> {{"),
+            "}",
+            |w| {
+                w.line("__nc::view::check_depth(depth, at)?;");
+                w.line(format!("__nc::view::check_room(buf, at, {min})?;"));
+                w.line(format!("{OK}(Self {{ buf, pos: at, depth }})"));
+            },
+        );
+        w.line("#[inline]");
+        w.block(format!("fn body_len(&self) -> {RESULT}<usize, __nc::DecodeError> {{"), "}", |w| match fixed {
+            Some(n) => {
+                w.line(format!("{OK}({n})"));
+            }
+            None => {
+                let last = members.iter().rposition(|m| m.fixed.is_none()).unwrap_or(0);
+                let trail: usize = members[last + 1..].iter().map(|m| m.fixed.unwrap_or(0)).sum();
+                w.line(format!("let len = self.__end_{last}()? + {trail} - self.pos;"));
+                w.line("__nc::view::check_room(self.buf, self.pos, len)?;");
+                w.line(format!("{OK}(len)"));
+            }
+        });
+    });
+    w.blank();
+    w.block(format!("impl<'a> __nc::json::WriteJson for {view}<'a> {{"), "}", |w| {
+        w.block(
+            format!("fn write_json(&self, out: &mut {STRING}) -> {RESULT}<(), __nc::DecodeError> {{"),
+            "}",
+            |w| {
+                for (i, m) in members.iter().enumerate() {
+                    let key = format!("{}{}", if i == 0 { "{" } else { "," }, json_key(&m.name));
+                    w.line(format!("out.push_str({});", rust_lit(&key)));
+                    w.line(format!("__nc::json::WriteJson::write_json(&self.{}()?, out)?;", m.accessor));
+                }
+                if members.is_empty() {
+                    w.line("out.push('{');");
+                }
+                w.line("out.push('}');");
+                w.line(format!("{OK}(())"));
+            },
+        );
+    });
+    let _ = &s.span;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(type_name("image_t"), "ImageT");
+        assert_eq!(type_name("lidar_point_t"), "LidarPointT");
+        assert_eq!(type_name("HTTPThing"), "HTTPThing");
+        assert_eq!(type_name("_x__y"), "XY");
+        assert_eq!(ident("type", "m", &Span::default()).unwrap(), "r#type");
+        assert!(ident("self", "m", &Span::default()).is_err());
+        assert!(ident("a//", "m", &Span::default()).is_err());
+        assert_eq!(ident("aé", "m", &Span::default()).unwrap(), "aé");
+        assert_eq!(module_path("", ""), vec!["root"]);
+        assert_eq!(module_path("p", "deep.pkg"), vec!["p", "deep", "pkg"]);
+    }
 }
