@@ -1,0 +1,273 @@
+//! Generates and compiles every system the marshalling bench compares, from the same `types/*.lcm` files:
+//!
+//! - nerve-rust: `nerve_gen::rust::generate` into `$OUT_DIR/nerve_rust/`, included by `src/systems/nerve_rust.rs`;
+//! - nerve-c: `nerve_gen::c::generate` into `$OUT_DIR/nerve_c/`, compiled with `csrc/` glue at -O3;
+//! - lcm-c: the real `lcm-gen -c` from the venv into `$OUT_DIR/lcm_c/`, compiled the same way against the wheel's
+//!   `lcm_coretypes.h`;
+//! - nerve-python / lcm-python: `nerve_gen::python::generate` and `lcm-gen -p` into `$OUT_DIR/{nerve,lcm}_py/`;
+//! - flatbuffers: `flatc --rust` on `fbs/marshalling.fbs`.
+//!
+//! A system that cannot be built (its generator has not landed, a tool is missing) does not fail the build: the
+//! reason goes into an environment variable `BENCH_STATUS_<SYSTEM>` that the bench prints as "unavailable: reason",
+//! and the `has_<system>` cfg stays off.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SYSTEMS: &[&str] = &["nerve_rust", "nerve_c", "lcm_c", "nerve_py", "lcm_py", "flatbuffers"];
+
+fn main() {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    for sys in SYSTEMS {
+        println!("cargo::rustc-check-cfg=cfg(has_{sys})");
+    }
+    println!("cargo::rerun-if-changed=types");
+    println!("cargo::rerun-if-changed=csrc");
+    println!("cargo::rerun-if-changed=fbs");
+    println!("cargo::rerun-if-env-changed=NERVE_VENV");
+    println!("cargo::rerun-if-env-changed=FLATC");
+
+    let venv = match env::var_os("NERVE_VENV") {
+        Some(v) => PathBuf::from(v),
+        None => manifest.join("..").join(".venv"),
+    };
+    let venv = venv.canonicalize().unwrap_or(venv);
+    println!("cargo::rerun-if-changed={}", venv.join("bin/lcm-gen").display());
+    println!("cargo::rustc-env=BENCH_VENV={}", venv.display());
+    println!("cargo::rustc-env=BENCH_OUT_DIR={}", out.display());
+
+    let mut lcm_files: Vec<PathBuf> = fs::read_dir(manifest.join("types"))
+        .expect("bench/types")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "lcm"))
+        .collect();
+    lcm_files.sort();
+
+    match checked(&lcm_files) {
+        Ok(c) => {
+            let mut fp = String::from("// Fingerprints of bench/types, from nerve-types.\n");
+            for st in &c.schema.structs {
+                let name = st.name.full().replace('.', "_").to_uppercase();
+                fp.push_str(&format!("pub const {name}: u64 = {:#018x};\n", st.fingerprint));
+            }
+            fs::write(out.join("fingerprints.rs"), fp).unwrap();
+        }
+        Err(e) => panic!("{e}"),
+    }
+
+    let results = [
+        ("nerve_rust", nerve_rust(&lcm_files, &out)),
+        ("nerve_c", nerve_c(&lcm_files, &out, &manifest, &venv)),
+        ("lcm_c", lcm_c(&lcm_files, &out, &manifest, &venv)),
+        ("nerve_py", nerve_py(&lcm_files, &out)),
+        ("lcm_py", lcm_py(&lcm_files, &out, &venv)),
+        ("flatbuffers", flatbuffers(&manifest, &out)),
+    ];
+    for (sys, r) in results {
+        match r {
+            Ok(()) => {
+                println!("cargo::rustc-cfg=has_{sys}");
+                println!("cargo::rustc-env=BENCH_STATUS_{}=ok", sys.to_uppercase());
+            }
+            Err(why) => {
+                let why = why.replace(['\n', '\r'], " ");
+                let why: String = why.chars().take(400).collect();
+                println!("cargo::warning=nerve-bench: {sys} unavailable: {why}");
+                println!("cargo::rustc-env=BENCH_STATUS_{}=unavailable: {why}", sys.to_uppercase());
+            }
+        }
+    }
+}
+
+fn checked(files: &[PathBuf]) -> Result<nerve_types::Checked, String> {
+    nerve_types::load(files, &[]).map_err(|d| format!("nerve-types rejected bench/types: {}", d.render()))
+}
+
+fn write_generated(dir: &Path, files: &[nerve_gen::GeneratedFile]) -> Result<(), String> {
+    let _ = fs::remove_dir_all(dir);
+    for f in files {
+        let p = dir.join(&f.path);
+        fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        fs::write(&p, &f.contents).map_err(|e| format!("writing {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn nerve_rust(files: &[PathBuf], out: &Path) -> Result<(), String> {
+    let checked = checked(files)?;
+    let input = nerve_gen::Input::new(&checked);
+    let gen = nerve_gen::rust::generate(&input, &nerve_gen::Options::default())
+        .map_err(|e| format!("nerve_gen::rust::generate: {e}"))?;
+    let dir = out.join("nerve_rust");
+    write_generated(&dir, &gen)?;
+    // One file that src/systems/nerve_rust.rs includes: each generated package file inlined as `pub mod <stem> { .. }`
+    // (include! cannot take a file with inner attributes; an inline module can). The generator's own mod.rs only
+    // declares these modules.
+    let mut inc = String::new();
+    for f in &gen {
+        let stem = f.path.file_stem().and_then(|s| s.to_str()).unwrap_or("m").to_string();
+        if stem == "mod" || stem == "lib" {
+            continue;
+        }
+        if f.path.components().count() != 1 {
+            return Err(format!("nested generated file {} not supported by the bench", f.path.display()));
+        }
+        inc.push_str(&format!("pub mod {stem} {{\n{}\n}}\n", f.contents));
+    }
+    fs::write(out.join("nerve_rust_include.rs"), inc).map_err(|e| e.to_string())
+}
+
+fn nerve_py(files: &[PathBuf], out: &Path) -> Result<(), String> {
+    let checked = checked(files)?;
+    let input = nerve_gen::Input::new(&checked);
+    let gen = nerve_gen::python::generate(&input, &nerve_gen::Options::default())
+        .map_err(|e| format!("nerve_gen::python::generate: {e}"))?;
+    write_generated(&out.join("nerve_py"), &gen)
+}
+
+fn lcm_py(files: &[PathBuf], out: &Path, venv: &Path) -> Result<(), String> {
+    let dir = out.join("lcm_py");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    run(Command::new(venv.join("bin/lcm-gen")).arg("-p").arg("--ppath").arg(&dir).args(files))
+}
+
+/// Runs a command, turning a failure into its stderr.
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let prog = cmd.get_program().to_string_lossy().into_owned();
+    let o = cmd.output().map_err(|e| format!("{prog}: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{prog} failed: {}", String::from_utf8_lossy(&o.stderr).trim()))
+    }
+}
+
+fn lcm_c(files: &[PathBuf], out: &Path, manifest: &Path, venv: &Path) -> Result<(), String> {
+    let dir = out.join("lcm_c");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    run(Command::new(venv.join("bin/lcm-gen"))
+        .args(["-c", "--c-no-pubsub", "--c-cpath"])
+        .arg(&dir)
+        .arg("--c-hpath")
+        .arg(&dir)
+        .args(files))?;
+    let include = venv.join("lib/python3.11/site-packages/include");
+    let include = if include.join("lcm/lcm_coretypes.h").exists() {
+        include
+    } else {
+        // Another Python version: look for the header anywhere under the venv's lib.
+        find_file(&venv.join("lib"), "lcm_coretypes.h")
+            .and_then(|h| h.parent()?.parent().map(Path::to_path_buf))
+            .ok_or_else(|| format!("lcm/lcm_coretypes.h not found under {}", venv.display()))?
+    };
+    compile_c_system("lcmc", &dir, &[include], manifest, out)
+}
+
+fn nerve_c(files: &[PathBuf], out: &Path, manifest: &Path, _venv: &Path) -> Result<(), String> {
+    let checked = checked(files)?;
+    let input = nerve_gen::Input::new(&checked);
+    let gen = nerve_gen::c::generate(&input, &nerve_gen::Options::default())
+        .map_err(|e| format!("nerve_gen::c::generate: {e}"))?;
+    let dir = out.join("nerve_c");
+    write_generated(&dir, &gen)?;
+    // Headers may sit in subfolders (e.g. a runtime header under nerve/): put every folder on the include path.
+    let mut incs = vec![dir.clone()];
+    for f in &gen {
+        if let Some(p) = dir.join(&f.path).parent() {
+            if !incs.iter().any(|i| i == p) {
+                incs.push(p.to_path_buf());
+            }
+        }
+    }
+    compile_c_system("nervec", &dir, &incs, manifest, out)
+}
+
+/// Compiles `csrc/lcm_api_glue.c` as a unity build over every `.c` file in `gen_dir`, exporting only `SYS_*`.
+fn compile_c_system(sys: &str, gen_dir: &Path, includes: &[PathBuf], manifest: &Path, out: &Path) -> Result<(), String> {
+    let mut cfiles = Vec::new();
+    collect_c(gen_dir, &mut cfiles);
+    cfiles.sort();
+    let mut unity = String::new();
+    for c in &cfiles {
+        unity.push_str(&format!("#include {:?}\n", c));
+    }
+    let unity_path = out.join(format!("{sys}_unity.h"));
+    // Generated headers first (they pull in what the .c files need).
+    let mut hfiles = Vec::new();
+    collect_ext(gen_dir, "h", &mut hfiles);
+    hfiles.sort();
+    let mut text = String::new();
+    for h in &hfiles {
+        text.push_str(&format!("#include {:?}\n", h));
+    }
+    text.push_str(&unity);
+    fs::write(&unity_path, text).map_err(|e| e.to_string())?;
+
+    let mut b = cc::Build::new();
+    b.file(manifest.join("csrc/lcm_api_glue.c"))
+        .define("SYS", sys)
+        .define("UNITY", format!("{:?}", unity_path.display().to_string()).as_str())
+        .opt_level(3)
+        .flag("-fvisibility=hidden")
+        .flag_if_supported("-fno-semantic-interposition")
+        .warnings(false)
+        .cargo_metadata(false);
+    for i in includes {
+        b.include(i);
+    }
+    let lib = format!("bench_{sys}");
+    b.try_compile(&lib).map_err(|e| format!("compiling generated C with csrc/lcm_api_glue.c: {e}"))?;
+    // Make the generated code's symbols local so that two systems with the same type names link together.
+    let archive = out.join(format!("lib{lib}.a"));
+    run(Command::new("objcopy").arg("--localize-hidden").arg(&archive))?;
+    println!("cargo::rustc-link-search=native={}", out.display());
+    println!("cargo::rustc-link-lib=static={lib}");
+    Ok(())
+}
+
+fn collect_c(dir: &Path, acc: &mut Vec<PathBuf>) {
+    collect_ext(dir, "c", acc)
+}
+
+fn collect_ext(dir: &Path, ext: &str, acc: &mut Vec<PathBuf>) {
+    if let Ok(rd) = fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                collect_ext(&p, ext, acc);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                acc.push(p);
+            }
+        }
+    }
+}
+
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    let rd = fs::read_dir(dir).ok()?;
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(f) = find_file(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn flatbuffers(manifest: &Path, out: &Path) -> Result<(), String> {
+    let flatc = env::var_os("FLATC").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("flatc"));
+    let dir = out.join("fbs");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    run(Command::new(&flatc).arg("--rust").arg("-o").arg(&dir).arg(manifest.join("fbs/marshalling.fbs")))
+        .map_err(|e| format!("{e} (install flatbuffers-compiler: scripts/setup)"))?;
+    Ok(())
+}

@@ -1,0 +1,128 @@
+"""The Python rows of the marshalling bench (bench/README.md).
+
+Run by `nerve-bench marshalling` once per Python system, each in its own interpreter (both generators write modules
+named `seed` and `lidar`):
+
+    python marshalling.py --system lcm-python --path DIR --manifest cases.json [--quick]
+
+DIR holds the generated packages. The manifest lists the cases: the LCM type, a file with the reference encoding
+(written by the Rust side) and, for LiDAR, the expected projections. Every case is verified before it is timed:
+decode then encode must give the reference bytes back, and the projections the expected values; a mismatch prints
+an {"error": ...} line and exits 1. Output: one JSON object per line, {"case", "metric", "ns"} with the median time
+of one operation in nanoseconds, or {"unavailable": reason} if the generated code cannot be imported.
+"""
+
+import argparse
+import importlib
+import json
+import sys
+import time
+
+
+def measure(op, arg, cfg):
+    """Median time of op(arg) in ns: batches of at least 20 us, warm-up, then samples."""
+    clock = time.perf_counter_ns
+    batch = 1
+    while True:
+        t0 = clock()
+        for _ in range(batch):
+            op(arg)
+        t = clock() - t0
+        if t >= 20_000 or batch >= 1 << 24:
+            break
+        batch *= 2
+    end = clock() + cfg["warmup_ns"]
+    while clock() < end:
+        for _ in range(batch):
+            op(arg)
+    samples = []
+    start = clock()
+    while len(samples) < cfg["max_samples"] and (
+        len(samples) < cfg["min_samples"] or clock() - start < cfg["budget_ns"]
+    ):
+        t0 = clock()
+        for _ in range(batch):
+            op(arg)
+        samples.append((clock() - t0) / batch)
+    samples.sort()
+    n = len(samples)
+    return samples[n // 2] if n % 2 else (samples[n // 2 - 1] + samples[n // 2]) / 2
+
+
+def lidar_sum(m):
+    """Full projection: every numeric value as a float, summed in the order the Rust and C rows use."""
+    i = m.msg_info
+    pts = m.points
+    s = float(i.kind) + float(i.timestamp) + float(i.guid) + float(len(pts))
+    for p in pts:
+        pos = p.position
+        s += float(pos[0]) + float(pos[1]) + float(pos[2]) + float(p.intensity)
+    return s
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--system", required=True)
+    ap.add_argument("--path", required=True)
+    ap.add_argument("--manifest", required=True)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        cfg = {"warmup_ns": 0, "budget_ns": 2_000_000, "max_samples": 5, "min_samples": 3}
+    else:
+        cfg = {"warmup_ns": 30_000_000, "budget_ns": 250_000_000, "max_samples": 201, "min_samples": 11}
+    sys.path.insert(0, a.path)
+    with open(a.manifest) as f:
+        cases = json.load(f)
+
+    for case in cases:
+        pkg, name = case["type"].split(".")
+        try:
+            T = getattr(importlib.import_module(pkg), name)
+        except Exception as e:  # generated code missing or broken: say so, do not fake
+            emit({"unavailable": f"importing {pkg}.{name}: {type(e).__name__}: {e}"})
+            return 0
+        with open(case["file"], "rb") as f:
+            data = f.read()
+        cname = case["name"]
+        try:
+            msg = T.decode(data)
+            again = msg.encode()
+        except Exception as e:
+            emit({"error": f"{cname}: decode/encode raised {type(e).__name__}: {e}"})
+            return 1
+        if bytes(again) != data:
+            emit({"error": f"{cname}: decode then encode does not give the reference bytes back"})
+            return 1
+        exp = case.get("expect")
+        if exp is not None:
+            got = {
+                "sum": lidar_sum(msg),
+                "guid": int(msg.msg_info.guid),
+                "middle_y": float(msg.points[len(msg.points) // 2].position[1]),
+            }
+            if got != exp:
+                emit({"error": f"{cname}: projections {got} != expected {exp}"})
+                return 1
+
+        emit({"case": cname, "metric": "encode", "ns": measure(lambda m: m.encode(), msg, cfg)})
+        emit({"case": cname, "metric": "decode", "ns": measure(T.decode, data, cfg)})
+        if exp is not None:
+            emit({"case": cname, "metric": "full_projection", "ns": measure(lambda d: lidar_sum(T.decode(d)), data, cfg)})
+            emit({"case": cname, "metric": "fixed_field", "ns": measure(lambda d: T.decode(d).msg_info.guid, data, cfg)})
+            emit({"case": cname, "metric": "variable_region", "ns": measure(lambda d: _middle_y(T.decode(d)), data, cfg)})
+    return 0
+
+
+def _middle_y(m):
+    pts = m.points
+    return pts[len(pts) // 2].position[1]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

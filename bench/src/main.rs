@@ -1,0 +1,75 @@
+//! `nerve-bench`: Nerve's benchmark suites (bench/README.md says what each measures).
+//!
+//! ```text
+//! nerve-bench marshalling [--quick] [--json]
+//! ```
+//!
+//! `nerve bench SUITE` runs this program. Figures are medians measured in this run; ratios against the peers measured
+//! in the same run are the result, absolute times on a shared machine are not.
+
+mod data;
+mod harness;
+mod suite;
+mod systems;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: nerve-bench SUITE [--quick] [--json]\n\nsuites:\n  marshalling  seed 000 Fig. 6 and seed 002 \
+Table 1: encode, decode and projections for Nerve's Rust, C and Python, real LCM C and Python, flatbuffers, bincode \
+and a memcpy floor\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
+
+fn main() -> ExitCode {
+    let mut suite = None;
+    let mut quick = false;
+    let mut json = false;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--quick" => quick = true,
+            "--json" => json = true,
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            s if !s.starts_with('-') && suite.is_none() => suite = Some(s.to_string()),
+            other => {
+                eprint!("nerve-bench: unexpected argument {other:?}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match suite.as_deref() {
+        Some("marshalling") => {
+            let pinning = pin_to_one_cpu();
+            let code = suite::run(&suite::Options { quick, json, pinning });
+            ExitCode::from(code as u8)
+        }
+        Some(other) => {
+            eprint!("nerve-bench: unknown suite {other:?}\n{USAGE}");
+            ExitCode::from(2)
+        }
+        None => {
+            eprint!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Pins this process (and the Python subprocesses it starts) to one CPU: the last one it may run on.
+#[allow(unsafe_code)]
+fn pin_to_one_cpu() -> String {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity/sched_setaffinity read or write exactly size_of bytes.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return "not pinned (sched_getaffinity failed)".into();
+        }
+        let cpu = (0..libc::CPU_SETSIZE as usize).rev().find(|&c| libc::CPU_ISSET(c, &set));
+        let Some(cpu) = cpu else { return "not pinned (empty CPU set)".into() };
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) != 0 {
+            return format!("not pinned (sched_setaffinity to cpu {cpu} failed)");
+        }
+        format!("pinned to cpu {cpu} with sched_setaffinity (Python subprocesses inherit it)")
+    }
+}

@@ -1,0 +1,488 @@
+//! The marshalling suite: runs every system on every case, prints the tables and the bars of issue 2.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::data::{self, Case};
+use crate::harness::Config;
+use crate::systems;
+
+/// The five metrics of seed 002.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// In-memory form to a preallocated buffer.
+    Encode,
+    /// Buffer to the in-memory form (allocations included, freed after).
+    Decode,
+    /// Decode and sum every numeric value.
+    Full,
+    /// Read msg_info.guid.
+    Fixed,
+    /// Read the middle point's position[1].
+    Var,
+}
+
+/// Every metric, in column order.
+pub const METRICS: [Metric; 5] = [Metric::Encode, Metric::Decode, Metric::Full, Metric::Fixed, Metric::Var];
+
+impl Metric {
+    /// The name in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Encode => "encode",
+            Metric::Decode => "decode",
+            Metric::Full => "full_projection",
+            Metric::Fixed => "fixed_field",
+            Metric::Var => "variable_region",
+        }
+    }
+    fn header(self) -> &'static str {
+        match self {
+            Metric::Encode => "encode",
+            Metric::Decode => "decode",
+            Metric::Full => "full proj.",
+            Metric::Fixed => "fixed field",
+            Metric::Var => "var. region",
+        }
+    }
+    fn from_name(s: &str) -> Option<Metric> {
+        METRICS.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// One measured cell.
+#[derive(Debug, Clone)]
+pub enum Cell {
+    /// Median nanoseconds per operation.
+    Ns(f64),
+    /// The metric does not apply to this system, and why.
+    Na(String),
+}
+
+/// Every system, in row order.
+pub const SYSTEMS: [&str; 8] =
+    ["nerve-rust", "nerve-c", "lcm-c", "flatbuffers", "bincode", "memcpy", "nerve-python", "lcm-python"];
+
+/// A verification failure: the bench must not time systems that disagree. Prints and exits with status 3.
+pub fn mismatch(system: &str, case: &str, what: &str) -> ! {
+    let _ = std::io::stdout().flush();
+    eprintln!("nerve-bench marshalling: VERIFICATION FAILED: {system} on {case}: {what}");
+    eprintln!("nerve-bench marshalling: aborting (no figures are printed for systems that disagree)");
+    std::process::exit(3);
+}
+
+/// The result of one system on one case.
+type Outcome = Result<Vec<(Metric, Cell)>, String>;
+
+/// Options of the suite.
+pub struct Options {
+    /// `--quick`.
+    pub quick: bool,
+    /// `--json`.
+    pub json: bool,
+    /// What pinning did (printed).
+    pub pinning: String,
+}
+
+/// Runs the suite and prints the results. Returns the process exit code.
+pub fn run(opts: &Options) -> i32 {
+    let cfg = if opts.quick { Config::quick() } else { Config::full() };
+    let cases = data::cases();
+    let mut out = Output::new(opts.json);
+
+    out.header(opts, &cases);
+
+    // Python rows first (subprocesses), so a missing interpreter shows up early.
+    let py: BTreeMap<&str, Result<BTreeMap<(String, Metric), f64>, String>> = ["nerve-python", "lcm-python"]
+        .into_iter()
+        .map(|s| (s, run_python(s, &cases, opts.quick)))
+        .collect();
+
+    let mut results: BTreeMap<(String, &str), Outcome> = BTreeMap::new();
+    for case in &cases {
+        let cname = case.name();
+        for sys in SYSTEMS {
+            let r: Outcome = match sys {
+                "nerve-rust" => systems::nerve_rust(case, &cfg),
+                "nerve-c" => systems::nerve_c(case, &cfg),
+                "lcm-c" => systems::lcm_c(case, &cfg),
+                "flatbuffers" => systems::flatbuffers(case, &cfg),
+                "bincode" => Ok(systems::peers::bincode(case, &cfg)),
+                "memcpy" => Ok(systems::peers::memcpy(case, &cfg)),
+                "nerve-python" | "lcm-python" => match &py[sys] {
+                    Err(e) => Err(e.clone()),
+                    Ok(m) => Ok(METRICS
+                        .iter()
+                        .map(|&met| match m.get(&(cname.clone(), met)) {
+                            Some(&ns) => (met, Cell::Ns(ns)),
+                            None => (met, Cell::Na("projections are measured on the LiDAR cases only".into())),
+                        })
+                        .collect()),
+                },
+                _ => unreachable!(),
+            };
+            let r = r.map(|cells| complete(case, cells));
+            results.insert((cname.clone(), sys), r);
+        }
+        out.case_table(case, &results);
+    }
+    out.ratios(&cases, &results);
+    out.finish();
+    0
+}
+
+/// Fills in the metrics a system did not report as not applicable (projections on the seed 000 cases).
+fn complete(case: &Case, mut cells: Vec<(Metric, Cell)>) -> Vec<(Metric, Cell)> {
+    for m in METRICS {
+        if !cells.iter().any(|(c, _)| *c == m) {
+            let why = match case {
+                Case::Lidar(_) => "not measured for this system",
+                _ => "projections are measured on the LiDAR cases only (seed 002)",
+            };
+            cells.push((m, Cell::Na(why.into())));
+        }
+    }
+    cells.sort_by_key(|(m, _)| *m);
+    cells
+}
+
+fn get(results: &BTreeMap<(String, &str), Outcome>, case: &str, sys: &str, m: Metric) -> Result<f64, String> {
+    match results.get(&(case.to_string(), sys)) {
+        None => Err(format!("{sys} not run")),
+        Some(Err(e)) => Err(format!("{sys} {e}")),
+        Some(Ok(cells)) => match cells.iter().find(|(c, _)| *c == m) {
+            Some((_, Cell::Ns(v))) => Ok(*v),
+            Some((_, Cell::Na(why))) => Err(format!("{sys} {}: {why}", m.name())),
+            None => Err(format!("{sys} has no {}", m.name())),
+        },
+    }
+}
+
+/// The Python rows: runs bench/python/marshalling.py in the venv's interpreter with the generated code.
+fn run_python(sys: &str, cases: &[Case], quick: bool) -> Result<BTreeMap<(String, Metric), f64>, String> {
+    let (status, dir) = match sys {
+        "nerve-python" => (env!("BENCH_STATUS_NERVE_PY"), "nerve_py"),
+        _ => (env!("BENCH_STATUS_LCM_PY"), "lcm_py"),
+    };
+    if status != "ok" {
+        return Err(status.to_string());
+    }
+    let venv = std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        return Err(format!("unavailable: {} not found (run scripts/setup)", python.display()));
+    }
+    let tmp = std::env::temp_dir().join(format!("nerve-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("unavailable: {e}"))?;
+    let mut manifest = Vec::new();
+    for c in cases {
+        let f = tmp.join(format!("{}.lcm.bin", c.name()));
+        std::fs::write(&f, c.lcm_bytes()).map_err(|e| format!("unavailable: {e}"))?;
+        let expect = match c {
+            Case::Lidar(l) => json!({"sum": l.sum(), "guid": l.msg_info.guid, "middle_y": l.middle_y() as f64}),
+            _ => serde_json::Value::Null,
+        };
+        manifest.push(json!({"name": c.name(), "type": c.lcm_type(), "file": f, "expect": expect}));
+    }
+    let mf = tmp.join("cases.json");
+    std::fs::write(&mf, serde_json::to_vec(&manifest).unwrap()).map_err(|e| format!("unavailable: {e}"))?;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/marshalling.py");
+    let gen = PathBuf::from(env!("BENCH_OUT_DIR")).join(dir);
+    let mut cmd = Command::new(&python);
+    cmd.arg(script).arg("--system").arg(sys).arg("--path").arg(&gen).arg("--manifest").arg(&mf);
+    if quick {
+        cmd.arg("--quick");
+    }
+    let o = cmd.output().map_err(|e| format!("unavailable: running {}: {e}", python.display()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let o = o?;
+    let mut map = BTreeMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let v: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+            mismatch(sys, "(python)", e);
+        }
+        if let Some(e) = v.get("unavailable").and_then(|e| e.as_str()) {
+            return Err(format!("unavailable: {e}"));
+        }
+        let case = v["case"].as_str().unwrap_or_default().to_string();
+        let metric = v["metric"].as_str().and_then(Metric::from_name);
+        if let (Some(m), Some(ns)) = (metric, v["ns"].as_f64()) {
+            map.insert((case, m), ns);
+        }
+    }
+    if !o.status.success() {
+        return Err(format!("unavailable: {sys} script failed: {}", String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    Ok(map)
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.1} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.2} us", ns / 1e3)
+    } else {
+        format!("{:.2} ms", ns / 1e6)
+    }
+}
+
+/// Text or JSON lines.
+struct Output {
+    json: bool,
+    text: String,
+}
+
+impl Output {
+    fn new(json: bool) -> Output {
+        Output { json, text: String::new() }
+    }
+
+    fn flush(&mut self) {
+        print!("{}", self.text);
+        let _ = std::io::stdout().flush();
+        self.text.clear();
+    }
+
+    fn line(&mut self, v: serde_json::Value) {
+        self.text.push_str(&v.to_string());
+        self.text.push('\n');
+    }
+
+    fn header(&mut self, opts: &Options, cases: &[Case]) {
+        if self.json {
+            self.line(json!({"suite": "marshalling", "kind": "info", "mode": if opts.quick {"quick"} else {"full"},
+                "pinning": opts.pinning, "host": host()}));
+        } else {
+            let _ = writeln!(self.text, "nerve-bench marshalling ({} run) on {}", if opts.quick { "quick" } else { "full" }, host());
+            let _ = writeln!(self.text, "pinning: {}", opts.pinning);
+            let _ = writeln!(
+                self.text,
+                "method: median time per operation over many samples of >= 20 us (small operations batched), after a \
+                 warm-up; every system verified against the reference values first; buffers 64-byte aligned, inputs at \
+                 {} and outputs at {} modulo 4096 (no 4 KiB aliasing)",
+                crate::harness::INPUT_PHASE,
+                crate::harness::OUTPUT_PHASE
+            );
+            let _ = writeln!(
+                self.text,
+                "fixed field = msg_info.guid; variable region = position[1] of point npoints/2; nerve-rust projections \
+                 read through views, C/bincode/Python decode the whole message"
+            );
+            let _ = writeln!(self.text, "LCM-encoded sizes:");
+            for c in cases {
+                let _ = writeln!(self.text, "  {:<12} {:>8} bytes ({})", c.name(), c.lcm_bytes().len(), c.lcm_type());
+            }
+        }
+        self.flush();
+    }
+
+    fn case_table(&mut self, case: &Case, results: &BTreeMap<(String, &str), Outcome>) {
+        let cname = case.name();
+        if self.json {
+            for sys in SYSTEMS {
+                match &results[&(cname.clone(), sys)] {
+                    Err(e) => self.line(json!({"suite": "marshalling", "case": cname, "system": sys,
+                        "status": "unavailable", "reason": e.trim_start_matches("unavailable: ")})),
+                    Ok(cells) => {
+                        for (m, c) in cells {
+                            match c {
+                                Cell::Ns(ns) => self.line(json!({"suite": "marshalling", "case": cname, "system": sys,
+                                    "metric": m.name(), "value": ns / 1000.0, "unit": "us"})),
+                                Cell::Na(why) => self.line(json!({"suite": "marshalling", "case": cname, "system": sys,
+                                    "metric": m.name(), "value": null, "unit": "us", "note": format!("not applicable: {why}")})),
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            let _ = writeln!(self.text, "\n{} ({}, {} bytes in LCM format): median per operation", cname, case.lcm_type(), case.lcm_bytes().len());
+            let _ = write!(self.text, "  {:<13}", "system");
+            for m in METRICS {
+                let _ = write!(self.text, " {:>12}", m.header());
+            }
+            self.text.push('\n');
+            for sys in SYSTEMS {
+                let _ = write!(self.text, "  {sys:<13}");
+                match &results[&(cname.clone(), sys)] {
+                    Err(e) => {
+                        let _ = writeln!(self.text, " {e}");
+                    }
+                    Ok(cells) => {
+                        for (_, c) in cells {
+                            let s = match c {
+                                Cell::Ns(ns) => fmt_ns(*ns),
+                                Cell::Na(_) => "-".into(),
+                            };
+                            let _ = write!(self.text, " {s:>12}");
+                        }
+                        self.text.push('\n');
+                    }
+                }
+            }
+        }
+        self.flush();
+    }
+
+    fn ratios(&mut self, cases: &[Case], results: &BTreeMap<(String, &str), Outcome>) {
+        let mut rows: Vec<Bar> = Vec::new();
+        // Bar 1: encode <= 0.7x and decode <= 0.5x of lcm-c where lcm-c > 1.5x memcpy, else within 1.1x memcpy.
+        for c in cases {
+            let cn = c.name();
+            for (m, limit) in [(Metric::Encode, 0.7), (Metric::Decode, 0.5)] {
+                for sys in ["nerve-rust", "nerve-c"] {
+                    let bar = format!("{} vs lcm-c", m.name());
+                    let lcm = get(results, &cn, "lcm-c", m);
+                    let floor = get(results, &cn, "memcpy", m);
+                    let me = get(results, &cn, sys, m);
+                    let r = match (me, lcm, floor) {
+                        (Ok(me), Ok(lcm), Ok(floor)) if lcm > 1.5 * floor => Ok((me / lcm, limit, format!(
+                            "{sys} {0} / lcm-c {0} (lcm-c is {1:.1}x memcpy)", m.name(), lcm / floor))),
+                        (Ok(me), Ok(lcm), Ok(floor)) => Ok((me / floor, 1.1, format!(
+                            "{sys} {} / memcpy (lcm-c is at the floor: {:.2}x memcpy)", m.name(), lcm / floor))),
+                        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+                    };
+                    rows.push(Bar::le(bar, &cn, sys, m, r));
+                }
+            }
+        }
+        // Bar 2: LiDAR 10,000 round trip within 4x the memcpy floor.
+        for sys in ["nerve-rust", "nerve-c"] {
+            let cn = "lidar_10000";
+            let r = (|| {
+                let e = get(results, cn, sys, Metric::Encode)?;
+                let d = get(results, cn, sys, Metric::Decode)?;
+                let f = get(results, cn, "memcpy", Metric::Encode)?;
+                Ok(((e + d) / (2.0 * f), 4.0, format!(
+                    "({sys} encode + decode) / (memcpy out + memcpy in); the round-trip floor is two copies of the \
+                     encoded bytes, 2 x {}", fmt_ns(f))))
+            })();
+            rows.push(Bar::le("round trip vs memcpy".into(), cn, sys, Metric::Encode, r).with_metric("round_trip"));
+        }
+        // Bar 3: views at most 20 ns at every size.
+        for c in cases.iter().filter(|c| matches!(c, Case::Lidar(_))) {
+            let cn = c.name();
+            for m in [Metric::Fixed, Metric::Var] {
+                let r = get(results, &cn, "nerve-rust", m)
+                    .map(|v| (v, 20.0, format!("nerve-rust view read of {}, in ns", m.name())));
+                rows.push(Bar::le(format!("view {} (ns)", m.name()), &cn, "nerve-rust", m, r));
+            }
+        }
+        // Bar 4: Python at least 10x faster than lcm-python (image_t: no slower).
+        for cn in ["laser_t", "path_t", "lidar_10000", "image_t"] {
+            let limit = if cn == "image_t" { 1.0 } else { 10.0 };
+            for m in [Metric::Encode, Metric::Decode] {
+                let r = (|| {
+                    let n = get(results, cn, "nerve-python", m)?;
+                    let l = get(results, cn, "lcm-python", m)?;
+                    Ok((l / n, limit, format!("lcm-python {0} / nerve-python {0} (speed-up)", m.name())))
+                })();
+                rows.push(Bar::ge(format!("python {} speed-up", m.name()), cn, "nerve-python", m, r));
+            }
+        }
+
+        if self.json {
+            for b in &rows {
+                let mut v = json!({"suite": "marshalling", "kind": "ratio", "bar": b.bar, "case": b.case,
+                    "system": b.system, "metric": b.metric, "op": b.op});
+                match &b.r {
+                    Ok((val, lim, def)) => {
+                        v["value"] = json!(val);
+                        v["limit"] = json!(lim);
+                        v["pass"] = json!(b.pass());
+                        v["definition"] = json!(def);
+                    }
+                    Err(e) => {
+                        v["value"] = serde_json::Value::Null;
+                        v["pass"] = serde_json::Value::Null;
+                        v["reason"] = json!(e);
+                    }
+                }
+                self.line(v);
+            }
+        } else {
+            let _ = writeln!(self.text, "\nratios (the bars of issue 2)");
+            let _ = writeln!(
+                self.text,
+                "  round-trip floor = memcpy out + memcpy in = 2 x (one copy of the LCM-encoded bytes between warm buffers)"
+            );
+            let _ = writeln!(self.text, "  {:<28} {:<12} {:<13} {:>9} {:>8}  result", "bar", "case", "system", "measured", "limit");
+            for b in &rows {
+                let _ = write!(self.text, "  {:<28} {:<12} {:<13}", b.bar, b.case, b.system);
+                match &b.r {
+                    Ok((val, lim, def)) => {
+                        let unit = if b.bar.starts_with("view") { "" } else { "x" };
+                        let _ = writeln!(
+                            self.text,
+                            " {:>8.3}{unit:1} {:>2}{lim:<6} {}  [{def}]",
+                            val,
+                            b.op,
+                            if b.pass() { "PASS" } else { "FAIL" }
+                        );
+                    }
+                    Err(e) => {
+                        let _ = writeln!(self.text, " {:>9} {:>8}  UNAVAILABLE ({e})", "-", "-");
+                    }
+                }
+            }
+            let pass = rows.iter().filter(|b| b.r.is_ok() && b.pass()).count();
+            let fail = rows.iter().filter(|b| b.r.is_ok() && !b.pass()).count();
+            let na = rows.iter().filter(|b| b.r.is_err()).count();
+            let _ = writeln!(self.text, "  bars: {pass} pass, {fail} fail, {na} unavailable");
+        }
+        self.flush();
+    }
+
+    fn finish(&mut self) {
+        self.flush();
+    }
+}
+
+struct Bar {
+    bar: String,
+    case: String,
+    system: String,
+    metric: String,
+    op: &'static str,
+    r: Result<(f64, f64, String), String>,
+}
+
+impl Bar {
+    fn le(bar: String, case: &str, system: &str, m: Metric, r: Result<(f64, f64, String), String>) -> Bar {
+        Bar { bar, case: case.into(), system: system.into(), metric: m.name().into(), op: "<=", r }
+    }
+    fn ge(bar: String, case: &str, system: &str, m: Metric, r: Result<(f64, f64, String), String>) -> Bar {
+        Bar { op: ">=", ..Bar::le(bar, case, system, m, r) }
+    }
+    fn with_metric(mut self, m: &str) -> Bar {
+        self.metric = m.into();
+        self
+    }
+    fn pass(&self) -> bool {
+        match &self.r {
+            Ok((v, l, _)) if self.op == "<=" => v <= l,
+            Ok((v, l, _)) => v >= l,
+            Err(_) => false,
+        }
+    }
+}
+
+fn host() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_default();
+    // Counted from /proc/cpuinfo: after pinning, available_parallelism() would say 1.
+    let n = std::fs::read_to_string("/proc/cpuinfo").map(|s| s.lines().filter(|l| l.starts_with("processor")).count()).unwrap_or(0);
+    format!("{name} ({cpu}, {n} CPUs)")
+}

@@ -1,0 +1,65 @@
+//! The systems compared. Each returns its metrics for a case, or `Err("unavailable: why")` when it could not be
+//! built here (build.rs records the reason).
+
+use crate::data::Case;
+use crate::harness::Config;
+use crate::suite::{Cell, Metric};
+
+pub mod csys;
+#[cfg(has_nerve_rust)]
+pub mod nerve_rust;
+pub mod peers;
+
+type Outcome = Result<Vec<(Metric, Cell)>, String>;
+
+/// Nerve's generated Rust: structs for encode/decode, views for the projections.
+pub fn nerve_rust(case: &Case, cfg: &Config) -> Outcome {
+    #[cfg(has_nerve_rust)]
+    {
+        Ok(nerve_rust::run(case, cfg))
+    }
+    #[cfg(not(has_nerve_rust))]
+    {
+        let _ = (case, cfg);
+        Err(env!("BENCH_STATUS_NERVE_RUST").to_string())
+    }
+}
+
+/// Nerve's generated C.
+pub fn nerve_c(case: &Case, cfg: &Config) -> Outcome {
+    #[cfg(has_nerve_c)]
+    {
+        Ok(csys::run("nerve-c", &csys::nervec::api(), case, cfg))
+    }
+    #[cfg(not(has_nerve_c))]
+    {
+        let _ = (case, cfg);
+        Err(env!("BENCH_STATUS_NERVE_C").to_string())
+    }
+}
+
+/// The real LCM C (lcm-gen 1.5.3 from the PyPI wheel).
+pub fn lcm_c(case: &Case, cfg: &Config) -> Outcome {
+    #[cfg(has_lcm_c)]
+    {
+        Ok(csys::run("lcm-c", &csys::lcmc::api(), case, cfg))
+    }
+    #[cfg(not(has_lcm_c))]
+    {
+        let _ = (case, cfg);
+        Err(env!("BENCH_STATUS_LCM_C").to_string())
+    }
+}
+
+/// FlatBuffers (flatc at build time).
+pub fn flatbuffers(case: &Case, cfg: &Config) -> Outcome {
+    #[cfg(has_flatbuffers)]
+    {
+        Ok(peers::flatbuffers(case, cfg))
+    }
+    #[cfg(not(has_flatbuffers))]
+    {
+        let _ = (case, cfg);
+        Err(env!("BENCH_STATUS_FLATBUFFERS").to_string())
+    }
+}
