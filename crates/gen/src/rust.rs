@@ -67,7 +67,6 @@ const STRING: &str = "::std::string::String";
 const RESULT: &str = "::core::result::Result";
 const OK: &str = "::core::result::Result::<_, __nc::DecodeError>::Ok";
 const EOK: &str = "::core::result::Result::<(), __nc::EncodeError>::Ok";
-const DEFAULT: &str = "::core::default::Default::default()";
 
 /// The module (file) that holds types without a package.
 pub const ROOT_MODULE: &str = "root";
@@ -200,7 +199,6 @@ fn json_key(name: &str) -> String {
 
 /// What the generator knows about the whole schema.
 struct Ctx<'a> {
-    schema: &'a Schema,
     layout: &'a Layout,
     prefix: String,
     /// Structs that can reach themselves (their decoders count depth).
@@ -319,8 +317,6 @@ struct M {
     /// The encoded size of the whole member, if fixed.
     fixed: Option<usize>,
     doc: Option<String>,
-    /// The type of the count member, when this member is one (for `i64::from`).
-    span: Span,
 }
 
 impl M {
@@ -389,7 +385,6 @@ fn flat(place: &str, k: usize, mutable: bool) -> String {
 pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
     let schema = &input.checked.schema;
     let ctx = Ctx {
-        schema,
         layout: &input.layout,
         prefix: opts.package_prefix.trim_matches('.').to_owned(),
         recursive: recursive_types(schema),
@@ -621,7 +616,6 @@ impl Ctx<'_> {
             dims,
             fixed: self.layout.member_fixed_size(m),
             doc: doc_text(m.doc.as_deref()),
-            span: m.span.clone(),
         })
     }
 }
@@ -867,8 +861,15 @@ fn emit_struct(
                         None => terms.push(size_expr(&m.dims, &m.elem, &format!("self.{}", m.ident), 0)),
                     }
                 }
-                terms.insert(0, format!("{konst}"));
-                w.line(terms.join("\n    + "));
+                if terms.is_empty() {
+                    w.line(format!("{konst}"));
+                } else {
+                    w.line(format!("let mut n = {konst};"));
+                    for t in &terms {
+                        w.line(format!("n += {t};"));
+                    }
+                    w.line("n");
+                }
             }
         });
         w.line("#[inline]");
@@ -1014,7 +1015,8 @@ fn segments(members: &[M]) -> Vec<Seg<'_>> {
 
 /// `__nerve_encode_fixed` / `__nerve_decode_fixed` for a struct of fixed encoded size.
 fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize) -> Result<(), GenError> {
-    w.line(format!("/// The encoded body size (fixed for this type)."));
+    w.line("/// The encoded body size (fixed for this type).");
+    w.line("#[doc(hidden)]");
     w.line(format!("pub const __NERVE_SIZE: usize = {size};"));
     w.line("/// Encodes the body into exactly its size (used for arrays of this type; no checks needed).");
     w.line("#[doc(hidden)]");
