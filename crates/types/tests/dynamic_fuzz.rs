@@ -237,8 +237,9 @@ fn mutated_encodings_give_errors_not_panics() {
     let (mut decoded, mut rejected) = (0usize, 0usize);
     let mut tally = |ok: bool| if ok { decoded += 1 } else { rejected += 1 };
     for (ty, bytes) in &valid {
-        // Every strict truncation must fail.
-        for n in 0..bytes.len() {
+        // Every strict truncation must fail (for long messages: a sample, plus every one near the end).
+        let len = bytes.len();
+        for n in (0..len).filter(|n| len <= 512 || n % 13 == 0 || n + 64 >= len) {
             assert!(
                 !must_not_panic(&reg, ty, &bytes[..n]),
                 "{ty}: truncated to {n} decoded"

@@ -48,7 +48,7 @@ pub const MAX_DEPTH: usize = 512;
 
 /// How many elements that take no bytes on the wire (empty structs, sub-arrays with a zero dimension) one message
 /// may hold. Their count is not bounded by the message's length, so it is bounded here.
-pub const MAX_EMPTY_ELEMENTS: usize = 1 << 20;
+pub const MAX_EMPTY_ELEMENTS: usize = 1 << 16;
 
 /// Any LCM value.
 #[derive(Debug, Clone, PartialEq)]
