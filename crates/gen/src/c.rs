@@ -310,7 +310,9 @@ impl<'a> Gen<'a> {
                 self.block_doc(&mut w, d, None);
             }
             let text = match c.value {
+                // lcm-gen writes `-9223372036854775808LL`, whose literal does not fit a long long.
                 nerve_types::ConstValue::Int(i64::MIN) => "(-9223372036854775807LL - 1)".to_owned(),
+                _ if c.ty == Primitive::Int64 => format!("{}LL", c.text),
                 _ => c.text.clone(),
             };
             w.line(format!(
