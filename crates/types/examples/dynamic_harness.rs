@@ -15,7 +15,7 @@ use nerve_types::dynamic::json_string;
 use nerve_types::{Registry, TypeName};
 
 fn hex_decode(s: &str) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if s.len() & 1 != 0 {
         return Err(format!("odd number of hex digits ({})", s.len()));
     }
     (0..s.len())

@@ -268,7 +268,7 @@ impl Registry {
 
     /// Reads JSON text as a value of type `name` (see [`crate::dynamic::from_json`]).
     pub fn from_json(&self, name: &TypeName, text: &str) -> Result<Value, DynError> {
-        self.ctx().from_json(name, text)
+        self.ctx().read_json(name, text)
     }
 }
 

@@ -353,10 +353,10 @@ impl<'t> Parser<'t> {
                 } else {
                     ""
                 };
-                return Err(json_err(
+                Err(json_err(
                     format!("{}{hint}", self.unexpected("a JSON value").kind_message()),
                     at,
-                ));
+                ))
             }
         }
     }
@@ -565,7 +565,7 @@ fn float_from_json<F: std::str::FromStr + Copy>(
 type Seen = Vec<Option<usize>>;
 
 impl Ctx<'_> {
-    pub(crate) fn from_json(&self, ty: &TypeName, text: &str) -> Result<Value, DynError> {
+    pub(crate) fn read_json(&self, ty: &TypeName, text: &str) -> Result<Value, DynError> {
         let root = ty.full();
         let j = parse(text).map_err(|e| e.finish(&root))?;
         if let Some(si) = self.struct_index(ty) {

@@ -247,7 +247,7 @@ impl<'s> Codec<'s> {
 
     /// Reads JSON text as a value of type `ty` (see [`from_json`]).
     pub fn from_json(&self, ty: &TypeName, text: &str) -> Result<Value, DynError> {
-        self.ctx().from_json(ty, text)
+        self.ctx().read_json(ty, text)
     }
 }
 
@@ -683,26 +683,8 @@ impl<'a> Ctx<'a> {
         out: &mut Vec<u8>,
         depth: usize,
     ) -> Result<(), DynError> {
-        let ok = match (ty, value) {
-            (MemberType::Primitive(p), v) => match (p, v) {
-                (Primitive::Int8, Value::Int8(x)) => out.extend_from_slice(&x.to_be_bytes()),
-                (Primitive::Int16, Value::Int16(x)) => out.extend_from_slice(&x.to_be_bytes()),
-                (Primitive::Int32, Value::Int32(x)) => out.extend_from_slice(&x.to_be_bytes()),
-                (Primitive::Int64, Value::Int64(x)) => out.extend_from_slice(&x.to_be_bytes()),
-                (Primitive::Float, Value::Float(x)) => out.extend_from_slice(&x.to_be_bytes()),
-                (Primitive::Double, Value::Double(x)) => out.extend_from_slice(&x.to_be_bytes()),
-                (Primitive::Boolean, Value::Boolean(x)) => out.push(u8::from(*x)),
-                (Primitive::Byte, Value::Byte(x)) => out.push(*x),
-                (Primitive::String, Value::String(s)) => {
-                    let len = i32::try_from(s.len() + 1).map_err(|_| {
-                        DynError::new(DynErrorKind::StringTooLong { len: s.len() }, None)
-                    })?;
-                    out.extend_from_slice(&len.to_be_bytes());
-                    out.extend_from_slice(s.as_bytes());
-                    out.push(0);
-                }
-                _ => return Err(mismatch(ty, value)),
-            },
+        match (ty, value) {
+            (MemberType::Primitive(p), v) => return encode_primitive(*p, v, out),
             (MemberType::Enum(name), Value::Enum(e)) if *e.ty == *name.full() => {
                 out.extend_from_slice(&e.value.to_be_bytes())
             }
@@ -714,7 +696,7 @@ impl<'a> Ctx<'a> {
             }
             _ => return Err(mismatch(ty, value)),
         };
-        Ok(ok)
+        Ok(())
     }
 }
 
@@ -760,6 +742,30 @@ fn decode_primitive_array(p: Primitive, n: usize, r: &mut Reader<'_>) -> Result<
         }
     };
     Ok(v)
+}
+
+/// One primitive value (kept out of the recursive functions so that their stack frames stay small).
+#[inline(never)]
+fn encode_primitive(p: Primitive, v: &Value, out: &mut Vec<u8>) -> Result<(), DynError> {
+    match (p, v) {
+        (Primitive::Int8, Value::Int8(x)) => out.extend_from_slice(&x.to_be_bytes()),
+        (Primitive::Int16, Value::Int16(x)) => out.extend_from_slice(&x.to_be_bytes()),
+        (Primitive::Int32, Value::Int32(x)) => out.extend_from_slice(&x.to_be_bytes()),
+        (Primitive::Int64, Value::Int64(x)) => out.extend_from_slice(&x.to_be_bytes()),
+        (Primitive::Float, Value::Float(x)) => out.extend_from_slice(&x.to_be_bytes()),
+        (Primitive::Double, Value::Double(x)) => out.extend_from_slice(&x.to_be_bytes()),
+        (Primitive::Boolean, Value::Boolean(x)) => out.push(u8::from(*x)),
+        (Primitive::Byte, Value::Byte(x)) => out.push(*x),
+        (Primitive::String, Value::String(s)) => {
+            let len = i32::try_from(s.len() + 1)
+                .map_err(|_| DynError::new(DynErrorKind::StringTooLong { len: s.len() }, None))?;
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(s.as_bytes());
+            out.push(0);
+        }
+        _ => return Err(mismatch(&MemberType::Primitive(p), v)),
+    }
+    Ok(())
 }
 
 fn mismatch(ty: &MemberType, value: &Value) -> DynError {
