@@ -11,11 +11,11 @@ pub struct Writer<'a> {
 
 macro_rules! scalar_writers {
     ($($put:ident, $put_slice:ident, $bulk:ident: $t:ty, $n:expr, $to:expr;)*) => {$(
+        #[allow(clippy::redundant_closure_call)]
         #[doc = concat!("Writes one big-endian `", stringify!($t), "`.")]
         #[inline]
         pub fn $put(&mut self, v: $t) -> Result<(), EncodeError> {
-            let f = $to;
-            *self.take_fixed::<$n>()? = f(v);
+            *self.take_fixed::<$n>()? = ($to)(v);
             Ok(())
         }
 

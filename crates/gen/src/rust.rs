@@ -1155,12 +1155,7 @@ fn nested_from_fn(dims: &[D], elem: &Elem, b: &str, base: &str, es: usize) -> St
 /// Encodes a fixed-size member `place` at constant offset `o` of chunk `b`.
 fn encode_fixed_member(w: &mut CodeWriter, m: &M, place: &str, b: &str, o: usize) {
     if m.dims.is_empty() {
-        let v = if matches!(m.elem, Elem::Struct { .. }) {
-            place.to_owned()
-        } else {
-            place.to_owned()
-        };
-        w.line(elem_enc_at(&m.elem, b, &o.to_string(), &v));
+        w.line(elem_enc_at(&m.elem, b, &o.to_string(), place));
         return;
     }
     let total = m.fixed.unwrap_or(0);
