@@ -49,8 +49,21 @@
 //! # Robustness
 //!
 //! Decoders check every count against the bytes that remain (times the least encoded size of an element) before
-//! allocating; recursive types count their depth and stop at `nerve_codec::MAX_DEPTH`. Encoders return
+//! allocating; items that encode to nothing (empty structs, rows of length 0) are bounded by
+//! `nerve_codec::ZERO_SIZE_SLACK`; recursive types count their depth and stop at `nerve_codec::MAX_DEPTH` (LCM has
+//! neither limit; both exist so that a hostile buffer cannot hang the decoder or exhaust its stack). Encoders return
 //! `EncodeError::LengthMismatch` when a `Vec`'s length disagrees with its count member.
+//!
+//! # Also generated
+//!
+//! `nerve_codec::json::WriteJson` for every struct and view (members in declaration order, the interop harness's
+//! JSON shape), used by the interop tests and handy for debugging.
+//!
+//! # Using it from a build script
+//!
+//! The files carry inner attributes (`#![allow(..)]`), so `include!` cannot take them directly; either generate
+//! into `src/` and declare `mod lcmtypes;`, or wrap each package file in `pub mod <name> { .. }` as `bench/build.rs`
+//! does.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
