@@ -102,7 +102,7 @@ pub struct AlignedBuf {
 impl AlignedBuf {
     /// A buffer of `len` bytes starting at `phase` (a multiple of 64) modulo 4096.
     pub fn new(len: usize, phase: usize) -> AlignedBuf {
-        assert!(phase % 64 == 0 && phase < 4096);
+        assert!(phase.is_multiple_of(64) && phase < 4096);
         let raw = vec![0u8; len + 8192];
         let addr = raw.as_ptr() as usize;
         let start = (phase + 4096 - addr % 4096) % 4096;

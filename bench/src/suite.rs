@@ -76,6 +76,9 @@ pub fn mismatch(system: &str, case: &str, what: &str) -> ! {
     std::process::exit(3);
 }
 
+/// A Python system's medians by (case, metric), or why it is unavailable.
+type PyResult = Result<BTreeMap<(String, Metric), f64>, String>;
+
 /// The result of one system on one case.
 type Outcome = Result<Vec<(Metric, Cell)>, String>;
 
@@ -98,7 +101,7 @@ pub fn run(opts: &Options) -> i32 {
     out.header(opts, &cases);
 
     // Python rows first (subprocesses), so a missing interpreter shows up early.
-    let py: BTreeMap<&str, Result<BTreeMap<(String, Metric), f64>, String>> = ["nerve-python", "lcm-python"]
+    let py: BTreeMap<&str, PyResult> = ["nerve-python", "lcm-python"]
         .into_iter()
         .map(|s| (s, run_python(s, &cases, opts.quick)))
         .collect();
@@ -164,7 +167,7 @@ fn get(results: &BTreeMap<(String, &str), Outcome>, case: &str, sys: &str, m: Me
 }
 
 /// The Python rows: runs bench/python/marshalling.py in the venv's interpreter with the generated code.
-fn run_python(sys: &str, cases: &[Case], quick: bool) -> Result<BTreeMap<(String, Metric), f64>, String> {
+fn run_python(sys: &str, cases: &[Case], quick: bool) -> PyResult {
     let (status, dir) = match sys {
         "nerve-python" => (env!("BENCH_STATUS_NERVE_PY"), "nerve_py"),
         _ => (env!("BENCH_STATUS_LCM_PY"), "lcm_py"),
