@@ -27,6 +27,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(NERVE_LCM_NO_SIMD)
+#include <emmintrin.h>
+#define NERVE_LCM_SSE2 1
+#else
+#define NERVE_LCM_SSE2 0
+#endif
 
 #ifdef __cplusplus
 #if defined(__GNUC__)
@@ -141,14 +147,44 @@ static inline void nerve_lcm_get_array1(const uint8_t *b, void *p, size_t n)
     if (n) memcpy(p, b, n);
 }
 
+/* SSE2 (baseline on x86-64): byte-swap 16 bytes at a time; the scalar loops below finish the tail. */
+#if NERVE_LCM_SSE2 && !NERVE_LCM_BIG_ENDIAN
+static inline __m128i nerve_lcm_swap16x8(__m128i v)
+{
+    return _mm_or_si128(_mm_slli_epi16(v, 8), _mm_srli_epi16(v, 8));
+}
+static inline __m128i nerve_lcm_swap32x4(__m128i v)
+{
+    v = _mm_shufflehi_epi16(_mm_shufflelo_epi16(v, 0xb1), 0xb1);
+    return nerve_lcm_swap16x8(v);
+}
+static inline __m128i nerve_lcm_swap64x2(__m128i v)
+{
+    v = _mm_shufflehi_epi16(_mm_shufflelo_epi16(v, 0x1b), 0x1b);
+    return nerve_lcm_swap16x8(v);
+}
+#define NERVE_LCM_SIMD_LOOP(SWAP, ELEM)                                                             \
+    {                                                                                               \
+        size_t k_, blocks_ = n / (16 / (ELEM));                                                     \
+        for (k_ = 0; k_ < blocks_; k_++) {                                                          \
+            __m128i v_ = _mm_loadu_si128((const __m128i *) (const void *) (s + 16 * k_));          \
+            _mm_storeu_si128((__m128i *) (void *) (b + 16 * k_), SWAP(v_));                        \
+        }                                                                                           \
+        i = blocks_ * (16 / (ELEM));                                                                \
+    }
+#else
+#define NERVE_LCM_SIMD_LOOP(SWAP, ELEM)
+#endif
+
 static inline void nerve_lcm_put_array2(uint8_t *b, const void *p, size_t n)
 {
 #if NERVE_LCM_BIG_ENDIAN
     nerve_lcm_put_array1(b, p, n * 2);
 #else
     const uint8_t *s = (const uint8_t *) p;
-    size_t i;
-    for (i = 0; i < n; i++) {
+    size_t i = 0;
+    NERVE_LCM_SIMD_LOOP(nerve_lcm_swap16x8, 2)
+    for (; i < n; i++) {
         uint16_t v;
         memcpy(&v, s + 2 * i, 2);
         v = nerve_lcm_bswap16(v);
@@ -167,8 +203,9 @@ static inline void nerve_lcm_put_array4(uint8_t *b, const void *p, size_t n)
     nerve_lcm_put_array1(b, p, n * 4);
 #else
     const uint8_t *s = (const uint8_t *) p;
-    size_t i;
-    for (i = 0; i < n; i++) {
+    size_t i = 0;
+    NERVE_LCM_SIMD_LOOP(nerve_lcm_swap32x4, 4)
+    for (; i < n; i++) {
         uint32_t v;
         memcpy(&v, s + 4 * i, 4);
         v = nerve_lcm_bswap32(v);
@@ -187,8 +224,9 @@ static inline void nerve_lcm_put_array8(uint8_t *b, const void *p, size_t n)
     nerve_lcm_put_array1(b, p, n * 8);
 #else
     const uint8_t *s = (const uint8_t *) p;
-    size_t i;
-    for (i = 0; i < n; i++) {
+    size_t i = 0;
+    NERVE_LCM_SIMD_LOOP(nerve_lcm_swap64x2, 8)
+    for (; i < n; i++) {
         uint64_t v;
         memcpy(&v, s + 8 * i, 8);
         v = nerve_lcm_bswap64(v);
@@ -236,7 +274,15 @@ static inline int nerve_lcm_get_string(const uint8_t *b, size_t rem, size_t *pos
     if (n <= 0 || (size_t) n > rem - *pos - 4) return n <= 0 ? NERVE_LCM_ELENGTH : NERVE_LCM_ENOSPACE;
     len = (size_t) n;
     src = b + *pos + 4;
-    if (memchr(src, 0, len) != (const void *) (src + len - 1)) return NERVE_LCM_ESTRING;
+    if (src[len - 1] != 0) return NERVE_LCM_ESTRING;
+    if (len <= 32) {
+        /* short strings (the common case): an inline scan beats a call to memchr */
+        size_t i;
+        for (i = 0; i + 1 < len; i++)
+            if (src[i] == 0) return NERVE_LCM_ESTRING;
+    } else if (memchr(src, 0, len - 1) != NULL) {
+        return NERVE_LCM_ESTRING;
+    }
     *out = (char *) malloc(len);
     if (!*out) return NERVE_LCM_ENOMEM;
     memcpy(*out, src, len);
