@@ -256,6 +256,7 @@ impl Receiver {
             Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => UdpmError::NoRoute { group: config.group, source },
             _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
         })?;
+        socket.set_nonblocking(true).map_err(io_err("making the socket non-blocking"))?;
         Ok(Receiver {
             socket: socket.into(),
             reassembler: Reassembler::new(config.limits),
@@ -284,25 +285,43 @@ impl Receiver {
 
     /// Waits up to `timeout` (forever with `None`) for the next whole message. Malformed datagrams and fragments of
     /// messages not yet complete are absorbed on the way.
+    ///
+    /// The socket is non-blocking: datagrams already queued are drained one `recvfrom` each, and `poll` is called
+    /// only when the queue is empty, so a burst of fragments costs one system call per datagram.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
+            match self.socket.recv_from(&mut self.buf) {
+                Ok((n, from)) => {
+                    if let Some(m) = self.absorb(from, n) {
+                        return Ok(Some(m));
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
+            }
             let wait = match deadline {
-                None => None,
+                None => PollTimeout::NONE,
                 Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(left),
+                    Some(left) if !left.is_zero() => {
+                        // Round up, so a sub-millisecond remainder still waits instead of spinning.
+                        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+                        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+                    }
                     _ => return Ok(None),
                 },
             };
-            self.socket.set_read_timeout(wait).map_err(io_err("setting a receive timeout"))?;
-            let (n, from) = match self.socket.recv_from(&mut self.buf) {
-                Ok(x) => x,
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
-            };
-            if let Some(m) = self.absorb(from, n) {
-                return Ok(Some(m));
+            let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, wait) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => {
+                    return Err(UdpmError::Io { op: "waiting for datagrams".into(), source: io::Error::from(e) })
+                }
             }
         }
     }

@@ -124,3 +124,55 @@ fn sha256_hex(data: &[u8]) -> String {
     let out = child.wait_with_output().unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
+
+/// 100 MB (1,600 fragments) in each direction. Both receivers ask for a 256 MiB kernel buffer, so the whole burst
+/// fits even when the receiving process gets no CPU for a while on a loaded machine (scripts/setup raises
+/// net.core.rmem_max to allow it), as LCM's docs advise for large messages.
+#[test]
+fn hundred_megabytes_both_ways() {
+    let mut cfg = config(2);
+    cfg.recv_buf_size = Some(256 << 20);
+    let size = 100_000_000usize;
+    let url = format!("udpm://{}:{}?ttl=0&recv_buf_size={}", cfg.group, cfg.port, 256 << 20);
+
+    // Real LCM -> Nerve.
+    let mut rx = Receiver::open(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let script = format!(
+        "import lcm\nlc = lcm.LCM('{url}')\nlc.publish('HUGE', bytes(range(256)) * ({size} // 256))\n"
+    );
+    let publisher = std::thread::spawn(move || Command::new(venv_python()).arg("-c").arg(script).status().unwrap());
+    let m = loop {
+        let m = rx.recv(Some(Duration::from_secs(20))).unwrap().unwrap_or_else(|| panic!("nothing; {:?}", rx.stats()));
+        if m.channel == "HUGE" {
+            break m;
+        }
+    };
+    assert!(publisher.join().unwrap().success());
+    assert_eq!(m.payload.len(), size);
+    assert!(m.payload.chunks(256).all(|c| c.iter().enumerate().all(|(i, &b)| b == i as u8)));
+
+    // Nerve -> real LCM.
+    let script = format!(
+        r#"
+import lcm
+lc = lcm.LCM("{url}")
+got = []
+lc.subscribe("HUGE", lambda ch, d: got.append(len(d) == {size} and d == bytes(range(256)) * ({size} // 256)))
+lc.handle_timeout(0)
+print("ready", flush=True)
+lc.handle_timeout(20000)
+print(got, flush=True)
+"#
+    );
+    let mut child = Command::new(venv_python()).arg("-c").arg(script).stdout(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let payload: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    Sender::open(&cfg).unwrap().send("HUGE", &payload).unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(line.trim(), "[True]", "real LCM did not receive the 100 MB message whole");
+}

@@ -1,0 +1,246 @@
+"""The bus over udpm against the real LCM 1.5.3, both directions, on loopback multicast (TTL 0).
+
+Real LCM publishes and `nerve sub` receives; `nerve pub` publishes and the real LCM receives; typed (a laser_t made by
+the real lcm-gen's Python and by `nerve pub --type --json`) and raw; empty, small, exactly at the fragmentation
+boundary, one byte past it, 1 MB; many channels; pattern subscriptions both ways; and the real `lcm-logger` records
+Nerve's traffic byte for byte. (100 MB messages are tested at the transport level in crates/udpm/tests.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import oracle
+
+EXAMPLES = oracle.REPO / "examples" / "types"
+
+
+def url(offset: int) -> str:
+    """A port of its own per test (and per run), so nothing else on the host interferes."""
+    port = 40000 + (os.getpid() % 2000) * 10 + offset
+    return f"udpm://239.255.76.69:{port}?ttl=0&recv_buf_size=16777216"
+
+
+def boundary_payloads(channel: str) -> list[bytes]:
+    boundary = 65499 - len(channel) - 1
+    return [bytes((i * 31) % 253 for i in range(n)) for n in (0, 100, boundary, boundary + 1, 1_000_000)]
+
+
+def start_nerve_sub(nerve_bin: Path, pattern: str, u: str, count: int, *extra: str) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [str(nerve_bin), "sub", pattern, "--url", u, "--count", str(count), "--timeout-ms", "20000", "--json", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(0.4)  # the subscriber binds and joins before anything is sent
+    return proc
+
+
+def finish(proc: subprocess.Popen) -> list[dict]:
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, f"nerve sub failed ({proc.returncode}): {err}"
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def real_lcm(script: str, venv_python: Path, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv_python), "-c", script], capture_output=True, text=True, timeout=timeout)
+
+
+def start_real_lcm(script: str, venv_python: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([str(venv_python), "-u", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    return proc
+
+
+def test_real_lcm_to_nerve_raw_sizes(nerve_bin, venv_python):
+    u = url(0)
+    sub = start_nerve_sub(nerve_bin, "EDGE", u, 5)
+    res = real_lcm(
+        f"""
+import lcm
+lc = lcm.LCM("{u}")
+b = 65499 - len("EDGE") - 1
+for n in (0, 100, b, b + 1, 1000000):
+    lc.publish("EDGE", bytes((i * 31) % 253 for i in range(n)))
+""",
+        venv_python,
+    )
+    assert res.returncode == 0, res.stderr
+    got = finish(sub)
+    assert [bytes.fromhex(m["data_hex"]) for m in got] == boundary_payloads("EDGE")
+    assert all(m["channel"] == "EDGE" for m in got)
+
+
+def test_nerve_to_real_lcm_raw_sizes(nerve_bin, venv_python, tmp_path):
+    u = url(1)
+    receiver = start_real_lcm(
+        f"""
+import lcm, hashlib
+lc = lcm.LCM("{u}")
+got = []
+lc.subscribe("EDGE", lambda ch, d: got.append((ch, len(d), hashlib.sha256(d).hexdigest())))
+lc.handle_timeout(0)
+print("ready")
+while len(got) < 5 and lc.handle_timeout(10000) > 0:
+    pass
+for g in got:
+    print(*g)
+""",
+        venv_python,
+    )
+    for i, p in enumerate(boundary_payloads("EDGE")):
+        f = tmp_path / f"p{i}"
+        f.write_bytes(p)
+        subprocess.run([str(nerve_bin), "pub", "EDGE", "--url", u, "--file", str(f)], check=True)
+    out, err = receiver.communicate(timeout=60)
+    want = [f"EDGE {len(p)} {hashlib.sha256(p).hexdigest()}" for p in boundary_payloads("EDGE")]
+    assert out.split("\n")[:-1] == want, err
+
+
+def test_typed_both_ways(nerve_bin, venv_python, tmp_path):
+    """A laser_t from the real lcm-gen's Python reaches `nerve sub --types` decoded; one from `nerve pub --type` reaches
+    real LCM Python, which decodes it with its own generated class."""
+    gen = tmp_path / "py"
+    gen.mkdir()
+    subprocess.run([str(oracle.LCM_GEN), "-p", "--ppath", str(gen), str(EXAMPLES / "laser_t.lcm")], check=True)
+    u = url(2)
+    sub = start_nerve_sub(nerve_bin, "LASER", u, 1, "--types", str(EXAMPLES))
+    res = real_lcm(
+        f"""
+import sys, lcm
+sys.path.insert(0, {str(gen)!r})
+from exlcm import laser_t
+m = laser_t(); m.utime = 12345; m.nranges = 3; m.ranges = [1.0, 2.5, -0.0]; m.rad0 = -1.5; m.radstep = 0.01
+lcm.LCM("{u}").publish("LASER", m.encode())
+print(m.encode().hex())
+""",
+        venv_python,
+    )
+    assert res.returncode == 0, res.stderr
+    [got] = finish(sub)
+    assert got["data_hex"] == res.stdout.strip()
+    assert got["type"] == "exlcm.laser_t"
+    assert got["fingerprint"] == "0x18f48ab44e6fd954"
+    assert got["value"]["utime"] == 12345 and got["value"]["ranges"] == [1.0, 2.5, -0.0]
+
+    u = url(3)
+    receiver = start_real_lcm(
+        f"""
+import sys, lcm
+sys.path.insert(0, {str(gen)!r})
+from exlcm import laser_t
+lc = lcm.LCM("{u}")
+got = []
+lc.subscribe("LASER", lambda ch, d: got.append(laser_t.decode(d)))
+lc.handle_timeout(0)
+print("ready")
+while not got and lc.handle_timeout(10000) > 0:
+    pass
+m = got[0]
+print(m.utime, m.nranges, list(m.ranges), m.rad0, m.radstep)
+""",
+        venv_python,
+    )
+    value = {"utime": -7, "nranges": 2, "ranges": [0.5, 4.0], "rad0": 0.25, "radstep": 0.125}
+    subprocess.run(
+        [str(nerve_bin), "pub", "LASER", "--url", u, "--type", "exlcm.laser_t", "--types", str(EXAMPLES), "--json", json.dumps(value)],
+        check=True,
+    )
+    out, err = receiver.communicate(timeout=30)
+    assert out.strip() == "-7 2 [0.5, 4.0] 0.25 0.125", err
+
+
+def test_many_channels_and_patterns(nerve_bin, venv_python):
+    """50 channels from real LCM; Nerve's pattern `CH_1.*` gets exactly the 11 it matches (anchored), in order."""
+    u = url(4)
+    sub = start_nerve_sub(nerve_bin, "CH_1.*", u, 11)
+    res = real_lcm(
+        f"""
+import lcm
+lc = lcm.LCM("{u}")
+for i in range(50):
+    lc.publish("CH_%d" % i, bytes([i]) * (i + 1))
+lc.publish("XCH_1", b"not anchored at the start")
+""",
+        venv_python,
+    )
+    assert res.returncode == 0, res.stderr
+    got = finish(sub)
+    want = ["CH_1"] + [f"CH_{i}" for i in range(10, 20)]
+    assert [m["channel"] for m in got] == want
+    for m in got:
+        i = int(m["channel"][3:])
+        assert bytes.fromhex(m["data_hex"]) == bytes([i]) * (i + 1)
+
+
+def test_real_lcm_pattern_receives_nerve_channels(nerve_bin, venv_python):
+    u = url(5)
+    receiver = start_real_lcm(
+        f"""
+import lcm
+lc = lcm.LCM("{u}")
+got = []
+lc.subscribe("(POSE|TWIST)_.*", lambda ch, d: got.append(ch))
+lc.handle_timeout(0)
+print("ready")
+while len(got) < 4 and lc.handle_timeout(5000) > 0:
+    pass
+print(" ".join(got))
+""",
+        venv_python,
+    )
+    for ch in ["POSE_A", "OTHER", "TWIST_B", "POSE_C", "XPOSE_D", "TWIST_E"]:
+        subprocess.run([str(nerve_bin), "pub", ch, "--url", u, "--hex", "00"], check=True)
+    out, err = receiver.communicate(timeout=30)
+    assert out.split() == ["POSE_A", "TWIST_B", "POSE_C", "TWIST_E"], err
+
+
+def test_lcm_logger_records_nerve_traffic_byte_for_byte(nerve_bin, venv_python, tmp_path):
+    u = url(6)
+    log = tmp_path / "nerve.lcmlog"
+    logger = subprocess.Popen(
+        [str(oracle.VENV / "bin" / "lcm-logger"), "-q", "-f", f"--lcm-url={u}", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        time.sleep(1.0)
+        payloads = [b"", b"small", bytes(range(256)) * 1000]
+        for i, p in enumerate(payloads):
+            f = tmp_path / f"m{i}"
+            f.write_bytes(p)
+            subprocess.run([str(nerve_bin), "pub", f"LOG_{i}", "--url", u, "--file", str(f)], check=True)
+        # lcm-logger writes an event to disk only when a later one arrives more than its flush interval (100 ms)
+        # after the last flush, and loses the unflushed tail at exit, even with real LCM publishing. Trailing
+        # messages, spaced out, push everything before them to disk.
+        for _ in range(3):
+            time.sleep(0.3)
+            subprocess.run([str(nerve_bin), "pub", "LOG_END", "--url", u, "--hex", "00"], check=True)
+        time.sleep(0.5)
+    finally:
+        # SIGINT is lcm-logger's clean exit; on SIGTERM it loses what is still in its stdio buffer (it flushes on
+        # a timer driven by incoming events).
+        logger.send_signal(signal.SIGINT)
+        logger.wait(timeout=10)
+    read = real_lcm(
+        f"""
+import lcm
+for e in lcm.EventLog({str(log)!r}, "r"):
+    print(e.channel, e.data.hex())
+""",
+        venv_python,
+    )
+    assert read.returncode == 0, read.stderr
+    events = [line.split(" ") for line in read.stdout.splitlines()]
+    events = [(e[0], bytes.fromhex(e[1]) if len(e) > 1 else b"") for e in events if e[0] not in ("LCM_SELF_TEST", "LOG_END")]
+    assert events == [(f"LOG_{i}", p) for i, p in enumerate(payloads)]
