@@ -244,3 +244,64 @@ for e in lcm.EventLog({str(log)!r}, "r"):
     events = [line.split(" ") for line in read.stdout.splitlines()]
     events = [(e[0], bytes.fromhex(e[1]) if len(e) > 1 else b"") for e in events if e[0] not in ("LCM_SELF_TEST", "LOG_END")]
     assert events == [(f"LOG_{i}", p) for i, p in enumerate(payloads)]
+
+
+def mp_url(offset: int) -> str:
+    port = 50000 + (os.getpid() % 400) * 20 + offset * 10
+    return f"mpudpm://239.255.76.73:{port}?ttl=0&nports=8&recv_buf_size=4194304"
+
+
+def test_mpudpm_real_lcm_to_nerve(nerve_bin, venv_python):
+    """liblcm's multi-port publisher; Nerve subscribes by name and by pattern. The pattern learns the channels from
+    liblcm's announcements, so the publisher keeps publishing until the subscriber has what it needs."""
+    u = mp_url(0)
+    by_name = start_nerve_sub(nerve_bin, "POSE", u, 3)
+    by_pattern = start_nerve_sub(nerve_bin, "CAM_.*", u, 3)
+    res = real_lcm(
+        f"""
+import lcm, time
+lc = lcm.LCM("{u}")
+end = time.time() + 3
+i = 0
+while time.time() < end:
+    lc.publish("POSE", b"p%d" % i)
+    lc.publish("CAM_LEFT", b"c%d" % i)
+    lc.publish("OTHER", b"o")
+    i += 1
+    time.sleep(0.05)
+""",
+        venv_python,
+    )
+    assert res.returncode == 0, res.stderr
+    names = finish(by_name)
+    assert [m["channel"] for m in names] == ["POSE"] * 3
+    seq = [int(bytes.fromhex(m["data_hex"])[1:]) for m in names]
+    assert seq == sorted(seq) and len(set(seq)) == 3
+    assert {m["channel"] for m in finish(by_pattern)} == {"CAM_LEFT"}
+
+
+def test_mpudpm_nerve_to_real_lcm(nerve_bin, venv_python):
+    u = mp_url(1)
+    receiver = start_real_lcm(
+        f"""
+import lcm
+lc = lcm.LCM("{u}")
+got = []
+lc.subscribe("POSE", lambda ch, d: got.append((ch, d)))
+lc.subscribe("CAM_.*", lambda ch, d: got.append((ch, d)))
+lc.handle_timeout(0)
+print("ready")
+while len({{c for c, _ in got}}) < 2 and lc.handle_timeout(5000) > 0:
+    pass
+print(" ".join(sorted({{c for c, _ in got}})))
+""",
+        venv_python,
+    )
+    # Several rounds: liblcm's pattern subscription joins CAM_LEFT's port once it has seen Nerve's announcement.
+    for _ in range(10):
+        for ch in ("POSE", "CAM_LEFT", "OTHER"):
+            subprocess.run([str(nerve_bin), "pub", ch, "--url", u, "--hex", "0102", "--count", "3", "--rate", "50"], check=True)
+        if receiver.poll() is not None:
+            break
+    out, err = receiver.communicate(timeout=30)
+    assert out.split() == ["CAM_LEFT", "POSE"], err

@@ -328,13 +328,20 @@ impl Bus {
         };
         let url = Url::parse(&text).map_err(BusError::Url)?;
         let provider: Box<dyn Provider> = match url.provider.as_str() {
-            "udpm" => {
+            "udpm" | "mpudpm" => {
                 let (config, unknown) = nerve_udpm::Config::from_url_parts(&url.network, &url.options)
                     .map_err(|e| BusError::Config { url: text.clone(), reason: e.to_string() })?;
                 for key in unknown {
                     eprintln!("nerve: {text}: unknown option '{key}' ignored");
                 }
-                Box::new(provider::udpm::Udpm::open(config)?)
+                if url.provider == "udpm" {
+                    if config.ports.is_some() {
+                        eprintln!("nerve: {text}: nports applies to mpudpm:// only; ignored");
+                    }
+                    Box::new(provider::udpm::Udpm::open(config)?)
+                } else {
+                    Box::new(provider::mpudpm::Mpudpm::open(config)?)
+                }
             }
             "memq" => Box::new(provider::memq::Memq::default()),
             other => return Err(BusError::UnknownProvider { provider: other.to_owned() }),

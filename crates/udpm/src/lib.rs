@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod multiport;
 pub mod packet;
 pub mod reassembly;
 mod socket;

@@ -7,6 +7,7 @@ use crate::error::BusError;
 use crate::pattern::Pattern;
 
 pub mod memq;
+pub mod mpudpm;
 pub mod udpm;
 
 /// A message as a provider hands it to the bus.

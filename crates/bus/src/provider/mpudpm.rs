@@ -1,0 +1,268 @@
+//! The `mpudpm://` provider: LCM's multi-port UDP multicast. Each channel has its own port (of `nports` from the
+//! start port), so a process receives only the datagrams of ports its subscriptions need, not every datagram on the
+//! group. A plain-name subscription joins its channel's port at once; a pattern joins the ports of the channels
+//! that match it as they become known from publishers' announcements (nerve_udpm::multiport), so a pattern may miss
+//! the first messages of a channel that another process has only just started publishing (as with liblcm).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nerve_udpm::multiport::{self, Update};
+use nerve_udpm::{Config, Receiver, RecvStats, Sender};
+
+use super::{Incoming, Provider, ProviderStats, Sink};
+use crate::error::BusError;
+use crate::pattern::Pattern;
+
+/// How often a publisher re-announces its channels (liblcm: about every 5 s).
+const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
+/// How often the receive thread looks up to join new ports and announce.
+const POLL: Duration = Duration::from_millis(50);
+
+fn transport(e: nerve_udpm::UdpmError) -> BusError {
+    BusError::Transport { provider: "mpudpm", source: Box::new(e) }
+}
+
+struct Publishing {
+    sender: Sender,
+    /// Channels this process publishes, with their ports: what it announces.
+    channels: BTreeMap<String, u16>,
+    last_announce: Option<Instant>,
+}
+
+impl Publishing {
+    fn announce(&mut self, start: u16, nports: u16) -> Result<(), nerve_udpm::UdpmError> {
+        let update = Update { nports, mapping: self.channels.iter().map(|(c, p)| (c.clone(), *p)).collect() };
+        self.last_announce = Some(Instant::now());
+        self.sender.send_to_port(start, multiport::UPDATE_CHANNEL, &update.encode())
+    }
+}
+
+#[derive(Default)]
+struct Interest {
+    patterns: Vec<Pattern>,
+    /// Every channel known to exist (announced by anyone, or published here), with its port.
+    known: BTreeMap<String, u16>,
+    ports: BTreeSet<u16>,
+}
+
+impl Interest {
+    fn add_channel(&mut self, channel: &str, port: u16) {
+        if self.known.insert(channel.to_owned(), port).is_none() && self.patterns.iter().any(|p| p.matches(channel)) {
+            self.ports.insert(port);
+        }
+    }
+}
+
+struct Shared {
+    start: u16,
+    nports: u16,
+    publishing: Mutex<Publishing>,
+    interest: Mutex<Interest>,
+    /// Sockets opened (bound and joined) by `subscribed`, waiting for the receive thread to take them. Opening them
+    /// before `subscribed` returns means the kernel queues every datagram sent after subscribing.
+    opened: Mutex<Vec<(u16, Receiver)>>,
+    /// Every port a socket has been opened for.
+    listening: Mutex<BTreeSet<u16>>,
+    stats: Mutex<Vec<RecvStats>>,
+}
+
+impl Shared {
+    /// Opens a socket on each of `ports` not listened on yet.
+    fn listen(&self, config: &Config, ports: impl IntoIterator<Item = u16>) -> Result<(), BusError> {
+        let mut listening = self.listening.lock().expect("listening lock");
+        for port in ports {
+            if listening.insert(port) {
+                let rx = Receiver::open_port(config, port).map_err(transport)?;
+                self.opened.lock().expect("opened lock").push((port, rx));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Multi-port UDP multicast, LCM's `mpudpm` wire format.
+pub struct Mpudpm {
+    config: Config,
+    shared: Arc<Shared>,
+    published: AtomicU64,
+    receive: Mutex<Option<ReceiveThread>>,
+}
+
+struct ReceiveThread {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for ReceiveThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Mpudpm {
+    /// Opens the send side; `config.ports` is the number of ports (LCM's default 500 when absent).
+    pub fn open(mut config: Config) -> Result<Mpudpm, BusError> {
+        let nports = *config.ports.get_or_insert(multiport::DEFAULT_PORTS);
+        let sender = Sender::open(&config).map_err(transport)?;
+        let shared = Arc::new(Shared {
+            start: config.port,
+            nports,
+            publishing: Mutex::new(Publishing { sender, channels: BTreeMap::new(), last_announce: None }),
+            interest: Mutex::new(Interest::default()),
+            opened: Mutex::new(Vec::new()),
+            listening: Mutex::new(BTreeSet::new()),
+            stats: Mutex::new(Vec::new()),
+        });
+        Ok(Mpudpm { config, shared, published: AtomicU64::new(0), receive: Mutex::new(None) })
+    }
+
+    /// The ports this process listens on now (the start port is always one of them once receiving).
+    pub fn joined_ports(&self) -> BTreeSet<u16> {
+        let mut ports = self.shared.interest.lock().expect("interest lock").ports.clone();
+        ports.insert(self.shared.start);
+        ports
+    }
+}
+
+impl Provider for Mpudpm {
+    fn name(&self) -> &'static str {
+        "mpudpm"
+    }
+
+    fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
+        let (start, nports) = (self.shared.start, self.shared.nports);
+        let port = multiport::port_of(channel, start, nports);
+        let internal = multiport::is_internal(channel);
+        let new = !internal && !self.shared.publishing.lock().expect("publishing lock").channels.contains_key(channel);
+        if new {
+            // Our own pattern subscriptions hear our own channels, as on udpm: listen before the first send.
+            let wanted = {
+                let mut i = self.shared.interest.lock().expect("interest lock");
+                i.add_channel(channel, port);
+                i.ports.contains(&port)
+            };
+            if wanted {
+                self.shared.listen(&self.config, [port])?;
+            }
+        }
+        let mut p = self.shared.publishing.lock().expect("publishing lock");
+        if new {
+            // Announce before the data, as liblcm does, so remote patterns can join the port as early as possible.
+            p.channels.insert(channel.to_owned(), port);
+            p.announce(start, nports).map_err(transport)?;
+        } else if !internal && p.last_announce.is_none_or(|t| t.elapsed() >= ANNOUNCE_EVERY) {
+            p.announce(start, nports).map_err(transport)?;
+        }
+        p.sender.send_to_port(port, channel, data).map_err(transport)?;
+        self.published.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn subscribed(&self, pattern: &Pattern) -> Result<(), BusError> {
+        let (start, nports) = (self.shared.start, self.shared.nports);
+        let ports = {
+            let mut i = self.shared.interest.lock().expect("interest lock");
+            let mut ports: Vec<u16> = i.known.iter().filter(|(c, _)| pattern.matches(c)).map(|(_, p)| *p).collect();
+            ports.extend(pattern.literal().map(|channel| multiport::port_of(channel, start, nports)));
+            i.ports.extend(ports.iter().copied());
+            i.patterns.push(pattern.clone());
+            ports
+        };
+        self.shared.listen(&self.config, ports)?;
+        // Ask publishers to announce their channels, so that patterns find them without waiting for the next round.
+        let mut p = self.shared.publishing.lock().expect("publishing lock");
+        p.sender.send_to_port(start, multiport::REQUEST_CHANNEL, multiport::REQUEST_PAYLOAD).map_err(transport)
+    }
+
+    fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError> {
+        let mut slot = self.receive.lock().expect("receive lock");
+        if slot.is_some() {
+            return Ok(());
+        }
+        self.shared.listen(&self.config, [self.shared.start])?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, shared, config) = (Arc::clone(&stop), Arc::clone(&self.shared), self.config.clone());
+        let thread = std::thread::Builder::new()
+            .name("nerve-mpudpm-rx".into())
+            .spawn(move || receive_loop(&config, &shared, sink.as_ref(), &flag))
+            .map_err(|e| BusError::Transport { provider: "mpudpm", source: Box::new(e) })?;
+        *slot = Some(ReceiveThread { stop, thread: Some(thread) });
+        Ok(())
+    }
+
+    fn stats(&self) -> ProviderStats {
+        let all = self.shared.stats.lock().expect("stats lock");
+        let mut s = ProviderStats { published: self.published.load(Ordering::Relaxed), ..ProviderStats::default() };
+        for r in all.iter() {
+            s.received += r.messages;
+            s.malformed += r.malformed_total() + r.reassembly.dropped_inconsistent;
+            s.lost += r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large;
+        }
+        s
+    }
+}
+
+fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &AtomicBool) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+    let mut receivers: HashMap<u16, Receiver> = HashMap::new();
+    while !stop.load(Ordering::Relaxed) {
+        // Join the ports of channels that announcements have made known to match a pattern, then take the sockets
+        // opened for us.
+        let wanted = shared.interest.lock().expect("interest lock").ports.clone();
+        if let Err(err) = shared.listen(config, wanted) {
+            eprintln!("nerve: mpudpm: {err}");
+        }
+        receivers.extend(shared.opened.lock().expect("opened lock").drain(..));
+        {
+            let mut p = shared.publishing.lock().expect("publishing lock");
+            if !p.channels.is_empty() && p.last_announce.is_some_and(|t| t.elapsed() >= ANNOUNCE_EVERY) {
+                let _ = p.announce(shared.start, shared.nports);
+            }
+        }
+        let ports: Vec<u16> = receivers.keys().copied().collect();
+        let ready: Vec<u16> = {
+            let mut fds: Vec<PollFd<'_>> =
+                ports.iter().map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN)).collect();
+            let timeout = PollTimeout::try_from(POLL.as_millis() as i32).unwrap_or(PollTimeout::MAX);
+            if poll(&mut fds, timeout).is_err() {
+                continue;
+            }
+            ports
+                .iter()
+                .zip(&fds)
+                .filter(|(_, f)| f.revents().is_some_and(|r| !r.is_empty()))
+                .map(|(p, _)| *p)
+                .collect()
+        };
+        for port in ready {
+            let rx = receivers.get_mut(&port).expect("polled receivers exist");
+            while let Ok(Some(m)) = rx.recv(Some(Duration::ZERO)) {
+                if m.channel == multiport::UPDATE_CHANNEL {
+                    if let Ok(update) = Update::decode(&m.payload) {
+                        let mut i = shared.interest.lock().expect("interest lock");
+                        for (channel, port) in update.mapping {
+                            i.add_channel(&channel, port);
+                        }
+                    }
+                } else if m.channel == multiport::REQUEST_CHANNEL {
+                    let mut p = shared.publishing.lock().expect("publishing lock");
+                    if !p.channels.is_empty() {
+                        let _ = p.announce(shared.start, shared.nports);
+                    }
+                } else if !multiport::is_internal(&m.channel) {
+                    sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime });
+                }
+            }
+        }
+        *shared.stats.lock().expect("stats lock") = receivers.values().map(Receiver::stats).collect();
+    }
+}

@@ -1,0 +1,36 @@
+//! What multi-port mode is for: a process subscribed to one channel does not receive (or spend CPU on) the
+//! datagrams of channels on other ports, whereas on plain udpm every process receives everything on the group.
+
+use std::time::{Duration, Instant};
+
+use nerve_bus::{Bus, Overflow};
+
+fn flood_and_count(url: &str) -> u64 {
+    let subscriber = Bus::new(Some(url)).unwrap();
+    let wanted = subscriber.subscriber("WANTED", 1000, Overflow::DropOldest).unwrap();
+    let publisher = Bus::new(Some(url)).unwrap();
+    for i in 0..200u32 {
+        publisher.publish_raw("OTHER_TRAFFIC", &i.to_be_bytes()).unwrap();
+    }
+    publisher.publish_raw("WANTED", b"x").unwrap();
+    assert!(wanted.recv_timeout(Duration::from_secs(5)).is_some(), "the wanted message arrives");
+    // Let anything still in flight land before counting.
+    let settle = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    subscriber.provider_stats().received
+}
+
+#[test]
+fn a_subscriber_receives_only_its_ports() {
+    let base = 15000 + (std::process::id() % 400) as u16 * 40;
+    // "WANTED" and "OTHER_TRAFFIC" hash to different ports of 16 (checked: the test would be void otherwise).
+    use nerve_udpm::multiport::port_of;
+    assert_ne!(port_of("WANTED", base, 16), port_of("OTHER_TRAFFIC", base, 16));
+
+    let on_udpm = flood_and_count(&format!("udpm://239.255.76.72:{base}?ttl=0&recv_buf_size=2097152"));
+    let on_mpudpm = flood_and_count(&format!("mpudpm://239.255.76.72:{}?ttl=0&nports=16&recv_buf_size=2097152", base + 20));
+    assert!(on_udpm >= 201, "plain udpm hands every message on the group to every process ({on_udpm})");
+    assert!(on_mpudpm < 10, "mpudpm hands over only the subscribed port's messages and announcements ({on_mpudpm})");
+}
