@@ -49,13 +49,16 @@ fn every_rust_file_starts_with_a_module_doc() {
 
 #[test]
 fn every_unsafe_block_has_a_safety_comment() {
+    // Spelled in two halves so that this file does not match itself.
+    let keyword = concat!("un", "safe");
+    let block = format!("{keyword} {{");
     let mut bad = Vec::new();
     for f in sources() {
         let text = std::fs::read_to_string(&f).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         for (i, l) in lines.iter().enumerate() {
             let code = l.split("//").next().unwrap_or("");
-            if !code.contains("unsafe {") && !code.trim_end().ends_with("unsafe") {
+            if !code.contains(&block) && !code.trim_end().ends_with(keyword) {
                 continue;
             }
             // The comment may sit on the same line or in the few lines above (after attributes).
