@@ -49,19 +49,19 @@ impl fmt::Display for BusError {
             }
             BusError::Config { url, reason } => write!(f, "{url}: {reason}"),
             BusError::Pattern(e) => e.fmt(f),
-            BusError::Transport { provider, source } => write!(f, "{provider}: {source}"),
+            // The source is not repeated here: it is the next link of the chain (`source()`).
+            BusError::Transport { provider, .. } => write!(f, "{provider} transport"),
             BusError::HandleInsideHandler => write!(f, "handle() called from inside a message handler"),
             BusError::NotSubscribed => write!(f, "not subscribed (already unsubscribed?)"),
-            BusError::Encode(e) => write!(f, "encoding the message: {e}"),
+            BusError::Encode(_) => write!(f, "encoding the message"),
         }
     }
 }
 
 impl std::error::Error for BusError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // Url and Pattern display their whole content themselves, so they have no further source.
         match self {
-            BusError::Url(e) => Some(e),
-            BusError::Pattern(e) => Some(e),
             BusError::Transport { source, .. } => Some(source.as_ref()),
             BusError::Encode(e) => Some(e),
             _ => None,

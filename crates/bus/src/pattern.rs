@@ -33,8 +33,10 @@ impl std::error::Error for PatternError {}
 impl Pattern {
     /// Compiles `text`.
     pub fn new(text: &str) -> Result<Pattern, PatternError> {
-        let regex = regex::Regex::new(&format!("^(?:{text})$"))
-            .map_err(|e| PatternError { pattern: text.to_owned(), reason: e.to_string() })?;
+        let error = |e: regex::Error| PatternError { pattern: text.to_owned(), reason: e.to_string() };
+        // Checked alone first, so that an error points into the user's text rather than into our anchoring.
+        regex::Regex::new(text).map_err(error)?;
+        let regex = regex::Regex::new(&format!("^(?:{text})$")).map_err(error)?;
         Ok(Pattern { text: text.to_owned(), regex })
     }
 

@@ -14,7 +14,7 @@ use crate::reassembly::{ReassemblyStats, Reassembler};
 
 /// What the user runs when multicast is not routed on a Linux host with only loopback.
 pub const LOOPBACK_ADVICE: &str =
-    "multicast is not routed here; on a host without a network run (as root): \
+    "is multicast routed? On a host with only loopback run, as root: \
      ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo";
 
 /// A udpm failure, with the operation that failed.
@@ -46,8 +46,9 @@ pub enum UdpmError {
 impl std::fmt::Display for UdpmError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            UdpmError::Io { op, source } => write!(f, "{op}: {source}"),
-            UdpmError::NoRoute { group, source } => write!(f, "no route to multicast group {group} ({source}): {LOOPBACK_ADVICE}"),
+            // Sources are not repeated here: they are the next link of the chain (`source()`).
+            UdpmError::Io { op, .. } => f.write_str(op),
+            UdpmError::NoRoute { group, .. } => write!(f, "no route to multicast group {group} ({LOOPBACK_ADVICE})"),
             UdpmError::UnknownInterface { name } => write!(f, "interface '{name}' not found or has no IPv4 address"),
             UdpmError::Send(e) => e.fmt(f),
         }
@@ -58,8 +59,7 @@ impl std::error::Error for UdpmError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             UdpmError::Io { source, .. } | UdpmError::NoRoute { source, .. } => Some(source),
-            UdpmError::Send(e) => Some(e),
-            UdpmError::UnknownInterface { .. } => None,
+            UdpmError::Send(_) | UdpmError::UnknownInterface { .. } => None,
         }
     }
 }
