@@ -80,6 +80,41 @@ fn main() {
             }
         }
     }
+    // The echo and latency suites' lcm-c programs (src/echo/): an executable, so that LCM's processes load only
+    // liblcm and Nerve's only Nerve. BENCH_LCM_ECHO is its path, or "unavailable: reason".
+    match lcm_echo_exe(&manifest, &out, &venv) {
+        Ok(p) => println!("cargo::rustc-env=BENCH_LCM_ECHO={}", p.display()),
+        Err(why) => {
+            let why: String = why.replace(['\n', '\r'], " ").chars().take(400).collect();
+            println!("cargo::warning=nerve-bench: lcm-c echo/latency programs unavailable: {why}");
+            println!("cargo::rustc-env=BENCH_LCM_ECHO=unavailable: {why}");
+        }
+    }
+}
+
+/// Compiles `csrc/lcm_echo.c` into `$OUT_DIR/lcm_echo`, linked against the wheel's `liblcm.so` with an rpath to it.
+fn lcm_echo_exe(manifest: &Path, out: &Path, venv: &Path) -> Result<PathBuf, String> {
+    let header = find_file(&venv.join("lib"), "lcm.h")
+        .filter(|h| h.parent().is_some_and(|d| d.ends_with("lcm")))
+        .ok_or_else(|| format!("lcm/lcm.h not found under {} (run scripts/setup)", venv.join("lib").display()))?;
+    let include = header.parent().and_then(Path::parent).ok_or("lcm.h has no parent")?.to_path_buf();
+    let lib = find_file(&venv.join("lib"), "liblcm.so")
+        .ok_or_else(|| format!("liblcm.so not found under {} (run scripts/setup)", venv.join("lib").display()))?;
+    let libdir = lib.parent().ok_or("liblcm.so has no parent")?.to_path_buf();
+    let exe = out.join("lcm_echo");
+    let compiler = cc::Build::new().opt_level(2).get_compiler();
+    let mut cmd = compiler.to_command();
+    cmd.arg("-O2")
+        .arg("-o")
+        .arg(&exe)
+        .arg(manifest.join("csrc/lcm_echo.c"))
+        .arg(format!("-I{}", include.display()))
+        .arg(format!("-L{}", libdir.display()))
+        .arg(format!("-Wl,-rpath,{}", libdir.display()))
+        .arg("-llcm")
+        .arg("-lpthread");
+    run(&mut cmd)?;
+    Ok(exe)
 }
 
 fn checked(files: &[PathBuf]) -> Result<nerve_types::Checked, String> {

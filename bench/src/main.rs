@@ -2,12 +2,15 @@
 //!
 //! ```text
 //! nerve-bench marshalling [--quick] [--json]
+//! nerve-bench echo [--quick] [--json]
+//! nerve-bench latency [--quick] [--json]
 //! ```
 //!
 //! `nerve bench SUITE` runs this program. Figures are medians measured in this run; ratios against the peers measured
 //! in the same run are the result, absolute times on a shared machine are not.
 
 mod data;
+mod echo;
 mod harness;
 mod suite;
 mod systems;
@@ -16,9 +19,13 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: nerve-bench SUITE [--quick] [--json]\n\nsuites:\n  marshalling  seed 000 Fig. 6 and seed 002 \
 Table 1: encode, decode and projections for Nerve's Rust, C and Python, real LCM C and Python, flatbuffers, bincode \
-and a memcpy floor\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
+and a memcpy floor\n  echo         seed 000 Figs. 4-5: 800-byte messages echoed by 1/2/4 client processes over udpm, nerve vs real \
+LCM C: bandwidth, loss, round trip\n  latency      one-way latency of 64-byte messages at 1 kHz between two processes, nerve vs real LCM C\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
 
 fn main() -> ExitCode {
+    if let Some(code) = echo::hidden_role(&std::env::args().collect::<Vec<_>>()) {
+        return code;
+    }
     let mut suite = None;
     let mut quick = false;
     let mut json = false;
@@ -43,6 +50,8 @@ fn main() -> ExitCode {
             let code = suite::run(&suite::Options { quick, json, pinning });
             ExitCode::from(code as u8)
         }
+        Some("echo") => ExitCode::from(echo::run_echo(quick, json) as u8),
+        Some("latency") => ExitCode::from(echo::run_latency(quick, json) as u8),
         Some(other) => {
             eprint!("nerve-bench: unknown suite {other:?}\n{USAGE}");
             ExitCode::from(2)

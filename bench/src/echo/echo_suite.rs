@@ -1,0 +1,322 @@
+//! `nerve-bench echo`: seed 000's echo test (Figs. 4-5). See bench/README.md, "echo".
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::proc::{Proc, Program, Role};
+use super::{base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, Latencies, Out, GROUP, MSG_SIZE};
+
+/// Target rates in MB/s (10^6 bytes); `None` is as fast as the source can publish.
+const RATES: [Option<u32>; 6] = [Some(1), Some(5), Some(10), Some(20), Some(50), None];
+const CLIENTS: [usize; 3] = [1, 2, 4];
+const QUICK_RATES: [Option<u32>; 2] = [Some(5), None];
+const QUICK_CLIENTS: [usize; 2] = [1, 4];
+/// Ports a multi-port point spreads its channels over.
+const MP_PORTS: u16 = 64;
+/// The receive buffer every process asks for (seed 000 used 2 MB buffers); the same URL option for every system.
+const RECV_BUF: usize = 2 * 1024 * 1024;
+const REQ: &str = "ECHO_REQ";
+const REP_PREFIX: &str = "ECHO_REP_";
+
+struct System {
+    name: &'static str,
+    scheme: &'static str,
+    /// Ports one point uses.
+    span: u16,
+    program: Result<Program, String>,
+}
+
+impl System {
+    fn url(&self, port: u16) -> String {
+        match self.scheme {
+            "mpudpm" => format!("mpudpm://{GROUP}:{port}?ttl=0&nports={MP_PORTS}&recv_buf_size={RECV_BUF}"),
+            s => format!("{s}://{GROUP}:{port}?ttl=0&recv_buf_size={RECV_BUF}"),
+        }
+    }
+}
+
+fn systems(base: u16) -> Vec<System> {
+    let nerve = nerve_program();
+    let mut mp = System { name: "nerve-mpudpm", scheme: "mpudpm", span: MP_PORTS, program: nerve.clone() };
+    if let Err(e) = nerve_provider(&mp.url(base)) {
+        mp.program = Err(format!("no mpudpm provider in this build of nerve-bus ({e})"));
+    }
+    vec![
+        System { name: "nerve", scheme: "udpm", span: 1, program: nerve },
+        System { name: "lcm-c", scheme: "udpm", span: 1, program: lcm_program() },
+        mp,
+    ]
+}
+
+/// One measured point.
+#[derive(Debug, Clone)]
+struct Point {
+    offered_mbps: f64,
+    delivered_mbps: f64,
+    loss_pct: f64,
+    rtt: Option<Latencies>,
+    note: String,
+}
+
+fn case_name(rate: Option<u32>, clients: usize) -> String {
+    match rate {
+        Some(r) => format!("{r}MBps_{clients}clients"),
+        None => format!("max_{clients}clients"),
+    }
+}
+
+fn rate_label(rate: Option<u32>) -> String {
+    rate.map(|r| format!("{r}")).unwrap_or_else(|| "max".into())
+}
+
+struct Timing {
+    duration_ms: u64,
+    drain_ms: u64,
+}
+
+fn measure(
+    sys: &System,
+    program: &Program,
+    clients: usize,
+    rate: Option<u32>,
+    port: u16,
+    t: &Timing,
+    cpu_source: Option<usize>,
+    cpu_clients: Option<usize>,
+) -> Result<Point, String> {
+    let url = sys.url(port);
+    let max_ms = (t.duration_ms + t.drain_ms + 3_000).to_string();
+    let mut procs = Vec::new();
+    for k in 0..clients {
+        let args = vec![url.clone(), REQ.into(), format!("{REP_PREFIX}{k}"), max_ms.clone()];
+        let mut p = Proc::spawn(&format!("{} client {k}", sys.name), program, Role::Client, &args, cpu_clients)?;
+        p.expect_line("ready", Duration::from_secs(10))?;
+        procs.push(p);
+    }
+    let rate_bps = rate.map(|r| r as f64 * 1e6).unwrap_or(0.0);
+    let args = vec![
+        url,
+        REQ.into(),
+        REP_PREFIX.into(),
+        clients.to_string(),
+        format!("{rate_bps}"),
+        t.duration_ms.to_string(),
+        t.drain_ms.to_string(),
+    ];
+    let mut src = Proc::spawn(&format!("{} source", sys.name), program, Role::Source, &args, cpu_source)?;
+    let lines = src.collect("end", Duration::from_millis(t.duration_ms + t.drain_ms + 15_000))?;
+    src.finish(Duration::from_secs(5));
+    let mut killed = 0;
+    for p in procs {
+        if !p.finish(Duration::from_secs(3)) {
+            killed += 1;
+        }
+    }
+    let (mut sent, mut send_ns, mut got) = (None, 0u64, vec![0u64; clients]);
+    let mut rtt = Vec::with_capacity(lines.len());
+    for l in &lines {
+        let w: Vec<&str> = l.split(' ').collect();
+        match w.as_slice() {
+            ["rtt", x] => rtt.push(x.parse::<u64>().map_err(|_| format!("bad line {l:?}"))?),
+            ["sent", n, ns] => {
+                sent = Some(n.parse::<u64>().map_err(|_| format!("bad line {l:?}"))?);
+                send_ns = ns.parse().map_err(|_| format!("bad line {l:?}"))?;
+            }
+            ["client", k, n] => {
+                let k: usize = k.parse().map_err(|_| format!("bad line {l:?}"))?;
+                if k < clients {
+                    got[k] = n.parse().map_err(|_| format!("bad line {l:?}"))?;
+                }
+            }
+            ["end"] => {}
+            _ => return Err(format!("{} source printed {l:?}", sys.name)),
+        }
+    }
+    let sent = sent.ok_or_else(|| format!("{} source printed no 'sent' line", sys.name))?;
+    let echoed: u64 = got.iter().sum();
+    let secs = send_ns as f64 / 1e9;
+    let offered_mbps = sent as f64 * MSG_SIZE as f64 / secs / 1e6;
+    let delivered_mbps = echoed as f64 / clients as f64 * MSG_SIZE as f64 / secs / 1e6;
+    let expected = sent * clients as u64;
+    let loss_pct = if expected == 0 { 0.0 } else { 100.0 * (expected.saturating_sub(echoed)) as f64 / expected as f64 };
+    let mut note = String::new();
+    if killed > 0 {
+        note = format!("{killed} client(s) missed the stop message and were killed");
+    }
+    Ok(Point { offered_mbps, delivered_mbps, loss_pct, rtt: Latencies::from_ns(&mut rtt), note })
+}
+
+/// Runs the suite; the exit code (0 unless the run itself could not be made).
+pub fn run(quick: bool, json: bool) -> i32 {
+    let out = Out { json };
+    let t = if quick { Timing { duration_ms: 300, drain_ms: 100 } } else { Timing { duration_ms: 2_000, drain_ms: 300 } };
+    let (rates, clients): (&[Option<u32>], &[usize]) =
+        if quick { (&QUICK_RATES, &QUICK_CLIENTS) } else { (&RATES, &CLIENTS) };
+    let base = base_port();
+    let systems = systems(base);
+    let place = placement("the source", "every echo client");
+    let load_start = clock::loadavg();
+    out.json(json!({"suite": "echo", "kind": "info", "mode": if quick {"quick"} else {"full"}, "host": clock::host(),
+        "loadavg": load_start, "placement": place.text, "message_bytes": MSG_SIZE, "duration_ms": t.duration_ms,
+        "drain_ms": t.drain_ms, "url": systems[0].url(base)}));
+    out.text(&format!(
+        "echo: seed 000 Figs. 4-5 ({MSG_SIZE}-byte messages; a source, 1/2/4 echo clients; {} s per point, then up to {} ms for late echoes){}",
+        t.duration_ms as f64 / 1e3,
+        t.drain_ms,
+        if quick { " [--quick: rough]" } else { "" }
+    ));
+    out.text(&format!("host {}; load average at start: {load_start} (2 shared vCPUs: other work skews every figure)", clock::host()));
+    out.text(&format!("placement: {}", place.text));
+    out.text(&format!("url: {} (one port per point{})", systems[0].url(base), ""));
+    for s in &systems {
+        let what = match (&s.program, s.name) {
+            (Err(e), _) => format!("unavailable: {e}"),
+            (Ok(_), "nerve") => "nerve-bus over udpm (Rust, this program's hidden roles)".into(),
+            (Ok(_), "lcm-c") => "real LCM 1.5.3 C (csrc/lcm_echo.c against the wheel's liblcm)".into(),
+            (Ok(_), _) => format!("nerve-bus over multi-port udpm ({MP_PORTS} ports)"),
+        };
+        out.text(&format!("  {:<13} {what}", s.name));
+    }
+    out.text("");
+    out.text(&format!(
+        "{:<13} {:>7} {:>6} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "system", "clients", "target", "offered", "delivered", "loss", "mean", "p50", "p99", "max"
+    ));
+    out.text(&format!(
+        "{:<13} {:>7} {:>6} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "", "", "MB/s", "MB/s", "MB/s", "%", "rtt µs", "µs", "µs", "µs"
+    ));
+
+    let mut results: Vec<(String, &'static str, Result<Point, String>)> = Vec::new();
+    let mut port = base;
+    for &k in clients {
+        for &rate in rates {
+            let case = case_name(rate, k);
+            for s in &systems {
+                let r = match &s.program {
+                    Err(e) => Err(e.clone()),
+                    Ok(p) => measure(s, p, k, rate, port, &t, place.a, place.b),
+                };
+                port += s.span;
+                match &r {
+                    Ok(p) => {
+                        out.text(&format!(
+                            "{:<13} {:>7} {:>6} {:>9.2} {:>9.2} {:>7.2} {:>8} {:>8} {:>8} {:>8}{}",
+                            s.name,
+                            k,
+                            rate_label(rate),
+                            p.offered_mbps,
+                            p.delivered_mbps,
+                            p.loss_pct,
+                            cell(p.rtt, |l| l.mean),
+                            cell(p.rtt, |l| l.p50),
+                            cell(p.rtt, |l| l.p99),
+                            cell(p.rtt, |l| l.max),
+                            if p.note.is_empty() { String::new() } else { format!("  ({})", p.note) }
+                        ));
+                        for (m, v, u) in [
+                            ("offered_mbps", p.offered_mbps, "MB/s"),
+                            ("delivered_mbps", p.delivered_mbps, "MB/s"),
+                            ("loss_pct", p.loss_pct, "%"),
+                        ] {
+                            out.json(json!({"suite": "echo", "case": case, "system": s.name, "metric": m,
+                                "value": round3(v), "unit": u}));
+                        }
+                        out.latencies("echo", &case, s.name, p.rtt);
+                    }
+                    Err(e) => {
+                        out.text(&format!("{:<13} {:>7} {:>6} unavailable: {e}", s.name, k, rate_label(rate)));
+                        out.unavailable("echo", &case, s.name, e);
+                    }
+                }
+                results.push((case.clone(), s.name, r));
+            }
+            if systems.iter().filter(|s| s.program.is_ok()).count() > 1 {
+                out.text("");
+            }
+        }
+    }
+    ratios(&out, &results);
+    let load_end = clock::loadavg();
+    out.text(&format!("load average at end: {load_end}"));
+    out.json(json!({"suite": "echo", "kind": "info", "loadavg_end": load_end}));
+    0
+}
+
+/// The bars of issue 3, nerve vs lcm-c at each point of this run.
+fn ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) {
+    out.text("ratios: issue 3's bars, nerve vs lcm-c at the same point of this run");
+    out.text("  delivered: nerve delivered / lcm-c delivered >= 1 (ratio rounded to 3 decimals: pacing jitter of the last");
+    out.text("             sleep is about 1e-4 of a point); loss: nerve loss % <= lcm-c loss %; p50: nerve p50 / lcm-c p50 <= 0.8");
+    out.text(&format!(
+        "{:<18} {:>10} {:<5} {:>15} {:<5} {:>9} {:<5}",
+        "case", "delivered", "", "loss n / l %", "", "p50", ""
+    ));
+    let (mut pass, mut total) = (0, 0);
+    let find = |case: &str, sys: &str| {
+        results.iter().find(|(c, s, _)| c == case && *s == sys).map(|(_, _, r)| r.clone())
+    };
+    let mut cases: Vec<&String> = Vec::new();
+    for (c, _, _) in results {
+        if !cases.contains(&c) {
+            cases.push(c);
+        }
+    }
+    for case in cases {
+        let (Some(n), Some(l)) = (find(case, "nerve"), find(case, "lcm-c")) else { continue };
+        let (n, l) = match (n, l) {
+            (Ok(n), Ok(l)) => (n, l),
+            (n, l) => {
+                let why = [n.err(), l.err()].into_iter().flatten().collect::<Vec<_>>().join("; ");
+                out.text(&format!("{case:<18} UNAVAILABLE ({why})"));
+                for (bar, metric, op) in BARS {
+                    out.json(json!({"suite": "echo", "kind": "ratio", "bar": bar, "case": case, "system": "nerve",
+                        "metric": metric, "op": op, "value": null, "pass": null, "reason": why}));
+                }
+                continue;
+            }
+        };
+        let d = if l.delivered_mbps > 0.0 { n.delivered_mbps / l.delivered_mbps } else { f64::INFINITY };
+        let d_pass = (d * 1000.0).round() / 1000.0 >= 1.0;
+        let loss_pass = n.loss_pct <= l.loss_pct;
+        let p50 = match (n.rtt, l.rtt) {
+            (Some(a), Some(b)) => Some(a.p50 / b.p50),
+            _ => None,
+        };
+        let p50_pass = p50.map(|r| r <= 0.8);
+        let v = |b: bool| if b { "PASS" } else { "FAIL" };
+        out.text(&format!(
+            "{case:<18} {d:>10.3} {:<5} {:>7.2} / {:<5.2} {:<5} {:>9} {:<5}",
+            v(d_pass),
+            n.loss_pct,
+            l.loss_pct,
+            v(loss_pass),
+            p50.map(|r| format!("{r:.3}")).unwrap_or_else(|| "-".into()),
+            p50_pass.map(v).unwrap_or("UNAVAILABLE (no echo)")
+        ));
+        total += 3;
+        pass += d_pass as usize + loss_pass as usize + p50_pass.unwrap_or(false) as usize;
+        out.json(json!({"suite": "echo", "kind": "ratio", "bar": BARS[0].0, "case": case, "system": "nerve",
+            "metric": "delivered_mbps", "op": ">=", "value": round3(d), "limit": 1.0, "pass": d_pass,
+            "definition": format!("nerve delivered {:.3} MB/s / lcm-c delivered {:.3} MB/s", n.delivered_mbps, l.delivered_mbps)}));
+        out.json(json!({"suite": "echo", "kind": "ratio", "bar": BARS[1].0, "case": case, "system": "nerve",
+            "metric": "loss_pct", "op": "<=", "value": round3(n.loss_pct), "limit": round3(l.loss_pct), "pass": loss_pass,
+            "definition": "nerve loss % (value) <= lcm-c loss % (limit)"}));
+        match p50 {
+            Some(r) => out.json(json!({"suite": "echo", "kind": "ratio", "bar": BARS[2].0, "case": case, "system": "nerve",
+                "metric": "p50", "op": "<=", "value": round3(r), "limit": 0.8, "pass": r <= 0.8,
+                "definition": format!("nerve p50 {:.1} µs / lcm-c p50 {:.1} µs", n.rtt.map_or(0.0, |x| x.p50), l.rtt.map_or(0.0, |x| x.p50))})),
+            None => out.json(json!({"suite": "echo", "kind": "ratio", "bar": BARS[2].0, "case": case, "system": "nerve",
+                "metric": "p50", "op": "<=", "value": null, "pass": null, "reason": "a system received no echo"})),
+        }
+    }
+    out.text(&format!("bars passed: {pass} of {total}"));
+    out.text("");
+}
+
+const BARS: [(&str, &str, &str); 3] = [
+    ("delivered vs lcm-c", "delivered_mbps", ">="),
+    ("loss vs lcm-c", "loss_pct", "<="),
+    ("p50 round trip vs lcm-c", "p50", "<="),
+];

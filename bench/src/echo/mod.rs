@@ -1,0 +1,209 @@
+//! The network suites of issue 3 (bench/README.md, "echo" and "latency"):
+//!
+//! - `echo` (seed 000 Figs. 4-5): a source process sends 800-byte messages at target rates, 1/2/4 echo-client
+//!   processes republish each one on a reply channel of their own, and the source reports offered and delivered
+//!   bandwidth, loss and round-trip latency;
+//! - `latency` (seed 001 Fig. 8's first column): one-way latency of 64-byte messages at 1 kHz between two processes.
+//!
+//! Every system runs as separate processes started by this driver: nerve's roles are hidden subcommands of
+//! nerve-bench (`nerve.rs`), lcm-c's are `csrc/lcm_echo.c` built by build.rs against the wheel's liblcm. Both print
+//! the same lines and the driver computes every statistic with one piece of code ([`Latencies`]).
+
+mod clock;
+mod echo_suite;
+mod latency;
+mod nerve;
+mod proc;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use proc::Program;
+
+pub use echo_suite::run as run_echo;
+pub use latency::run as run_latency;
+
+/// The echo suite's message size (seed 000).
+pub const MSG_SIZE: usize = 800;
+
+/// The multicast group of every measurement: not LCM's default, so that nothing else on the host mixes in; every
+/// point also gets a port of its own.
+pub const GROUP: &str = "239.255.76.99";
+
+/// The hidden role subcommands (`nerve-bench echo-client ...`): `Some(exit code)` when `args[1]` is one.
+pub fn hidden_role(args: &[String]) -> Option<ExitCode> {
+    let role = args.get(1)?;
+    if !["echo-client", "echo-source", "lat-recv", "lat-send"].contains(&role.as_str()) {
+        return None;
+    }
+    Some(match nerve::run_role(role, &args[2..]) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nerve-bench {role}: {e}");
+            ExitCode::from(3)
+        }
+    })
+}
+
+/// nerve's roles: this executable.
+fn nerve_program() -> Result<Program, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding nerve-bench: {e}"))?;
+    Ok(Program { exe, words: ["echo-client", "echo-source", "lat-recv", "lat-send"] })
+}
+
+/// lcm-c's roles: the program build.rs compiled from csrc/lcm_echo.c, or why there is none.
+fn lcm_program() -> Result<Program, String> {
+    let p = env!("BENCH_LCM_ECHO");
+    if let Some(why) = p.strip_prefix("unavailable: ") {
+        return Err(why.to_string());
+    }
+    let exe = PathBuf::from(p);
+    if !exe.exists() {
+        return Err(format!("{} is gone (rebuild nerve-bench)", exe.display()));
+    }
+    Ok(Program { exe, words: ["client", "source", "lat-recv", "lat-send"] })
+}
+
+/// Whether this build of nerve-bus knows a provider, by creating a bus on it (the reason when it does not).
+fn nerve_provider(url: &str) -> Result<(), String> {
+    nerve_bus::Bus::new(Some(url)).map(|_| ()).map_err(|e| format!("Bus::new({url}): {e}"))
+}
+
+/// A base port for this run: runs started at the same time (a test and a manual run) use different ports. Ports
+/// stay below the ephemeral range (32768-), so no sender socket's port can be one of them.
+fn base_port() -> u16 {
+    10_000 + (std::process::id() % 10) as u16 * 2_200
+}
+
+/// Where each process runs, for the header.
+struct Placement {
+    a: Option<usize>,
+    b: Option<usize>,
+    text: String,
+}
+
+fn placement(a_role: &str, b_role: &str) -> Placement {
+    let cpus = clock::allowed_cpus();
+    match cpus.as_slice() {
+        [] => Placement { a: None, b: None, text: format!("not pinned (sched_getaffinity failed); {a_role} and {b_role} float") },
+        [only] => Placement {
+            a: Some(*only),
+            b: Some(*only),
+            text: format!("one CPU allowed: {a_role} and {b_role} all pinned to cpu {only}"),
+        },
+        [x, y, ..] => Placement {
+            a: Some(*x),
+            b: Some(*y),
+            text: format!(
+                "{a_role} pinned to cpu {x}, {b_role} pinned to cpu {y} (sched_setaffinity before exec, all threads); \
+                 the driver is unpinned and idle while a point runs; {} CPUs allowed",
+                cpus.len()
+            ),
+        },
+    }
+}
+
+/// Latency statistics in microseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Latencies {
+    /// Samples.
+    pub n: usize,
+    /// Mean.
+    pub mean: f64,
+    /// Median (nearest rank).
+    pub p50: f64,
+    /// 99th percentile (nearest rank).
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl Latencies {
+    /// From samples in nanoseconds; `None` when there are none.
+    pub fn from_ns(ns: &mut [u64]) -> Option<Latencies> {
+        if ns.is_empty() {
+            return None;
+        }
+        ns.sort_unstable();
+        let n = ns.len();
+        let rank = |p: f64| ns[((p * n as f64).ceil() as usize).clamp(1, n) - 1] as f64 / 1e3;
+        let mean = ns.iter().map(|&x| x as f64).sum::<f64>() / n as f64 / 1e3;
+        Some(Latencies { n, mean, p50: rank(0.50), p99: rank(0.99), max: ns[n - 1] as f64 / 1e3 })
+    }
+}
+
+/// Printing: text rows as they come, or JSON lines.
+struct Out {
+    json: bool,
+}
+
+impl Out {
+    fn text(&self, s: &str) {
+        if !self.json {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "{s}");
+            let _ = o.flush();
+        }
+    }
+
+    fn json(&self, v: serde_json::Value) {
+        if self.json {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "{v}");
+            let _ = o.flush();
+        }
+    }
+
+    fn unavailable(&self, suite: &str, case: &str, system: &str, reason: &str) {
+        self.json(json!({"suite": suite, "case": case, "system": system, "status": "unavailable", "reason": reason}));
+    }
+
+    /// The four latency metrics, or null with a note when there was no sample.
+    fn latencies(&self, suite: &str, case: &str, system: &str, l: Option<Latencies>) {
+        for m in ["mean", "p50", "p99", "max"] {
+            match l {
+                Some(l) => {
+                    let v = match m {
+                        "mean" => l.mean,
+                        "p50" => l.p50,
+                        "p99" => l.p99,
+                        _ => l.max,
+                    };
+                    self.json(json!({"suite": suite, "case": case, "system": system, "metric": m,
+                        "value": round3(v), "unit": "us"}))
+                }
+                None => self.json(json!({"suite": suite, "case": case, "system": system, "metric": m,
+                    "value": null, "unit": "us", "note": "no sample: nothing was received"})),
+            }
+        }
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// A latency cell for the text tables.
+fn cell(l: Option<Latencies>, f: impl Fn(Latencies) -> f64) -> String {
+    l.map(|l| format!("{:.1}", f(l))).unwrap_or_else(|| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Latencies;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut v: Vec<u64> = (1..=100).map(|x| x * 1000).collect();
+        let l = Latencies::from_ns(&mut v).unwrap();
+        assert_eq!((l.p50, l.p99, l.max, l.n), (50.0, 99.0, 100.0, 100));
+        assert!((l.mean - 50.5).abs() < 1e-9);
+        assert!(Latencies::from_ns(&mut []).is_none());
+        let mut one = vec![7000];
+        let l = Latencies::from_ns(&mut one).unwrap();
+        assert_eq!((l.p50, l.p99, l.max), (7.0, 7.0, 7.0));
+    }
+}
