@@ -305,3 +305,28 @@ print(" ".join(sorted({{c for c, _ in got}})))
             break
     out, err = receiver.communicate(timeout=30)
     assert out.split() == ["CAM_LEFT", "POSE"], err
+
+
+def test_self_test_is_lcms_and_not_application_data(nerve_bin, venv_python):
+    """Starting to receive sends LCM's self-test (`lcm self test` on LCM_SELF_TEST), as liblcm does, so tools that
+    watch for it see Nerve like any LCM process; Nerve's own `.*` subscribers are not handed self-tests."""
+    u = url(7)
+    receiver = start_real_lcm(
+        f"""
+import lcm
+lc = lcm.LCM("{u}")
+got = []
+lc.subscribe("LCM_SELF_TEST", lambda ch, d: got.append(d))
+lc.handle_timeout(0)
+print("ready")
+while len(got) < 2 and lc.handle_timeout(5000) > 0:
+    pass
+print(got[-1].decode())
+""",
+        venv_python,
+    )
+    everything = start_nerve_sub(nerve_bin, ".*", u, 1)
+    subprocess.run([str(nerve_bin), "pub", "AFTER", "--url", u, "--hex", "00"], check=True)
+    out, err = receiver.communicate(timeout=30)
+    assert out.strip() == "lcm self test", err
+    assert [m["channel"] for m in finish(everything)] == ["AFTER"]

@@ -23,4 +23,6 @@ mod socket;
 
 pub use config::{Config, ConfigError, Interface};
 pub use reassembly::{Limits, Reassembler, ReassemblyStats};
-pub use socket::{now_utime, Message, Receiver, RecvStats, Sender, UdpmError, LOOPBACK_ADVICE};
+pub use socket::{
+    now_utime, Message, Receiver, RecvStats, Sender, UdpmError, LOOPBACK_ADVICE, SELF_TEST_CHANNEL, SELF_TEST_PAYLOAD,
+};

@@ -41,6 +41,12 @@ pub enum UdpmError {
     },
     /// The message cannot be sent (channel too long, message too large).
     Send(SendError),
+    /// Our own self-test message never came back: multicast is routed but not looped back (a firewall, or
+    /// multicast loopback disabled).
+    SelfTestFailed {
+        /// How long it waited.
+        waited: Duration,
+    },
 }
 
 impl std::fmt::Display for UdpmError {
@@ -51,6 +57,11 @@ impl std::fmt::Display for UdpmError {
             UdpmError::NoRoute { group, .. } => write!(f, "no route to multicast group {group} ({LOOPBACK_ADVICE})"),
             UdpmError::UnknownInterface { name } => write!(f, "interface '{name}' not found or has no IPv4 address"),
             UdpmError::Send(e) => e.fmt(f),
+            UdpmError::SelfTestFailed { waited } => write!(
+                f,
+                "LCM self test failed: our own multicast did not come back within {waited:?}; check the routing \
+                 table and the firewall ({LOOPBACK_ADVICE})"
+            ),
         }
     }
 }
@@ -59,7 +70,7 @@ impl std::error::Error for UdpmError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             UdpmError::Io { source, .. } | UdpmError::NoRoute { source, .. } => Some(source),
-            UdpmError::Send(_) | UdpmError::UnknownInterface { .. } => None,
+            UdpmError::Send(_) | UdpmError::UnknownInterface { .. } | UdpmError::SelfTestFailed { .. } => None,
         }
     }
 }
@@ -90,6 +101,11 @@ fn interface_addr(iface: &Interface) -> Result<Ipv4Addr, UdpmError> {
         }
     }
 }
+
+/// LCM's self-test channel.
+pub const SELF_TEST_CHANNEL: &str = "LCM_SELF_TEST";
+/// LCM's self-test payload (13 bytes, no NUL).
+pub const SELF_TEST_PAYLOAD: &[u8] = b"lcm self test";
 
 /// Microseconds since the Unix epoch, LCM's `recv_utime`.
 pub fn now_utime() -> i64 {
@@ -356,6 +372,34 @@ impl Receiver {
             self.stats.messages += 1;
         }
         message
+    }
+
+    /// LCM's self-test: sends `lcm self test` on `LCM_SELF_TEST` from `sender` (every 100 ms) until it comes back to
+    /// this receiver, proving that multicast sent here is received here. Messages that arrive meanwhile are handed
+    /// to `deliver`, not lost. Other LCM processes see the self-test message too, exactly as they see liblcm's.
+    pub fn self_test(
+        &mut self,
+        sender: &mut Sender,
+        within: Duration,
+        mut deliver: impl FnMut(Message),
+    ) -> Result<(), UdpmError> {
+        let start = Instant::now();
+        while start.elapsed() < within {
+            sender.send(SELF_TEST_CHANNEL, SELF_TEST_PAYLOAD)?;
+            // Read after sending: an unbound UDP socket gets its port from its first send.
+            let port = sender.local_addr().map_err(io_err("reading the send socket's address"))?.port();
+            let resend = Instant::now() + Duration::from_millis(100);
+            while let Some(left) = resend.checked_duration_since(Instant::now()) {
+                match self.recv(Some(left))? {
+                    Some(m) if m.channel == SELF_TEST_CHANNEL && m.sender.port() == port && m.payload == SELF_TEST_PAYLOAD => {
+                        return Ok(());
+                    }
+                    Some(m) => deliver(m),
+                    None => break,
+                }
+            }
+        }
+        Err(UdpmError::SelfTestFailed { waited: within })
     }
 
     /// Feeds one datagram as if it had been received (for tests and fuzzing of the whole receive path).

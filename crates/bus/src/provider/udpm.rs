@@ -10,6 +10,9 @@ use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 use super::{Incoming, Provider, ProviderStats, Sink};
 use crate::error::BusError;
 
+/// How long the self-test may take before receiving is refused (liblcm waits up to 10 s).
+const SELF_TEST_WITHIN: Duration = Duration::from_secs(3);
+
 /// How often the receive thread looks up from the socket to see whether it should stop.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -77,6 +80,15 @@ impl Provider for Udpm {
             return Ok(());
         }
         let mut rx = Receiver::open(&self.config).map_err(transport)?;
+        // As liblcm does when it sets up receiving: prove that what we send comes back, so a firewall or a missing
+        // loopback shows up now as an error, not later as silence.
+        {
+            let mut sender = self.sender.lock().expect("sender lock");
+            rx.self_test(&mut sender, SELF_TEST_WITHIN, |m| {
+                sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
+            })
+            .map_err(transport)?;
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::clone(&self.recv_stats);
         let stop_flag = Arc::clone(&stop);
