@@ -1,0 +1,136 @@
+//! Runs `nerve-bench echo --quick --json` and `nerve-bench latency --quick --json` and checks the shape of what they
+//! print: every line is a JSON object of the documented shapes, and for every case every system either produced all
+//! its metrics (a value, or null with a note) or said it is unavailable. No timing is asserted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+fn run(suite: &str) -> Vec<serde_json::Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_nerve-bench"))
+        .args([suite, "--quick", "--json"])
+        .output()
+        .expect("running nerve-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "nerve-bench {suite} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// Checks every line; returns (case, system) -> metrics, the unavailable (case, system) pairs and the ratio lines.
+#[allow(clippy::type_complexity)]
+fn check(
+    suite: &str,
+    lines: &[serde_json::Value],
+    units: &BTreeMap<&str, &str>,
+) -> (BTreeMap<(String, String), BTreeSet<String>>, BTreeSet<(String, String)>, Vec<serde_json::Value>) {
+    let mut metrics: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let mut unavailable = BTreeSet::new();
+    let mut ratios = Vec::new();
+    let mut infos = 0;
+    for v in lines {
+        assert_eq!(v["suite"], suite, "{v}");
+        match v.get("kind").and_then(|k| k.as_str()) {
+            Some("info") => infos += 1,
+            Some("ratio") => {
+                for k in ["bar", "case", "system", "metric", "op"] {
+                    assert!(v[k].is_string(), "ratio line without {k}: {v}");
+                }
+                if v["value"].is_null() {
+                    assert!(v["pass"].is_null() && v["reason"].is_string(), "{v}");
+                } else {
+                    assert!(v["value"].is_number() && v["definition"].is_string(), "{v}");
+                    assert!(v["pass"].is_boolean() || v["op"] == "info", "{v}");
+                }
+                ratios.push(v.clone());
+            }
+            Some(other) => panic!("unknown kind {other}: {v}"),
+            None => {
+                let case = v["case"].as_str().expect("case").to_string();
+                let sys = v["system"].as_str().expect("system").to_string();
+                if v.get("status").is_some() {
+                    assert_eq!(v["status"], "unavailable", "{v}");
+                    assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
+                    assert!(unavailable.insert((case, sys)), "duplicate: {v}");
+                    continue;
+                }
+                let m = v["metric"].as_str().expect("metric").to_string();
+                let unit = units.get(m.as_str()).unwrap_or_else(|| panic!("unknown metric {m}: {v}"));
+                assert_eq!(v["unit"], *unit, "{v}");
+                let keys: BTreeSet<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+                if v["value"].is_null() {
+                    assert!(v["note"].is_string(), "{v}");
+                    assert_eq!(keys, ["suite", "case", "system", "metric", "value", "unit", "note"].into(), "{v}");
+                } else {
+                    let x = v["value"].as_f64().expect("number");
+                    assert!(x.is_finite() && x >= 0.0, "{v}");
+                    assert_eq!(keys, ["suite", "case", "system", "metric", "value", "unit"].into(), "{v}");
+                }
+                assert!(metrics.entry((case, sys)).or_default().insert(m), "duplicate metric: {v}");
+            }
+        }
+    }
+    assert!(infos >= 1, "no info line");
+    (metrics, unavailable, ratios)
+}
+
+/// Every (case, system) either has all `want` metrics or is unavailable, never both, never neither.
+fn complete(
+    cases: &[&str],
+    systems: &[&str],
+    want: &[&str],
+    metrics: &BTreeMap<(String, String), BTreeSet<String>>,
+    unavailable: &BTreeSet<(String, String)>,
+) {
+    let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+    for case in cases {
+        for sys in systems {
+            let key = (case.to_string(), sys.to_string());
+            match (metrics.get(&key), unavailable.contains(&key)) {
+                (Some(m), false) => assert_eq!(m, &want, "{case} {sys}"),
+                (None, true) => {}
+                other => panic!("{case} {sys}: metrics and unavailable {other:?}"),
+            }
+        }
+    }
+    let known: BTreeSet<(String, String)> = metrics.keys().chain(unavailable.iter()).cloned().collect();
+    for (c, s) in &known {
+        assert!(cases.contains(&c.as_str()) && systems.contains(&s.as_str()), "unexpected {c} {s}");
+    }
+}
+
+#[test]
+fn echo_quick_json_has_every_system_and_metric() {
+    let lines = run("echo");
+    let units: BTreeMap<&str, &str> = [
+        ("offered_mbps", "MB/s"),
+        ("delivered_mbps", "MB/s"),
+        ("loss_pct", "%"),
+        ("mean", "us"),
+        ("p50", "us"),
+        ("p99", "us"),
+        ("max", "us"),
+    ]
+    .into();
+    let (metrics, unavailable, ratios) = check("echo", &lines, &units);
+    let metric_names: Vec<&str> = units.keys().copied().collect();
+    let cases = ["5MBps_1clients", "max_1clients", "5MBps_4clients", "max_4clients"];
+    complete(&cases, &["nerve", "lcm-c", "nerve-mpudpm"], &metric_names, &metrics, &unavailable);
+    // Three bars per case, each with a verdict or a reason.
+    for case in cases {
+        let bars: BTreeSet<&str> =
+            ratios.iter().filter(|r| r["case"] == case).map(|r| r["bar"].as_str().unwrap()).collect();
+        assert_eq!(bars.len(), 3, "{case}: {bars:?}");
+    }
+}
+
+#[test]
+fn latency_quick_json_has_every_system_and_metric() {
+    let lines = run("latency");
+    let units: BTreeMap<&str, &str> =
+        [("mean", "us"), ("p50", "us"), ("p99", "us"), ("max", "us"), ("loss_pct", "%")].into();
+    let (metrics, unavailable, _) = check("latency", &lines, &units);
+    let metric_names: Vec<&str> = units.keys().copied().collect();
+    complete(&["64B_1kHz"], &["nerve-udpm", "lcm-c-udpm"], &metric_names, &metrics, &unavailable);
+}
