@@ -89,6 +89,7 @@ pub mod c;
 pub mod cpp;
 pub mod python;
 pub mod rust;
+pub mod rust_include;
 
 /// Options shared by the generators (each reads the ones that concern it).
 #[derive(Debug, Clone)]
