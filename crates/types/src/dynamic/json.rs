@@ -20,22 +20,8 @@ pub fn json_string(s: &str) -> String {
 }
 
 fn push_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            // Controls, and the line separators that line-splitting readers (Python's splitlines) break at.
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    // One escaper for all of Nerve's JSON: the one generated Rust uses too.
+    nerve_codec::json::write_str(s, out);
 }
 
 /// A finite float's text: shortest round-trip digits, an exponent only for very large or small magnitudes, and
