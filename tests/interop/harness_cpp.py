@@ -349,7 +349,9 @@ def _vwalk_fn(d) -> list:
             lines.append(f"{indent}}}")
         if len(m.dims) == 1:
             lines.append("        size_t n = 0;")
-            lines.append("        for (auto it = a.begin(); it != a.end() && n < WALK_CAP; ++it, ++n) " + _walk_elem(m.type, "*it"))
+            # Iteration touches each element without descending (descending is done once, above).
+            lines.append("        for (auto it = a.begin(); it != a.end() && n < WALK_CAP; ++it, ++n) "
+                         + ("touch(*it);" if m.type in PRIM_CPP else "g_sink = g_sink + static_cast<uint64_t>((*it).ok());"))
         lines.append("    }")
     lines.append("}")
     return lines

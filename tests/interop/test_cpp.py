@@ -125,11 +125,30 @@ def _api_program(descs: list) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _reaching_mutual_recursion(descs: list) -> set:
+    """Types from which a cycle through two or more distinct types can be reached."""
+    edges = {d.name: {m.type for m in d.members if not m.is_primitive} for d in descs}
+
+    def reach(t: str) -> set:
+        seen, todo = set(), [t]
+        while todo:
+            for u in edges.get(todo.pop(), ()):
+                if u not in seen:
+                    seen.add(u)
+                    todo.append(u)
+        return seen
+
+    reachable = {t: reach(t) for t in edges}
+    mutual = {t for t in edges if any(u != t and t in reachable[u] for u in reachable[t])}
+    return {t for t in edges if t in mutual or reachable[t] & mutual}
+
+
 def test_lcmgen_api_code_compiles_and_runs_unchanged(cpp_out, type_descs, tmp_path):
-    real = oracle.real_lcmgen(["-x", "--cpp-hpath", "{out}"])
+    real = oracle.real_lcmgen(["-x", "--cpp-std", "c++11", "--cpp-hpath", "{out}"])
     lcm_include = next(oracle.VENV.rglob("lcm/lcm_coretypes.h")).parent.parent
-    # Types whose real lcm-gen header does not compile on its own are left out of the program (only the mutual
-    # recursion a_t/b_t/c_t: lcm-gen includes each header before declaring the class, so they never see each other).
+    # Types whose real lcm-gen header does not compile on its own are left out of the program: those that reach
+    # mutually recursive types (lcm-gen includes each header before declaring the class, so they never see each
+    # other; Nerve puts such a group in one block, and its headers compile, as the test above shows).
     usable, broken = [], []
     for d in type_descs:
         h = d.name.replace(".", "/") + ".hpp"
@@ -137,12 +156,15 @@ def test_lcmgen_api_code_compiles_and_runs_unchanged(cpp_out, type_descs, tmp_pa
         tu.write_text(f'#include "{h}"\n')
         proc = _gxx(["-std=c++11", "-fsyntax-only", "-I", real, "-I", lcm_include, tu])
         (usable if proc.returncode == 0 else broken).append(d)
-    assert {d.name for d in broken} <= {"mutual.a_t", "mutual.b_t", "mutual.c_t"}, [d.name for d in broken]
+    assert {d.name for d in broken} <= _reaching_mutual_recursion(type_descs), [d.name for d in broken]
+    assert len(usable) > 30
     src = tmp_path / "api.cpp"
     src.write_text(_api_program(usable), encoding="utf-8")
-    for label, includes in (("real lcm-gen", ["-I", real, "-I", lcm_include]), ("nerve", ["-I", cpp_out])):
+    # lcm-gen's own headers are not warning-clean (a "/*" inside its comments, an int64 minimum written as an
+    # unsigned literal), so only Nerve's are held to -Werror.
+    for label, flags in (("real lcm-gen", ["-w", "-I", real, "-I", lcm_include]), ("nerve", [*WARN, "-I", cpp_out])):
         exe = tmp_path / f"api-{label.replace(' ', '-')}"
-        proc = _gxx(["-std=c++11", *WARN, "-Wno-unused-parameter", *includes, src, "-o", exe])
+        proc = _gxx(["-std=c++11", *flags, src, "-o", exe])
         assert proc.returncode == 0, f"{label}:\n{proc.stderr[-4000:]}"
         run = subprocess.run([str(exe)], capture_output=True, text=True)
         assert run.returncode == 0, f"{label}: {run.returncode} types with a wrong hash or type name"

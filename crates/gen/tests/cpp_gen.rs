@@ -42,6 +42,8 @@ struct k_t {
     boolean ok;
     int16_t m[2][3];
 }
+enum color_t { RED=1, GREEN, BLUE=5 }
+struct uses_t { color_t c; int32_t n; color_t cs[n]; string s; }
 ";
 
 #[test]
@@ -56,11 +58,13 @@ fn writes_one_header_per_type_and_the_runtime_at_the_root() {
             "seed/a_t.hpp",
             "seed/b_t.hpp",
             "seed/c_t.hpp",
+            "seed/color_t.hpp",
             "seed/image_t.hpp",
             "seed/k_t.hpp",
             "seed/laser_t.hpp",
             "seed/node_t.hpp",
             "seed/path_t.hpp",
+            "seed/uses_t.hpp",
             "seed/waypoint_t.hpp"
         ]
     );
@@ -122,6 +126,7 @@ const PROGRAM: &str = r#"
 #include "seed/node_t.hpp"
 #include "seed/a_t.hpp"
 #include "seed/k_t.hpp"
+#include "seed/uses_t.hpp"
 
 static int failures = 0;
 #define CHECK(c) do { if (!(c)) { std::printf("FAILED line %d: %s\n", __LINE__, #c); ++failures; } } while (0)
@@ -240,6 +245,20 @@ int main() {
     seed::k_t::View kv(kb.data(), kb.size());
     CHECK(kv.ok_().value() == 1 && kv.m()[1][2].value() == 3 && kv.m()[0][0].value() == -2);
     CHECK(std::strcmp(seed::k_t::getTypeName(), "k_t") == 0);
+
+    // A (deprecated) enum: a class holding int32_t value; spec 1.6's hash for color_t.
+    CHECK(seed::color_t::getHash() == static_cast<int64_t>(0x07636f6d82a7e5b6ULL));
+    CHECK(seed::color_t::GREEN == 2 && seed::color_t::BLUE == 5);
+    seed::uses_t u;
+    u.c.value = seed::color_t::BLUE; u.n = 2; u.cs.resize(2); u.cs[0].value = 1; u.cs[1].value = -7; u.s = "x";
+    std::vector<uint8_t> ub = enc(u);
+    CHECK(ub.size() == 8 + 4 + 4 + 8 + 6);
+    seed::uses_t u2;
+    CHECK(u2.decode(ub.data(), 0, static_cast<int>(ub.size())) == static_cast<int>(ub.size()));
+    CHECK(u2.c.value == 5 && u2.cs[1].value == -7 && u2.s == "x");
+    seed::uses_t::View uv(ub.data(), ub.size());
+    CHECK(uv.cs()[1].value() == -7 && uv.s() == "x" && uv.c().value() == 5);
+    truncations<seed::uses_t>(ub);
 
     std::printf("%d failures\n", failures);
     return failures ? 1 : 0;
