@@ -292,7 +292,12 @@ def _vcheck_fn(d) -> list:
         if len(sizes) == 1:
             lines.append("        { size_t i0 = 0;")
             lines.append("          for (auto it = a.begin(); it != a.end(); ++it, ++i0) {")
-            lines += ["              " + s for s in _elem_check(m.type, "*it", f"v.{m.name}[i0]", mpath + ' + "(iter)"')]
+            if m.type in PRIM_CPP:
+                lines += ["              " + s for s in _elem_check(m.type, "*it", f"v.{m.name}[i0]", mpath + ' + "(iter)"')]
+            else:
+                # A struct element: the iterator must land on the same bytes as indexing (descending again would
+                # make the check exponential in the nesting depth).
+                lines.append(f"              if (!(*it).ok() || (*it)._nerve_p != a[i0]._nerve_p) fail({mpath} + \"(iter)\");")
             lines.append("          }")
             lines.append(f"          if (i0 != {sizes[0]}) fail({mpath} + \": iteration count\"); }}")
         # Bulk copy of primitive arrays, compared element by element.
