@@ -1,7 +1,6 @@
 //! The C++ generator: what it writes, what it rejects, and (compiled with g++ under ASan/UBSan) that the code encodes
 //! spec 3.1's example messages byte for byte, decodes them back, reads them through views, and rejects damage.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use nerve_gen::{cpp, GenError, GeneratedFile, Input, Options};
@@ -19,7 +18,7 @@ fn gen(text: &str) -> Result<Vec<GeneratedFile>, GenError> {
 fn file<'a>(files: &'a [GeneratedFile], path: &str) -> &'a str {
     &files
         .iter()
-        .find(|f| f.path == PathBuf::from(path))
+        .find(|f| f.path == std::path::Path::new(path))
         .unwrap_or_else(|| panic!("no {path}"))
         .contents
 }
