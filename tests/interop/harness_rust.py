@@ -80,14 +80,27 @@ fn view_json<'a, V: StructView<'a> + WriteJson>(v: Result<V, DecodeError>) -> Re
     Ok((v.to_json()?, v.body_len()?))
 }
 
-fn run<'a, T: Message + WriteJson, V: StructView<'a> + WriteJson>(
+fn run<'a, T: Message + WriteJson + Default + PartialEq, V: StructView<'a> + WriteJson>(
     data: &'a [u8],
     view: impl Fn(&'a [u8]) -> Result<V, DecodeError>,
 ) -> String {
     let viewed = view_json(view(data));
+    // The allocation-free decode must give what decode gives: into an empty value, and again into the value it holds.
+    let mut into = T::default();
+    let into_first = into.decode_into(data);
+    let into_again = into.decode_into(data);
     match T::decode(data) {
-        Err(e) => format!(r#"{{"ok":false,"error":{},"view_ok":{}}}"#, json_str(&e.to_string()), viewed.is_ok()),
+        Err(e) => {
+            if into_first.as_ref().err() != Some(&e) || into_again.as_ref().err() != Some(&e) {
+                return format!(r#"{{"ok":false,"error":"decode_into disagrees with decode on a bad buffer"}}"#);
+            }
+            format!(r#"{{"ok":false,"error":{},"view_ok":{}}}"#, json_str(&e.to_string()), viewed.is_ok())
+        }
         Ok(msg) => {
+            // (compared encoded, since NaN != NaN)
+            if into_first.is_err() || into_again.is_err() || into.encode().ok() != msg.encode().ok() {
+                return format!(r#"{{"ok":false,"error":"decode_into disagrees with decode"}}"#);
+            }
             let value = match msg.to_json() {
                 Ok(v) => v,
                 Err(e) => return format!(r#"{{"ok":false,"error":{}}}"#, json_str(&format!("json: {e}"))),

@@ -7,6 +7,8 @@
 //! [`Encode::encoded_body_size`]; decoding goes through a [`Reader`] that checks every length against the bytes that
 //! remain before it allocates or copies, so a truncated or corrupt buffer gives a [`DecodeError`], never a panic, an
 //! over-read or a huge allocation. Views read single fields straight from an encoded buffer (see [`view`]).
+//! [`Message::decode_into`] decodes into an existing value and reuses its strings' and vectors' memory: in a
+//! steady-state loop it allocates nothing.
 //!
 //! # Design
 //!
@@ -50,6 +52,14 @@ pub trait Encode {
 pub trait Decode: Sized {
     /// Reads the body, checking every length against the bytes that remain.
     fn decode_body(r: &mut Reader<'_>) -> Result<Self, DecodeError>;
+
+    /// Reads the body into `self`, reusing the capacity of its `String`s and `Vec`s (see [`Message::decode_into`]).
+    /// On error `self` holds a valid but unspecified mix of old and new values.
+    #[inline]
+    fn decode_body_into(&mut self, r: &mut Reader<'_>) -> Result<(), DecodeError> {
+        *self = Self::decode_body(r)?;
+        Ok(())
+    }
 }
 
 /// An LCM message type: a body with a fingerprint in front.
@@ -85,6 +95,26 @@ pub trait Message: Encode + Decode {
         let mut r = Reader::new(buf);
         r.expect_fingerprint(Self::FINGERPRINT)?;
         Self::decode_body(&mut r)
+    }
+
+    /// Decodes a message into `self`, reusing the memory it already holds: the allocation-free decode for real-time
+    /// loops. Strings and `Vec`s keep their capacity, so once `self` has held a message at least as large as the
+    /// incoming one, decoding allocates nothing. Checks exactly what [`Message::decode`] checks and gives the same
+    /// value on success. On error `self` holds a valid but unspecified mix of old and new values (decode again
+    /// before using it).
+    ///
+    /// ```ignore
+    /// let mut msg = PathT::default();
+    /// loop {
+    ///     let buf = receive();
+    ///     msg.decode_into(&buf)?; // no allocation in steady state
+    /// }
+    /// ```
+    #[inline]
+    fn decode_into(&mut self, buf: &[u8]) -> Result<(), DecodeError> {
+        let mut r = Reader::new(buf);
+        r.expect_fingerprint(Self::FINGERPRINT)?;
+        self.decode_body_into(&mut r)
     }
 }
 

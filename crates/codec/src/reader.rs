@@ -11,7 +11,7 @@ pub struct Reader<'a> {
 }
 
 macro_rules! scalar_readers {
-    ($($get:ident, $get_vec:ident, $fill:ident, $bulk:ident: $t:ty, $n:expr, $from:expr;)*) => {$(
+    ($($get:ident, $get_vec:ident, $get_vec_into:ident, $fill:ident, $bulk:ident: $t:ty, $n:expr, $from:expr;)*) => {$(
         #[doc = concat!("Reads one big-endian `", stringify!($t), "`.")]
         #[inline]
         pub fn $get(&mut self) -> Result<$t, DecodeError> {
@@ -23,10 +23,23 @@ macro_rules! scalar_readers {
         #[inline]
         pub fn $get_vec(&mut self, n: usize) -> Result<Vec<$t>, DecodeError> {
             let bytes = self.take_array(n, $n)?;
-            // Zeroed allocation plus one bulk pass: faster than collecting (the pass vectorises).
-            let mut v = vec![<$t>::default(); n];
-            crate::fixed::$bulk(bytes, &mut v);
+            // One allocation of exactly n, filled in one pass (no zeroing first: `extend` from an exact-size
+            // iterator writes each element once, with no capacity check per element).
+            let mut v = Vec::with_capacity(n);
+            let from = $from;
+            v.extend(crate::fixed::chunks::<$n>(bytes).map(|c| from(*c)));
             Ok(v)
+        }
+
+        #[doc = concat!("Reads `n` `", stringify!($t), "`s into `v`, reusing its capacity: no allocation once `v` has held `n` \
+            elements (the allocation-free decode, [`crate::Message::decode_into`]).")]
+        #[inline]
+        pub fn $get_vec_into(&mut self, v: &mut Vec<$t>, n: usize) -> Result<(), DecodeError> {
+            let bytes = self.take_array(n, $n)?;
+            v.truncate(n);
+            v.resize(n, <$t>::default());
+            crate::fixed::$bulk(bytes, v);
+            Ok(())
         }
 
         #[doc = concat!("Reads `out.len()` `", stringify!($t), "`s into `out` (a fixed-size array).")]
@@ -41,6 +54,7 @@ macro_rules! scalar_readers {
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Reader<'a> {
         Reader {
             buf,
@@ -115,16 +129,19 @@ impl<'a> Reader<'a> {
     }
 
     /// The offset of the next byte to read.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
     /// Bytes not read yet.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
     /// An error of `kind` at the current offset.
+    #[cold]
     pub fn error(&self, kind: DecodeErrorKind) -> DecodeError {
         DecodeError {
             kind,
@@ -179,6 +196,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads and checks the fingerprint at the front of a message.
+    #[inline]
     pub fn expect_fingerprint(&mut self, expected: u64) -> Result<(), DecodeError> {
         let at = self.pos;
         let found = self.get_u64()?;
@@ -192,15 +210,24 @@ impl<'a> Reader<'a> {
     }
 
     scalar_readers! {
-        get_i8, get_i8_vec, fill_i8, read_i8s: i8, 1, i8::from_be_bytes;
-        get_u8, get_u8_vec, fill_u8, read_u8s: u8, 1, u8::from_be_bytes;
-        get_i16, get_i16_vec, fill_i16, read_i16s: i16, 2, i16::from_be_bytes;
-        get_i32, get_i32_vec, fill_i32, read_i32s: i32, 4, i32::from_be_bytes;
-        get_i64, get_i64_vec, fill_i64, read_i64s: i64, 8, i64::from_be_bytes;
-        get_u64, get_u64_vec, fill_u64, read_u64s: u64, 8, u64::from_be_bytes;
-        get_f32, get_f32_vec, fill_f32, read_f32s: f32, 4, f32::from_be_bytes;
-        get_f64, get_f64_vec, fill_f64, read_f64s: f64, 8, f64::from_be_bytes;
-        get_bool, get_bool_vec, fill_bool, read_bools: bool, 1, |b: [u8; 1]| b[0] != 0;
+        get_i8, get_i8_vec, get_i8_vec_into, fill_i8, read_i8s: i8, 1, i8::from_be_bytes;
+        get_u8, get_u8_vec, get_u8_vec_into, fill_u8, read_u8s: u8, 1, u8::from_be_bytes;
+        get_i16, get_i16_vec, get_i16_vec_into, fill_i16, read_i16s: i16, 2, i16::from_be_bytes;
+        get_i32, get_i32_vec, get_i32_vec_into, fill_i32, read_i32s: i32, 4, i32::from_be_bytes;
+        get_i64, get_i64_vec, get_i64_vec_into, fill_i64, read_i64s: i64, 8, i64::from_be_bytes;
+        get_u64, get_u64_vec, get_u64_vec_into, fill_u64, read_u64s: u64, 8, u64::from_be_bytes;
+        get_f32, get_f32_vec, get_f32_vec_into, fill_f32, read_f32s: f32, 4, f32::from_be_bytes;
+        get_f64, get_f64_vec, get_f64_vec_into, fill_f64, read_f64s: f64, 8, f64::from_be_bytes;
+        get_bool, get_bool_vec, get_bool_vec_into, fill_bool, read_bools: bool, 1, |b: [u8; 1]| b[0] != 0;
+    }
+
+    /// Reads a `byte` array into `v`, reusing its capacity.
+    #[inline]
+    pub fn get_bytes_into(&mut self, v: &mut Vec<u8>, n: usize) -> Result<(), DecodeError> {
+        let b = self.take(n)?;
+        v.clear();
+        v.extend_from_slice(b);
+        Ok(())
     }
 
     /// Reads a byte array without copying it.
@@ -210,6 +237,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a string without copying it: int32 length (counting the NUL), the bytes, the NUL.
+    #[inline(always)]
     pub fn get_str(&mut self) -> Result<&'a str, DecodeError> {
         let at = self.pos;
         let len = self.get_i32()?;
@@ -225,15 +253,25 @@ impl<'a> Reader<'a> {
                 offset: self.pos - 1,
             });
         }
-        std::str::from_utf8(text).map_err(|_| DecodeError {
+        utf8(text).ok_or(DecodeError {
             kind: DecodeErrorKind::InvalidUtf8,
             offset: at + 4,
         })
     }
 
-    /// Reads a string into a new `String`.
+    /// Reads a string into a new `String` of exactly its length.
+    #[inline]
     pub fn get_string(&mut self) -> Result<String, DecodeError> {
         self.get_str().map(str::to_owned)
+    }
+
+    /// Reads a string into `s`, reusing its capacity (the allocation-free decode).
+    #[inline]
+    pub fn get_string_into(&mut self, s: &mut String) -> Result<(), DecodeError> {
+        let t = self.get_str()?;
+        s.clear();
+        s.push_str(t);
+        Ok(())
     }
 
     /// Skips a string without checking its UTF-8 (for views that walk past it).
@@ -245,6 +283,19 @@ impl<'a> Reader<'a> {
             return Err(self.error(DecodeErrorKind::BadStringLength { length: len }));
         }
         self.take(len as usize).map(|_| ())
+    }
+}
+
+/// `text` as UTF-8, with a fast path for the usual short ASCII string: `is_ascii` tests a word at a time, where
+/// `str::from_utf8` walks a short string byte by byte.
+#[inline]
+#[allow(unsafe_code)]
+fn utf8(text: &[u8]) -> Option<&str> {
+    if text.is_ascii() {
+        // SAFETY: every byte is below 0x80, and a run of ASCII bytes is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(text) })
+    } else {
+        std::str::from_utf8(text).ok()
     }
 }
 

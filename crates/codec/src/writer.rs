@@ -31,16 +31,19 @@ macro_rules! scalar_writers {
 
 impl<'a> Writer<'a> {
     /// A writer at the start of `buf`.
+    #[inline]
     pub fn new(buf: &'a mut [u8]) -> Writer<'a> {
         Writer { buf, pos: 0 }
     }
 
     /// Bytes written so far.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
     /// Room left.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
@@ -111,14 +114,22 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// Writes a string: int32 length counting the NUL, the UTF-8 bytes, a NUL.
+    /// Writes a string: int32 length counting the NUL, the UTF-8 bytes, a NUL. One check of the room left; inlined
+    /// so that the position stays in a register across an array of strings.
+    #[inline]
     pub fn put_str(&mut self, s: &str) -> Result<(), EncodeError> {
-        let len =
-            i32::try_from(s.len() + 1).map_err(|_| EncodeError::StringTooLong { len: s.len() })?;
-        let dst = self.take(4 + s.len() + 1)?;
-        dst[..4].copy_from_slice(&len.to_be_bytes());
-        dst[4..4 + s.len()].copy_from_slice(s.as_bytes());
-        dst[4 + s.len()] = 0;
+        let b = s.as_bytes();
+        let Ok(len) = i32::try_from(b.len() + 1) else {
+            return Err(EncodeError::StringTooLong { len: b.len() });
+        };
+        let dst = self.take(b.len() + 5)?;
+        let (head, rest) = dst.split_at_mut(4);
+        head.copy_from_slice(&len.to_be_bytes());
+        let (body, nul) = rest.split_at_mut(b.len());
+        body.copy_from_slice(b);
+        if let Some(z) = nul.first_mut() {
+            *z = 0;
+        }
         Ok(())
     }
 

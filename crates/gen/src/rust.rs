@@ -968,6 +968,42 @@ fn emit_struct(
                 w.line(format!("{OK}(Self {{ {} }})", fields.join(", ")));
             },
         );
+        if fixed.is_none() {
+            // The allocation-free decode: reuses the strings and vectors `self` already holds.
+            w.line("#[inline]");
+            w.block(
+                format!(
+                    "fn decode_body_into(&mut self, r: &mut __nc::Reader<'_>) -> {RESULT}<(), __nc::DecodeError> {{"
+                ),
+                "}",
+                |w| {
+                    if recursive {
+                        w.line("r.enter()?;");
+                    }
+                    for seg in segments(&members) {
+                        match seg {
+                            Seg::Run(ms, size) => {
+                                w.line(format!("let b = r.take_fixed::<{size}>()?;"));
+                                let mut o = 0;
+                                for m in ms {
+                                    w.line(format!(
+                                        "self.{} = {};",
+                                        m.ident,
+                                        decode_fixed_member(m, "b", o)
+                                    ));
+                                    o += m.fixed.unwrap_or(0);
+                                }
+                            }
+                            Seg::Var(m) => decode_var_member_into(w, m, &members),
+                        }
+                    }
+                    if recursive {
+                        w.line("r.leave();");
+                    }
+                    w.line(format!("{OK}(())"));
+                },
+            );
+        }
     });
 
     w.block(format!("impl __nc::Message for {name} {{"), "}", |w| {
@@ -1324,6 +1360,78 @@ fn decode_var_member(w: &mut CodeWriter, m: &M, idx: usize, _members: &[M]) {
         ));
     }
     w.line(format!("let m_{idx} = {}?;", decode_level(m, 0)));
+}
+
+/// Decodes a variable-size member into `self.<ident>`, reusing its memory where the shape allows: a string, a
+/// nested struct, or a one-dimensional variable array of primitives, fixed-size structs, strings or structs. Other
+/// shapes (multi-dimensional, fixed arrays of strings) are decoded afresh and assigned.
+fn decode_var_member_into(w: &mut CodeWriter, m: &M, members: &[M]) {
+    let place = format!("self.{}", m.ident);
+    let mut lens = Vec::new();
+    for (l, d) in m.dims.iter().enumerate() {
+        match d {
+            D::Var(ci) => {
+                w.line(format!("let n{l} = r.count(i64::from(self.{}))?;", members[*ci].ident));
+                lens.push(format!("n{l}"));
+            }
+            D::Fixed(n) => lens.push(format!("{n}")),
+        }
+    }
+    if !m.dims.is_empty() {
+        w.line(format!("r.ensure_dims(&[{}], {})?;", lens.join(", "), m.elem.min()));
+    }
+    let into = |e: &str| match &m.elem {
+        Elem::Prim(Primitive::String) => Some(format!("r.get_string_into({e})")),
+        Elem::Struct { fixed: None, .. } => Some(format!("__nc::Decode::decode_body_into({e}, r)")),
+        _ => None,
+    };
+    match m.dims.as_slice() {
+        [] => {
+            if let Some(x) = into(&format!("&mut {place}")) {
+                w.line(format!("{x}?;"));
+                return;
+            }
+        }
+        [D::Var(_)] => {
+            if let Some((t, _)) = m.elem.bulk() {
+                if t == "u8" {
+                    w.line(format!("r.get_bytes_into(&mut {place}, n0)?;"));
+                } else {
+                    w.line(format!("r.get_{t}_vec_into(&mut {place}, n0)?;"));
+                }
+                return;
+            }
+            if let Some(es) = m.elem.fixed().filter(|&es| es > 0) {
+                w.line(format!("let bytes = r.take_array(n0, {es})?;"));
+                w.line(format!("{place}.clear();"));
+                w.line(format!(
+                    "{place}.extend(__nc::fixed::chunks::<{es}>(bytes).map(|c| {}));",
+                    elem_dec_at(&m.elem, "c", "0")
+                ));
+                return;
+            }
+            if let Some(x) = into("e") {
+                let fresh = decode_level(m, 1);
+                w.block("{", "}", |w| {
+                    w.line(format!("let v = &mut {place};"));
+                    w.line("v.truncate(n0);");
+                    w.line("let have = v.len();");
+                    w.line(format!("for e in v.iter_mut() {{ {x}?; }}"));
+                    w.line("v.reserve_exact(n0 - have);");
+                    w.line(format!("for _ in have..n0 {{ v.push({fresh}?); }}"));
+                });
+                return;
+            }
+        }
+        [D::Fixed(_)] => {
+            if let Some(x) = into("e") {
+                w.line(format!("for e in {place}.iter_mut() {{ {x}?; }}"));
+                return;
+            }
+        }
+        _ => {}
+    }
+    w.line(format!("{place} = {}?;", decode_level(m, 0)));
 }
 
 /// An expression of type `Result<T, DecodeError>` decoding `m`'s dimensions from `level` on.

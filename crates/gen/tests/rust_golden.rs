@@ -322,3 +322,48 @@ fn recursion_is_bounded() {
     assert!(matches!(e.kind, DecodeErrorKind::TooDeep { .. }), "{e}");
     assert!(NodeTView::new(&deep).unwrap().body_len().is_err());
 }
+
+/// `decode_into` gives exactly what `decode` gives, whatever the value held before (larger, smaller, default),
+/// reuses the memory it holds, and rejects every truncation as `decode` does.
+#[test]
+fn decode_into_matches_decode_and_reuses_memory() {
+    let mut big = UsesT {
+        p: PointT { position: [1.0, 2.0, 3.0], intensity: 4 },
+        n: 3,
+        scans: vec![scan(), scan(), scan()],
+        names: ["a long name to reuse".into(), "x".into()],
+    };
+    big.scans[1].name = "a much longer scan name than before".into();
+    big.scans[2].points.clear();
+    big.scans[2].n = 0;
+    let small = UsesT {
+        p: PointT::default(),
+        n: 1,
+        scans: vec![scan()],
+        names: ["".into(), "é".into()],
+    };
+    let (big_bytes, small_bytes) = (big.encode().unwrap(), small.encode().unwrap());
+    let mut v = UsesT::default();
+    for bytes in [&big_bytes, &small_bytes, &big_bytes, &small_bytes, &small_bytes] {
+        v.decode_into(bytes).unwrap();
+        assert_eq!(v, UsesT::decode(bytes).unwrap());
+    }
+    // Steady state: decoding the same shape again keeps every buffer in place.
+    v.decode_into(&big_bytes).unwrap();
+    let ptrs = (v.scans.as_ptr(), v.scans[1].name.as_ptr(), v.scans[0].points.as_ptr(), v.names[0].as_ptr());
+    v.decode_into(&big_bytes).unwrap();
+    assert_eq!(ptrs, (v.scans.as_ptr(), v.scans[1].name.as_ptr(), v.scans[0].points.as_ptr(), v.names[0].as_ptr()));
+    assert_eq!(v, big);
+    for n in 0..big_bytes.len() {
+        assert!(v.decode_into(&big_bytes[..n]).is_err(), "accepted {n} of {} bytes", big_bytes.len());
+    }
+    let mut node = NodeT::default();
+    node.decode_into(&chain(10).encode().unwrap()).unwrap();
+    assert_eq!(node, chain(10));
+    assert!(node.decode_into(&chain(nerve_codec::MAX_DEPTH as usize + 5).encode().unwrap()).is_err());
+    let mut wrong = ScanT::default();
+    assert_eq!(
+        wrong.decode_into(&big_bytes).unwrap_err().kind,
+        DecodeErrorKind::WrongFingerprint { expected: ScanT::FINGERPRINT, found: UsesT::FINGERPRINT }
+    );
+}

@@ -220,6 +220,27 @@ impl __nc::Decode for ScanT {
         let m_7 = (b[40] as i8);
         ::core::result::Result::<_, __nc::DecodeError>::Ok(Self { utime: m_0, n: m_1, points: m_2, name: m_3, nrows: m_4, grid: m_5, flags: m_6, r#type: m_7 })
     }
+    #[inline]
+    fn decode_body_into(&mut self, r: &mut __nc::Reader<'_>) -> ::core::result::Result<(), __nc::DecodeError> {
+        let b = r.take_fixed::<12>()?;
+        self.utime = i64::from_be_bytes(__nc::fixed::at::<8>(b, 0));
+        self.n = i32::from_be_bytes(__nc::fixed::at::<4>(b, 8));
+        let n0 = r.count(i64::from(self.n))?;
+        r.ensure_dims(&[n0], 13)?;
+        let bytes = r.take_array(n0, 13)?;
+        self.points.clear();
+        self.points.extend(__nc::fixed::chunks::<13>(bytes).map(|c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0))));
+        r.get_string_into(&mut self.name)?;
+        let b = r.take_fixed::<2>()?;
+        self.nrows = i16::from_be_bytes(__nc::fixed::at::<2>(b, 0));
+        let n0 = r.count(i64::from(self.nrows))?;
+        r.ensure_dims(&[n0, 2], 8)?;
+        self.grid = { let bytes = r.take_array(n0, 16)?; ::core::result::Result::<_, __nc::DecodeError>::Ok(__nc::fixed::chunks::<16>(bytes).map(|c| { let mut a = [0.0; 2]; __nc::fixed::read_f64s(c, (&mut a[..])); a }).collect::<::std::vec::Vec<_>>()) }?;
+        let b = r.take_fixed::<41>()?;
+        self.flags = { let mut a = [false; 40]; __nc::fixed::read_bools(&b[0..40], (&mut a[..])); a };
+        self.r#type = (b[40] as i8);
+        ::core::result::Result::<_, __nc::DecodeError>::Ok(())
+    }
 }
 impl __nc::Message for ScanT {
     const FINGERPRINT: u64 = 0xc3b24ef27f3855a5;
@@ -424,6 +445,24 @@ impl __nc::Decode for NodeT {
         let m_1 = { let mut v = ::std::vec::Vec::with_capacity(n0); for _ in 0..n0 { v.push(<NodeT as __nc::Decode>::decode_body(r)?); } ::core::result::Result::<_, __nc::DecodeError>::Ok(v) }?;
         r.leave();
         ::core::result::Result::<_, __nc::DecodeError>::Ok(Self { n: m_0, children: m_1 })
+    }
+    #[inline]
+    fn decode_body_into(&mut self, r: &mut __nc::Reader<'_>) -> ::core::result::Result<(), __nc::DecodeError> {
+        r.enter()?;
+        let b = r.take_fixed::<4>()?;
+        self.n = i32::from_be_bytes(__nc::fixed::at::<4>(b, 0));
+        let n0 = r.count(i64::from(self.n))?;
+        r.ensure_dims(&[n0], 4)?;
+        {
+            let v = &mut self.children;
+            v.truncate(n0);
+            let have = v.len();
+            for e in v.iter_mut() { __nc::Decode::decode_body_into(e, r)?; }
+            v.reserve_exact(n0 - have);
+            for _ in have..n0 { v.push(<NodeT as __nc::Decode>::decode_body(r)?); }
+        }
+        r.leave();
+        ::core::result::Result::<_, __nc::DecodeError>::Ok(())
     }
 }
 impl __nc::Message for NodeT {

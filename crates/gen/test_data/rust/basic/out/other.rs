@@ -50,6 +50,25 @@ impl __nc::Decode for UsesT {
         let m_3 = __nc::fixed::try_array::<_, 2>(|| r.get_string(), || ::std::string::String::new())?;
         ::core::result::Result::<_, __nc::DecodeError>::Ok(Self { p: m_0, n: m_1, scans: m_2, names: m_3 })
     }
+    #[inline]
+    fn decode_body_into(&mut self, r: &mut __nc::Reader<'_>) -> ::core::result::Result<(), __nc::DecodeError> {
+        let b = r.take_fixed::<14>()?;
+        self.p = super::demo::PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(b, 0));
+        self.n = (b[13] as i8);
+        let n0 = r.count(i64::from(self.n))?;
+        r.ensure_dims(&[n0], 60)?;
+        {
+            let v = &mut self.scans;
+            v.truncate(n0);
+            let have = v.len();
+            for e in v.iter_mut() { __nc::Decode::decode_body_into(e, r)?; }
+            v.reserve_exact(n0 - have);
+            for _ in have..n0 { v.push(<super::demo::ScanT as __nc::Decode>::decode_body(r)?); }
+        }
+        r.ensure_dims(&[2], 5)?;
+        for e in self.names.iter_mut() { r.get_string_into(e)?; }
+        ::core::result::Result::<_, __nc::DecodeError>::Ok(())
+    }
 }
 impl __nc::Message for UsesT {
     const FINGERPRINT: u64 = 0xeafcc5cf448911cb;
