@@ -186,7 +186,20 @@ static int handle_{n}(const uint8_t *data, int len, int print)
     int size, wrote, ok = 1;
     uint8_t *enc, *enc2;
     const char *why = "";
+    /* the allocation-free decode (_decode_arena) must accept and reject exactly what _decode does */
+    size_t asz = (size_t) len * 8 + 65536;
+    uint8_t *amem = (uint8_t *) malloc(asz);
+    nerve_lcm_arena ar;
+    {n} av;
+    int ag;
+    nerve_lcm_arena_init(&ar, amem, asz);
+    ag = {n}_decode_arena(data, 0, len, &av, &ar);
     if (got < 0) {{
+        free(amem);
+        if (ag != got && ag != NERVE_LCM_ENOMEM) {{
+            if (print) fprintf(out, "{{\"ok\": false, \"error\": \"harness: decode_arena gave %d where decode failed with %d\"}}\n", ag, got);
+            return -1;
+        }}
         if (print) fprintf(out, "{{\"ok\": false, \"error\": \"%s (%d)\"}}\n", nerve_lcm_strerror(got), got);
         return 0;
     }}
@@ -195,6 +208,17 @@ static int handle_{n}(const uint8_t *data, int len, int print)
     wrote = {n}_encode(enc, 0, size, &v);
     if (wrote != size) {{ ok = 0; why = "encode wrote a different size than encoded_size"; }}
     else if ({n}_encode(enc, 0, size - 1, &v) >= 0) {{ ok = 0; why = "encode into one byte less succeeded"; }}
+    if (ag != NERVE_LCM_ENOMEM) {{
+        if (ag != got) {{ ok = 0; why = "decode_arena read another length than decode"; }}
+        else {{
+            enc2 = (uint8_t *) malloc((size_t) size);
+            if ({n}_encode(enc2, 0, size, &av) != size || memcmp(enc, enc2, (size_t) size) != 0) {{
+                ok = 0; why = "the decode_arena value encodes differently";
+            }}
+            free(enc2);
+        }}
+    }}
+    free(amem);
     c = {n}_copy(&v);
     if (!c) {{ ok = 0; why = "copy failed"; }}
     else {{

@@ -27,6 +27,15 @@
 //! A string holding a NUL before its end is rejected, since a C string cannot carry it and re-encoding would change
 //! the message.
 //!
+//! # Decoding without malloc
+//!
+//! Besides lcm-gen's API each type gets `pkg_name_t_decode_arena(buf, offset, maxlen, msg, arena)`: the same
+//! checks and result as `_decode`, but every string and variable array is carved from a caller-owned
+//! `nerve_lcm_arena` (declared in `nerve_lcm.h`) instead of `malloc`, so a real-time loop can decode with no
+//! allocation at all. The caller resets the arena before each decode and never calls `_decode_cleanup` on such a
+//! message. The `__pkg_name_t_decode_array_a` internals carry the arena (NULL means malloc) through nested types;
+//! `__pkg_name_t_decode_array` keeps lcm-gen's signature.
+//!
 //! # Speed
 //!
 //! A type whose encoded size is fixed gets `static inline` raw encode/decode functions in its header, so an array
@@ -425,6 +434,19 @@ int {name}_encode(void *buf, int offset, int maxlen, const {name} *p);
 int {name}_decode(const void *buf, int offset, int maxlen, {name} *msg);
 
 /**
+ * Decode a message of type {name} without calling malloc: its strings and
+ * variable-length arrays are carved from @p arena (Nerve's allocation-free
+ * decode, for real-time loops; not in lcm-gen). Reset the arena with
+ * nerve_lcm_arena_reset() before each decode; the message lives until then.
+ * Never call {name}_decode_cleanup() on it. Checks exactly what
+ * {name}_decode() checks; fails with NERVE_LCM_ENOMEM if the arena is full.
+ * On error @p msg is zeroed.
+ *
+ * @return The number of bytes decoded, or <0 (a NERVE_LCM_E* code) if an error occured.
+ */
+int {name}_decode_arena(const void *buf, int offset, int maxlen, {name} *msg, nerve_lcm_arena *arena);
+
+/**
  * Release resources allocated by {name}_decode()
  * @return 0
  */
@@ -446,6 +468,8 @@ int __{name}_encode_array(
     void *buf, int offset, int maxlen, const {name} *p, int elements);
 int __{name}_decode_array(
     const void *buf, int offset, int maxlen, {name} *p, int elements);
+int __{name}_decode_array_a(
+    const void *buf, int offset, int maxlen, {name} *p, int elements, nerve_lcm_arena *arena);
 int __{name}_decode_array_cleanup({name} *p, int elements);
 int __{name}_encoded_array_size(const {name} *p, int elements);
 int __{name}_clone_array(const {name} *p, {name} *q, int elements);
@@ -666,6 +690,21 @@ int {name}_decode(const void *buf, int offset, int maxlen, {name} *p)
     return r < 0 ? r : r + 8;
 }}
 
+int {name}_decode_arena(const void *buf, int offset, int maxlen, {name} *p, nerve_lcm_arena *arena)
+{{
+    int r;
+    if (maxlen < 8) {{
+        memset(p, 0, sizeof({name}));
+        return NERVE_LCM_ENOSPACE;
+    }}
+    if (nerve_lcm_get_u64((const uint8_t *) buf + offset) != UINT64_C(0x{fp:016x})) {{
+        memset(p, 0, sizeof({name}));
+        return NERVE_LCM_EFINGERPRINT;
+    }}
+    r = __{name}_decode_array_a(buf, offset + 8, maxlen - 8, p, 1, arena);
+    return r < 0 ? r : r + 8;
+}}
+
 int {name}_decode_cleanup({name} *p)
 {{
     return __{name}_decode_array_cleanup(p, 1);
@@ -734,6 +773,12 @@ int __{name}_decode_array(const void *buf, int offset, int maxlen, {name} *p, in
     return elements * {size};
 }}
 
+int __{name}_decode_array_a(const void *buf, int offset, int maxlen, {name} *p, int elements, nerve_lcm_arena *arena)
+{{
+    (void) arena;
+    return __{name}_decode_array(buf, offset, maxlen, p, elements);
+}}
+
 int __{name}_decode_array_cleanup({name} *p, int elements)
 {{
     (void) p;
@@ -798,9 +843,17 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
         );
         w.blank();
 
-        // decode
+        // decode (into malloc'd memory when arena is NULL, else into the arena)
         w.block(
             format!("int __{name}_decode_array(const void *buf, int offset, int maxlen, {name} *p, int elements)\n{{"),
+            "}",
+            |w| {
+                w.line(format!("return __{name}_decode_array_a(buf, offset, maxlen, p, elements, NULL);"));
+            },
+        );
+        w.blank();
+        w.block(
+            format!("int __{name}_decode_array_a(const void *buf, int offset, int maxlen, {name} *p, int elements, nerve_lcm_arena *arena)\n{{"),
             "}",
             |w| {
                 w.line("const uint8_t *b = (const uint8_t *) buf + offset;");
@@ -830,7 +883,8 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                 w.dedent();
                 w.line("fail:");
                 w.indent();
-                w.line(format!("__{name}_decode_array_cleanup(p, e + 1);"));
+                w.line("if (!arena)");
+                w.line(format!("    __{name}_decode_array_cleanup(p, e + 1);"));
                 w.line(format!("memset(p, 0, sizeof({name}) * (size_t) elements);"));
                 w.line("return r;");
             },
@@ -1169,14 +1223,14 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                 let stars = "*".repeat(k - level - 1);
                 let is_ptr_level = level + 1 < k;
                 let f = if is_ptr_level || owns && matches!(e, Elem::Str) {
-                    "nerve_lcm_calloc"
+                    "nerve_lcm_alloc_zeroed"
                 } else {
-                    "nerve_lcm_malloc"
+                    "nerve_lcm_alloc"
                 };
-                let args = if f == "nerve_lcm_calloc" {
-                    format!("{n}, sizeof({base}{stars})")
+                let args = if f == "nerve_lcm_alloc_zeroed" {
+                    format!("arena, {n}, sizeof({base}{stars})")
                 } else {
-                    format!("sizeof({base}{stars}) * {n}")
+                    format!("arena, sizeof({base}{stars}) * {n}, 8")
                 };
                 w.line(format!("{lv} = ({base}{stars}*) {f}({args});"));
                 w.line(format!("if (!{lv} && {n} > 0) {{"));
@@ -1243,7 +1297,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                     w.line(format!("size_t n_ = {n}, i_;"));
                     w.line(format!("char **a_ = {ptr};"));
                     w.block("for (i_ = 0; i_ < n_; i_++) {", "}", |w| {
-                        w.line("r = nerve_lcm_get_string(b, rem, &pos, &a_[i_]);");
+                        w.line("r = nerve_lcm_get_string_a(b, rem, &pos, &a_[i_], arena);");
                         w.line("if (r)");
                         w.line("    goto fail;");
                     });
@@ -1253,7 +1307,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                 w.block("{", "}", |w| {
                     w.line(format!("size_t n_ = {n};"));
                     w.line(format!(
-                        "r = __{cname}_decode_array(buf, offset + (int) pos, (int) (rem - pos), {ptr}, (int) n_);"
+                        "r = __{cname}_decode_array_a(buf, offset + (int) pos, (int) (rem - pos), {ptr}, (int) n_, arena);"
                     ));
                     w.line("if (r < 0)");
                     w.line("    goto fail;");

@@ -17,7 +17,7 @@
  *                           than the bytes that remain could hold
  *   NERVE_LCM_ESTRING       a string is not NUL-terminated, or holds a NUL before its end (a C string could not
  *                           carry it, and re-encoding would silently lose bytes)
- *   NERVE_LCM_ENOMEM        malloc failed
+ *   NERVE_LCM_ENOMEM        malloc failed, or the arena of a _decode_arena() call is full
  * Like liblcm, strings are not checked for valid UTF-8: C code treats them as bytes.
  */
 #ifndef NERVE_LCM_H
@@ -241,29 +241,154 @@ static inline void nerve_lcm_get_array8(const uint8_t *b, void *p, size_t n)
 
 /* ---- strings ------------------------------------------------------------------------------------------------- */
 
+/** Writes one string at b + *pos, with rem bytes available from b; advances *pos. Returns 0 or an error. */
+/** strlen for the short strings messages carry, inline: eight bytes per step, as musl's strlen. The reads are of
+ * whole aligned 8-byte words, so they never cross a page (or a malloc chunk's granule) and cannot fault, though the
+ * last may cover bytes past the NUL, which are ignored; AddressSanitizer is told (it would see those bytes as a
+ * partial over-read, as it would in libc's own strlen if that were instrumented). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((no_sanitize_address))
+#endif
+static inline size_t nerve_lcm_strlen(const char *s)
+{
+    const char *p = s;
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    for (; (uintptr_t) p & 7; p++)
+        if (!*p) return (size_t) (p - s);
+    for (;;) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        if ((v - ones) & ~v & highs) break;
+        p += 8;
+    }
+    while (*p) p++;
+    return (size_t) (p - s);
+}
+
+/** Copies @p n bytes, eight at a time for short runs (no call to memcpy for the usual short string). */
+static inline void nerve_lcm_copy_short(uint8_t *dst, const char *src, size_t n)
+{
+    size_t i = 0;
+    if (n > 64) {
+        memcpy(dst, src, n);
+        return;
+    }
+    if (n >= 8) {
+        /* whole words, then the last word again (overlapping): no byte loop for the tail */
+        for (; i + 8 <= n; i += 8) memcpy(dst + i, src + i, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (; i < n; i++) dst[i] = (uint8_t) src[i];
+    }
+}
+
 /** Bytes a string takes on the wire; a NULL pointer is encoded as the empty string. */
 static inline size_t nerve_lcm_string_size(const char *s)
 {
-    return 4 + (s ? strlen(s) : 0) + 1;
+    return 4 + (s ? nerve_lcm_strlen(s) : 0) + 1;
 }
 
-/** Writes one string at b + *pos, with rem bytes available from b; advances *pos. Returns 0 or an error. */
 static inline int nerve_lcm_put_string(uint8_t *b, size_t rem, size_t *pos, const char *s)
 {
-    size_t len = s ? strlen(s) : 0;
+    size_t len = s ? nerve_lcm_strlen(s) : 0;
     if (len >= 0x7fffffff) return NERVE_LCM_ELENGTH;
     if (rem - *pos < len + 5) return NERVE_LCM_ENOSPACE;
     nerve_lcm_put_u32(b + *pos, (uint32_t) (len + 1));
-    if (len) memcpy(b + *pos + 4, s, len);
+    nerve_lcm_copy_short(b + *pos + 4, s, len);
     b[*pos + 4 + len] = 0;
     *pos += len + 5;
     return 0;
 }
 
-/** Reads one string at b + *pos (rem bytes available from b) into a new allocation; advances *pos. The length must
- * be at least 1 and fit in what remains, the last byte must be the only NUL. Returns 0 or an error, leaving *out
- * NULL on error. */
-static inline int nerve_lcm_get_string(const uint8_t *b, size_t rem, size_t *pos, char **out)
+/* ---- arenas: the allocation-free decode ------------------------------------------------------------------------ */
+
+/** A caller-owned block of memory that pkg_T_decode_arena() carves a message's strings and arrays from, instead of
+ * calling malloc: for real-time loops, where a decode must not allocate. Initialise it once over any memory with
+ * nerve_lcm_arena_init(), call nerve_lcm_arena_reset() before each decode (which invalidates the previous message
+ * decoded into it), and never call _decode_cleanup() on a message decoded into an arena. If the arena is too small
+ * the decode fails with NERVE_LCM_ENOMEM; `used` after a decode tells how much a message took. */
+typedef struct nerve_lcm_arena {
+    uint8_t *base;
+    size_t size;
+    size_t used;
+} nerve_lcm_arena;
+
+/** Makes an empty arena over the @p size bytes at @p mem (which the caller keeps alive and frees). */
+static inline void nerve_lcm_arena_init(nerve_lcm_arena *a, void *mem, size_t size)
+{
+    a->base = (uint8_t *) mem;
+    a->size = size;
+    a->used = 0;
+}
+
+/** Empties the arena: everything decoded into it before is gone. */
+static inline void nerve_lcm_arena_reset(nerve_lcm_arena *a)
+{
+    a->used = 0;
+}
+
+/** @p size bytes aligned to @p align (a power of two) from arena @p a, or from malloc when @p a is NULL. NULL for
+ * 0 bytes (as liblcm's lcm_malloc), or when the arena is full. */
+static inline void *nerve_lcm_alloc(nerve_lcm_arena *a, size_t size, size_t align)
+{
+    size_t at;
+    if (!size) return NULL;
+    if (!a) return malloc(size);
+    at = (a->used + (align - 1)) & ~(align - 1);
+    if (at > a->size || size > a->size - at) return NULL;
+    a->used = at + size;
+    return a->base + at;
+}
+
+/** Like nerve_lcm_alloc, zero-filled (for arrays of pointers and of pointer-holding elements). */
+static inline void *nerve_lcm_alloc_zeroed(nerve_lcm_arena *a, size_t n, size_t size)
+{
+    void *p;
+    if (!n || !size) return NULL;
+    if (!a) return calloc(n, size);
+    if (n > SIZE_MAX / size) return NULL;
+    p = nerve_lcm_alloc(a, n * size, 8);
+    if (p) memset(p, 0, n * size);
+    return p;
+}
+
+/** Copies the @p n bytes at @p src to @p dst and tells whether they hold a 0 byte: eight at a time in one pass
+ * (the usual short string is a word or two), so a short string costs no call to memchr or memcpy. */
+static inline int nerve_lcm_copy_no_nul(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t i = 0;
+    uint64_t z = 0;
+    if (n > 64) {
+        memcpy(dst, src, n);
+        return memchr(src, 0, n) != NULL;
+    }
+    if (n >= 8) {
+        /* whole words, then the last word again (overlapping): no byte loop for the tail */
+        uint64_t v;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&v, src + i, 8);
+            memcpy(dst + i, &v, 8);
+            z |= (v - UINT64_C(0x0101010101010101)) & ~v & UINT64_C(0x8080808080808080);
+        }
+        memcpy(&v, src + n - 8, 8);
+        memcpy(dst + n - 8, &v, 8);
+        z |= (v - UINT64_C(0x0101010101010101)) & ~v & UINT64_C(0x8080808080808080);
+        return z != 0;
+    }
+    for (; i < n; i++) {
+        dst[i] = src[i];
+        z |= (uint64_t) (src[i] == 0);
+    }
+    return z != 0;
+}
+
+/** Reads one string at b + *pos (rem bytes available from b) into memory from arena @p a (malloc when NULL);
+ * advances *pos. The length must be at least 1 and fit in what remains, the last byte must be the only NUL.
+ * Returns 0 or an error, leaving *out NULL on error. */
+static inline int nerve_lcm_get_string_a(const uint8_t *b, size_t rem, size_t *pos, char **out, nerve_lcm_arena *a)
 {
     const uint8_t *src;
     size_t len;
@@ -275,19 +400,24 @@ static inline int nerve_lcm_get_string(const uint8_t *b, size_t rem, size_t *pos
     len = (size_t) n;
     src = b + *pos + 4;
     if (src[len - 1] != 0) return NERVE_LCM_ESTRING;
-    if (len <= 32) {
-        /* short strings (the common case): an inline scan beats a call to memchr */
-        size_t i;
-        for (i = 0; i + 1 < len; i++)
-            if (src[i] == 0) return NERVE_LCM_ESTRING;
-    } else if (memchr(src, 0, len - 1) != NULL) {
+    *out = (char *) nerve_lcm_alloc(a, len, 1);
+    if (!*out) return NERVE_LCM_ENOMEM;
+    if (nerve_lcm_copy_no_nul((uint8_t *) *out, src, len - 1)) {
+        if (!a) free(*out);
+        *out = NULL;
         return NERVE_LCM_ESTRING;
     }
-    *out = (char *) malloc(len);
-    if (!*out) return NERVE_LCM_ENOMEM;
-    memcpy(*out, src, len);
+    (*out)[len - 1] = 0;
     *pos += 4 + len;
     return 0;
+}
+
+/** Reads one string at b + *pos (rem bytes available from b) into a new allocation; advances *pos. The length must
+ * be at least 1 and fit in what remains, the last byte must be the only NUL. Returns 0 or an error, leaving *out
+ * NULL on error. */
+static inline int nerve_lcm_get_string(const uint8_t *b, size_t rem, size_t *pos, char **out)
+{
+    return nerve_lcm_get_string_a(b, rem, pos, out, NULL);
 }
 
 /** A copy of a string (NULL stays NULL); returns 0, or NERVE_LCM_ENOMEM. */
