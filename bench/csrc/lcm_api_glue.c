@@ -261,3 +261,51 @@ EXPORT int FN(path_reencode)(const uint8_t *buf, int len, uint8_t *out, int maxo
     seed_path_t_decode_cleanup(&m);
     return n;
 }
+
+/* ---------------------------------------------------------------- allocation-free decode (nerve-c only)
+ *
+ * pkg_T_decode_arena() carves strings and arrays from a caller-owned arena instead of calling malloc (the real-time
+ * API; lcm-gen has nothing like it). The arena is reset before each decode; nothing is freed. Timed as the system
+ * "nerve-c (arena)", next to the normal decode + cleanup. For lcm-c these return BENCH_UNSUPPORTED. */
+#define BENCH_UNSUPPORTED (-1000)
+#ifdef NERVE_LCM_H
+static uint8_t bench_arena_mem[1 << 22] __attribute__((aligned(64)));
+static nerve_lcm_arena bench_arena = { bench_arena_mem, sizeof bench_arena_mem, 0 };
+#define ARENA_FNS(T, CT)                                                                                              \
+    EXPORT int FN(T##_decode_arena)(const uint8_t *buf, int len)                                                      \
+    {                                                                                                                 \
+        CT m;                                                                                                         \
+        int n;                                                                                                        \
+        nerve_lcm_arena_reset(&bench_arena);                                                                          \
+        n = CT##_decode_arena(buf, 0, len, &m, &bench_arena);                                                         \
+        bench_clobber(&m);                                                                                            \
+        return n;                                                                                                     \
+    }                                                                                                                 \
+    EXPORT int FN(T##_reencode_arena)(const uint8_t *buf, int len, uint8_t *out, int maxout)                          \
+    {                                                                                                                 \
+        CT m;                                                                                                         \
+        nerve_lcm_arena_reset(&bench_arena);                                                                          \
+        if (CT##_decode_arena(buf, 0, len, &m, &bench_arena) < 0) return -1;                                          \
+        return CT##_encode(out, 0, maxout, &m);                                                                       \
+    }
+#else
+#define ARENA_FNS(T, CT)                                                                                              \
+    EXPORT int FN(T##_decode_arena)(const uint8_t *buf, int len)                                                      \
+    {                                                                                                                 \
+        (void) buf;                                                                                                   \
+        (void) len;                                                                                                   \
+        return BENCH_UNSUPPORTED;                                                                                     \
+    }                                                                                                                 \
+    EXPORT int FN(T##_reencode_arena)(const uint8_t *buf, int len, uint8_t *out, int maxout)                          \
+    {                                                                                                                 \
+        (void) buf;                                                                                                   \
+        (void) len;                                                                                                   \
+        (void) out;                                                                                                   \
+        (void) maxout;                                                                                                \
+        return BENCH_UNSUPPORTED;                                                                                     \
+    }
+#endif
+ARENA_FNS(lidar, lidar_lidar_t)
+ARENA_FNS(image, seed_image_t)
+ARENA_FNS(laser, seed_laser_t)
+ARENA_FNS(path, seed_path_t)

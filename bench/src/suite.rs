@@ -65,8 +65,21 @@ pub enum Cell {
 }
 
 /// Every system, in row order.
-pub const SYSTEMS: [&str; 8] =
-    ["nerve-rust", "nerve-c", "lcm-c", "flatbuffers", "bincode", "memcpy", "nerve-python", "lcm-python"];
+pub const SYSTEMS: [&str; 10] = [
+    "nerve-rust",
+    "nerve-rust (reuse)",
+    "nerve-c",
+    "nerve-c (arena)",
+    "lcm-c",
+    "flatbuffers",
+    "bincode",
+    "memcpy",
+    "nerve-python",
+    "lcm-python",
+];
+
+/// The allocation-free decode rows: measured for `decode` only; their other metrics are the normal API's.
+const REUSE_NOTE: &str = "decode only: this row is the allocation-free decode API; encode and views are the normal row's";
 
 /// A verification failure: the bench must not time systems that disagree. Prints and exits with status 3.
 pub fn mismatch(system: &str, case: &str, what: &str) -> ! {
@@ -95,10 +108,19 @@ pub struct Options {
 /// Runs the suite and prints the results. Returns the process exit code.
 pub fn run(opts: &Options) -> i32 {
     let cfg = if opts.quick { Config::quick() } else { Config::full() };
-    let cases = data::cases();
+    let mut cases = data::cases();
+    // NERVE_BENCH_CASES=path_t,laser_t runs only those cases (for profiling; a recorded run measures all).
+    let only: Option<Vec<String>> = std::env::var("NERVE_BENCH_CASES").ok().map(|v| v.split(',').map(str::to_string).collect());
+    if let Some(only) = &only {
+        cases.retain(|c| only.iter().any(|n| *n == c.name()));
+        if cases.is_empty() {
+            eprintln!("nerve-bench: NERVE_BENCH_CASES matched none of the cases");
+            return 2;
+        }
+    }
     let mut out = Output::new(opts.json);
 
-    out.header(opts, &cases);
+    out.header(opts, &cases, only.as_deref());
 
     // Python rows first (subprocesses), so a missing interpreter shows up early.
     let py: BTreeMap<&str, PyResult> = ["nerve-python", "lcm-python"]
@@ -112,6 +134,8 @@ pub fn run(opts: &Options) -> i32 {
         for sys in SYSTEMS {
             let r: Outcome = match sys {
                 "nerve-rust" => systems::nerve_rust(case, &cfg),
+                "nerve-rust (reuse)" => systems::nerve_rust_reuse(case, &cfg),
+                "nerve-c (arena)" => systems::nerve_c_arena(case, &cfg),
                 "nerve-c" => systems::nerve_c(case, &cfg),
                 "lcm-c" => systems::lcm_c(case, &cfg),
                 "flatbuffers" => systems::flatbuffers(case, &cfg),
@@ -129,7 +153,7 @@ pub fn run(opts: &Options) -> i32 {
                 },
                 _ => unreachable!(),
             };
-            let r = r.map(|cells| complete(case, cells));
+            let r = r.map(|cells| complete(case, sys, cells));
             results.insert((cname.clone(), sys), r);
         }
         out.case_table(case, &results);
@@ -140,10 +164,11 @@ pub fn run(opts: &Options) -> i32 {
 }
 
 /// Fills in the metrics a system did not report as not applicable (projections on the seed 000 cases).
-fn complete(case: &Case, mut cells: Vec<(Metric, Cell)>) -> Vec<(Metric, Cell)> {
+fn complete(case: &Case, sys: &str, mut cells: Vec<(Metric, Cell)>) -> Vec<(Metric, Cell)> {
     for m in METRICS {
         if !cells.iter().any(|(c, _)| *c == m) {
             let why = match case {
+                _ if sys.ends_with(')') => REUSE_NOTE,
                 Case::Lidar(_) => "not measured for this system",
                 _ => "projections are measured on the LiDAR cases only (seed 002)",
             };
@@ -152,6 +177,17 @@ fn complete(case: &Case, mut cells: Vec<(Metric, Cell)>) -> Vec<(Metric, Cell)> 
     }
     cells.sort_by_key(|(m, _)| *m);
     cells
+}
+
+/// Which API a bar's figure comes from, for its definition.
+fn api(sys: &str, m: Metric) -> String {
+    match (sys, m) {
+        ("nerve-rust (reuse)", _) => "nerve-rust decode_into (reuses the held value's strings and vectors: no allocation)".into(),
+        ("nerve-c (arena)", _) => "nerve-c T_decode_arena (strings and arrays from a reset arena: no malloc/free)".into(),
+        ("nerve-rust", Metric::Decode) => "nerve-rust decode (allocates; value dropped)".into(),
+        ("nerve-c" | "lcm-c", Metric::Decode) => format!("{sys} decode + decode_cleanup (malloc + free)"),
+        _ => format!("{sys} {}", m.name()),
+    }
 }
 
 fn get(results: &BTreeMap<(String, &str), Outcome>, case: &str, sys: &str, m: Metric) -> Result<f64, String> {
@@ -260,12 +296,17 @@ impl Output {
         self.text.push('\n');
     }
 
-    fn header(&mut self, opts: &Options, cases: &[Case]) {
+    fn header(&mut self, opts: &Options, cases: &[Case], only: Option<&[String]>) {
         if self.json {
             self.line(json!({"suite": "marshalling", "kind": "info", "mode": if opts.quick {"quick"} else {"full"},
                 "pinning": opts.pinning, "host": host(), "loadavg": loadavg()}));
         } else {
-            let _ = writeln!(self.text, "nerve-bench marshalling ({} run) on {}", if opts.quick { "quick" } else { "full" }, host());
+            let mode = match (opts.quick, only) {
+                (q, Some(only)) => format!("{}, only {}", if q { "quick" } else { "full" }, only.join(",")),
+                (true, None) => "quick".to_string(),
+                (false, None) => "full".to_string(),
+            };
+            let _ = writeln!(self.text, "nerve-bench marshalling ({mode} run) on {}", host());
             let _ = writeln!(self.text, "pinning: {}", opts.pinning);
             let _ = writeln!(self.text, "load average at start: {} (other work on this machine skews absolute times; ratios are the figure)", loadavg());
             let _ = writeln!(
@@ -310,13 +351,13 @@ impl Output {
             }
         } else {
             let _ = writeln!(self.text, "\n{} ({}, {} bytes in LCM format): median per operation", cname, case.lcm_type(), case.lcm_bytes().len());
-            let _ = write!(self.text, "  {:<13}", "system");
+            let _ = write!(self.text, "  {:<18}", "system");
             for m in METRICS {
                 let _ = write!(self.text, " {:>12}", m.header());
             }
             self.text.push('\n');
             for sys in SYSTEMS {
-                let _ = write!(self.text, "  {sys:<13}");
+                let _ = write!(self.text, "  {sys:<18}");
                 match &results[&(cname.clone(), sys)] {
                     Err(e) => {
                         let _ = writeln!(self.text, " {e}");
@@ -343,16 +384,22 @@ impl Output {
         for c in cases {
             let cn = c.name();
             for (m, limit) in [(Metric::Encode, 0.7), (Metric::Decode, 0.5)] {
-                for sys in ["nerve-rust", "nerve-c"] {
+                // The normal API (decode allocates, the value is dropped/cleaned up after) for both, and for decode
+                // also the allocation-free API (its own rows, compared with lcm-c's only decode, which allocates).
+                let systems: &[&str] = match m {
+                    Metric::Decode => &["nerve-rust", "nerve-rust (reuse)", "nerve-c", "nerve-c (arena)"],
+                    _ => &["nerve-rust", "nerve-c"],
+                };
+                for &sys in systems {
                     let bar = format!("{} vs lcm-c", m.name());
                     let lcm = get(results, &cn, "lcm-c", m);
                     let floor = get(results, &cn, "memcpy", m);
                     let me = get(results, &cn, sys, m);
                     let r = match (me, lcm, floor) {
                         (Ok(me), Ok(lcm), Ok(floor)) if lcm > 1.5 * floor => Ok((me / lcm, limit, format!(
-                            "{sys} {0} / lcm-c {0} (lcm-c is {1:.1}x memcpy)", m.name(), lcm / floor))),
+                            "{} / {} (lcm-c is {:.1}x memcpy)", api(sys, m), api("lcm-c", m), lcm / floor))),
                         (Ok(me), Ok(lcm), Ok(floor)) => Ok((me / floor, 1.1, format!(
-                            "{sys} {} / memcpy (lcm-c is at the floor: {:.2}x memcpy)", m.name(), lcm / floor))),
+                            "{} / memcpy (lcm-c is at the floor: {:.2}x memcpy)", api(sys, m), lcm / floor))),
                         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
                     };
                     rows.push(Bar::le(bar, &cn, sys, m, r));
@@ -431,9 +478,9 @@ impl Output {
                 self.text,
                 "  round-trip floor = memcpy out + memcpy in = 2 x (one copy of the LCM-encoded bytes between warm buffers)"
             );
-            let _ = writeln!(self.text, "  {:<32} {:<12} {:<13} {:>9} {:>8}  result", "bar", "case", "system", "measured", "limit");
+            let _ = writeln!(self.text, "  {:<32} {:<12} {:<18} {:>9} {:>8}  result", "bar", "case", "system", "measured", "limit");
             for b in &rows {
-                let _ = write!(self.text, "  {:<32} {:<12} {:<13}", b.bar, b.case, b.system);
+                let _ = write!(self.text, "  {:<32} {:<12} {:<18}", b.bar, b.case, b.system);
                 match &b.r {
                     Ok((val, lim, def)) => {
                         let unit = if b.bar.starts_with("view") { "" } else { "x" };

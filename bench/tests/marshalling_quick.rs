@@ -5,8 +5,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-const SYSTEMS: [&str; 8] =
-    ["nerve-rust", "nerve-c", "lcm-c", "flatbuffers", "bincode", "memcpy", "nerve-python", "lcm-python"];
+const SYSTEMS: [&str; 10] = [
+    "nerve-rust",
+    "nerve-rust (reuse)",
+    "nerve-c",
+    "nerve-c (arena)",
+    "lcm-c",
+    "flatbuffers",
+    "bincode",
+    "memcpy",
+    "nerve-python",
+    "lcm-python",
+];
 const METRICS: [&str; 5] = ["encode", "decode", "full_projection", "fixed_field", "variable_region"];
 const CASES: [&str; 7] = ["image_t", "laser_t", "path_t", "lidar_10", "lidar_100", "lidar_1000", "lidar_10000"];
 

@@ -34,7 +34,16 @@ pub struct CApi {
     pub path_encode: unsafe extern "C" fn(*const c_void, *mut u8, c_int) -> c_int,
     pub path_decode: unsafe extern "C" fn(*const u8, c_int) -> c_int,
     pub path_reencode: unsafe extern "C" fn(*const u8, c_int, *mut u8, c_int) -> c_int,
+    /// `(decode_arena, reencode_arena)` per type: the allocation-free decode (nerve-c only; lcm-c's return
+    /// [`UNSUPPORTED`]).
+    pub arena: [(DecodeFn, ReencodeFn); 4],
 }
+
+type DecodeFn = unsafe extern "C" fn(*const u8, c_int) -> c_int;
+type ReencodeFn = unsafe extern "C" fn(*const u8, c_int, *mut u8, c_int) -> c_int;
+
+/// What the glue's arena functions return for a system without them (lcm-c).
+pub const UNSUPPORTED: c_int = -1000;
 
 macro_rules! c_api {
     ($modname:ident, $prefix:literal) => {
@@ -88,6 +97,22 @@ macro_rules! c_api {
                 fn path_decode(buf: *const u8, len: c_int) -> c_int;
                 #[link_name = concat!($prefix, "_path_reencode")]
                 fn path_reencode(buf: *const u8, len: c_int, out: *mut u8, max: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_lidar_decode_arena")]
+                fn lidar_decode_arena(buf: *const u8, len: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_lidar_reencode_arena")]
+                fn lidar_reencode_arena(buf: *const u8, len: c_int, out: *mut u8, max: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_image_decode_arena")]
+                fn image_decode_arena(buf: *const u8, len: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_image_reencode_arena")]
+                fn image_reencode_arena(buf: *const u8, len: c_int, out: *mut u8, max: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_laser_decode_arena")]
+                fn laser_decode_arena(buf: *const u8, len: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_laser_reencode_arena")]
+                fn laser_reencode_arena(buf: *const u8, len: c_int, out: *mut u8, max: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_path_decode_arena")]
+                fn path_decode_arena(buf: *const u8, len: c_int) -> c_int;
+                #[link_name = concat!($prefix, "_path_reencode_arena")]
+                fn path_reencode_arena(buf: *const u8, len: c_int, out: *mut u8, max: c_int) -> c_int;
             }
             /// The table of functions.
             pub fn api() -> super::CApi {
@@ -115,6 +140,12 @@ macro_rules! c_api {
                     path_encode,
                     path_decode,
                     path_reencode,
+                    arena: [
+                        (lidar_decode_arena, lidar_reencode_arena),
+                        (image_decode_arena, image_reencode_arena),
+                        (laser_decode_arena, laser_reencode_arena),
+                        (path_decode_arena, path_reencode_arena),
+                    ],
                 }
             }
         }
@@ -221,6 +252,41 @@ pub fn run(sys: &str, api: &CApi, case: &Case, cfg: &Config) -> Vec<(Metric, Cel
         lidar_projections(sys, api, m, inp, len, cfg, &name, &mut cells);
     }
     cells
+}
+
+/// The allocation-free decode (`pkg_T_decode_arena` into an arena reset before each call; nothing freed), verified
+/// like the normal decode: decoding the reference bytes and encoding the result gives them back. Only `decode` is
+/// measured; the other metrics are the normal API's (see the system's own row).
+pub fn run_arena(sys: &str, api: &CApi, case: &Case, cfg: &Config) -> Result<Vec<(Metric, Cell)>, String> {
+    let reference = case.lcm_bytes();
+    let len = reference.len() as c_int;
+    let input = AlignedBuf::from_bytes(&reference, INPUT_PHASE);
+    let inp = input.as_slice().as_ptr();
+    let name = case.name();
+    let (decode, reencode) = match case {
+        Case::Lidar(_) => api.arena[0],
+        Case::Image(_) => api.arena[1],
+        Case::Laser(_) => api.arena[2],
+        Case::Path(_) => api.arena[3],
+    };
+    let mut back = vec![0u8; reference.len() + 64];
+    // SAFETY: `inp` holds `len` bytes, `back` holds its length.
+    let n = unsafe { reencode(inp, len, back.as_mut_ptr(), back.len() as c_int) };
+    if n == UNSUPPORTED {
+        return Err("unavailable: no allocation-free decode in this API".into());
+    }
+    if n != len || back[..reference.len()] != reference[..] {
+        mismatch(sys, &name, "arena decode then encode does not give the reference bytes back");
+    }
+    // SAFETY: as above.
+    if unsafe { decode(inp, len) } != len {
+        mismatch(sys, &name, "arena decode failed");
+    }
+    let dec = measure(cfg, || {
+        // SAFETY: `inp` holds `len` bytes, as in the verification above.
+        unsafe { decode(inp, len) }
+    });
+    Ok(vec![(Metric::Decode, Cell::Ns(dec))])
 }
 
 #[allow(clippy::too_many_arguments)]

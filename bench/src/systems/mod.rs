@@ -25,6 +25,32 @@ pub fn nerve_rust(case: &Case, cfg: &Config) -> Outcome {
     }
 }
 
+/// Nerve's generated Rust, allocation-free decode (`Message::decode_into` reusing the held value's memory).
+pub fn nerve_rust_reuse(case: &Case, cfg: &Config) -> Outcome {
+    #[cfg(has_nerve_rust)]
+    {
+        Ok(nerve_rust::run_reuse(case, cfg))
+    }
+    #[cfg(not(has_nerve_rust))]
+    {
+        let _ = (case, cfg);
+        Err(env!("BENCH_STATUS_NERVE_RUST").to_string())
+    }
+}
+
+/// Nerve's generated C, allocation-free decode (`pkg_T_decode_arena`).
+pub fn nerve_c_arena(case: &Case, cfg: &Config) -> Outcome {
+    #[cfg(has_nerve_c)]
+    {
+        csys::run_arena("nerve-c (arena)", &csys::nervec::api(), case, cfg)
+    }
+    #[cfg(not(has_nerve_c))]
+    {
+        let _ = (case, cfg);
+        Err(env!("BENCH_STATUS_NERVE_C").to_string())
+    }
+}
+
 /// Nerve's generated C.
 pub fn nerve_c(case: &Case, cfg: &Config) -> Outcome {
     #[cfg(has_nerve_c)]
