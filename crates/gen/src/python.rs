@@ -27,6 +27,16 @@
 //! `object.__new__` and slot assignment, numeric arrays are one `np.frombuffer` view (big-endian, read-only, no copy)
 //! and encode with one `tobytes`, and a one-dimensional array of a fixed-size struct decodes lazily into a
 //! `nerve_lcm.StructArray` (see the runtime's docstring for these choices).
+//!
+//! # The native accelerator
+//!
+//! Each struct module ends with `_rt.accelerate(cls, "pkg.name", (member classes...))`. When the optional
+//! extension `nerve_lcm_native` (`bindings/python`, PyO3, installed into the venv by `scripts/setup`) imports, that
+//! call replaces the class's `decode` / `encode` with a native codec that interprets a plan compiled from
+//! `__slots__`, `__typenames__`, `__dimensions__` and those classes, giving the same representation as the code
+//! above. It is a fast path only: any input it does not handle exactly, and any malformed message, goes to the
+//! pure-Python codec (kept as `_nerve_py_decode` / `_nerve_py_encode`), so results and errors are identical with or
+//! without it (`NERVE_LCM_PURE=1` turns it off).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -752,6 +762,15 @@ impl<'a> Gen<'a> {
         let mut out = w.finish();
         out.push_str(&text);
         out.push('\n');
+        // per member: the class of a struct or enum member, None for primitives (for `_rt.accelerate`)
+        let member_classes: Vec<String> = st
+            .members
+            .iter()
+            .map(|m| match &m.ty {
+                MemberType::Primitive(_) => "None".to_owned(),
+                t => md.class(type_name(t)),
+            })
+            .collect();
         let mut tail = CodeWriter::new("    ");
         tail.line(
             "# Classes this one uses (imported last, so that types that use each other can load).",
@@ -767,6 +786,14 @@ impl<'a> Gen<'a> {
                 ));
             }
         }
+        tail.blank();
+        tail.line("# The pure-Python codec above is kept; the native accelerator, when installed, takes over.");
+        tail.line(format!(
+            "_rt.accelerate({cls}, {}, ({}{}))",
+            py_str(&full),
+            member_classes.join(", "),
+            if member_classes.len() == 1 { "," } else { "" }
+        ));
         out.push_str(&tail.finish());
         out
     }

@@ -21,18 +21,38 @@ Representation of decoded values (the choices, and why):
   is an ordinary mutable list of objects. Re-encoding an array that was never touched is one memcpy.
   ``len()`` never materializes; ``to_numpy()`` gives a structured array without building objects.
 
+Native accelerator: when the ``nerve_lcm_native`` extension (``bindings/python``, built into the venv by
+``scripts/setup``) imports, :func:`accelerate` gives every generated class its native ``decode`` / ``encode`` (and
+StructArray its native element builder). That code is a fast path only: on any input it does not handle exactly, and
+on every malformed message, it runs this module's pure-Python codec on the same input, so results and errors are the
+same with or without it. ``NATIVE`` says whether it is in use; set ``NERVE_LCM_PURE=1`` to turn it off. The pure
+codec of a class stays reachable as ``cls._nerve_py_decode(data)`` / ``cls._nerve_py_encode(msg)``.
+
 Encoding accepts what LCM's encoder accepts (lists, tuples) and also numpy arrays of any dtype that converts, bytes
 for byte arrays, numpy structured arrays for struct arrays, and objects of another class with the same fingerprint
 (e.g. from LCM's own generated code).
 """
 
+import os as _os
 import struct as _struct
 from collections.abc import MutableSequence as _MutableSequence
 from io import BytesIO as _BytesIO
 
 import numpy as np
 
-__all__ = ["DecodeError", "EncodeError", "StructArray"]
+__all__ = ["DecodeError", "EncodeError", "StructArray", "NATIVE"]
+
+_native = None
+if not _os.environ.get("NERVE_LCM_PURE"):
+    try:
+        import nerve_lcm_native as _native
+    except ImportError:
+        _native = None
+    if _native is not None and getattr(_native, "ABI", None) != 1:
+        _native = None  # built for another version of this runtime
+
+#: Whether the native accelerator is in use.
+NATIVE = _native is not None
 
 U8 = np.dtype("u1")
 _I = _struct.Struct(">I")
@@ -319,7 +339,12 @@ class StructArray(_MutableSequence):
     def _list(self):
         items = self._items
         if items is None:
-            if self._n:
+            native = self._cls.__dict__.get("_nerve_native")
+            if native is not None and self._n:
+                items = native.decode_records(self._buf, self._off, self._n)
+            if items is not None:
+                pass
+            elif self._n:
                 rec = np.frombuffer(self._buf, self._cls._nerve_dtype, self._n, self._off)
                 items = self._cls._nerve_from_records(rec)
             else:
@@ -375,6 +400,29 @@ class StructArray(_MutableSequence):
 
     def __reduce__(self):
         return (StructArray, (self._cls, list(self._list())))
+
+
+def accelerate(cls, type_name, classes):
+    """Called at the end of every generated struct module: ``classes`` holds, per member, the class of a struct or
+    enum member (None for primitives). Keeps the pure-Python codec as ``_nerve_py_decode`` / ``_nerve_py_encode``
+    and, when the native accelerator is there, installs its codec (compiled on first use)."""
+    cls._nerve_classes = classes
+    cls._nerve_name = type_name
+    cls._nerve_struct_array = StructArray
+    cls._nerve_py_decode = cls.__dict__["decode"]
+    cls._nerve_py_encode = cls.__dict__["encode"]
+    if _native is None:
+        return
+    codec = _native.Codec(cls)
+    cls._nerve_native = codec
+    cls.decode = staticmethod(codec.decode)
+    enc = codec.encode
+
+    def encode(self):
+        return enc(self)
+
+    encode.__doc__ = cls._nerve_py_encode.__doc__
+    cls.encode = encode
 
 
 def nest(flat, dims):

@@ -1,0 +1,1184 @@
+//! `nerve_lcm_native`: the optional native accelerator for the Python code that `nerve gen -p` writes.
+//!
+//! # Brief overview
+//!
+//! Each generated class ends with `_rt.accelerate(cls, "pkg.name", classes)`. When this module imports, the runtime
+//! (`nerve_lcm.py`) makes a [`Codec`] per class and installs its `decode` / `encode` as the class's. On first use a
+//! codec compiles a [`Plan`] from what the class already says about itself (`__slots__`, `__typenames__`,
+//! `__dimensions__`, the nested classes, `_packed_fingerprint`, `_nerve_dtype`) and then interprets it: decoding
+//! walks the bytes once, allocates each object through its class and stores straight into its slots, makes numeric
+//! arrays big-endian read-only numpy views of the message (as `np.frombuffer` does), strings with
+//! `PyUnicode_DecodeUTF8`, and a 1-D array of a fixed-size struct a packed `StructArray`; encoding reads the slots
+//! and writes one buffer.
+//!
+//! # The key design decision: a fast path, never a second semantics
+//!
+//! The pure-Python code stays the definition. The native codec handles the common forms exactly (`bytes` input,
+//! instances of the generated classes, `int`/`float`/`bool`/`str` scalars, lists and tuples, numpy arrays of the
+//! member's kind, `bytes` for byte arrays, `StructArray`), and on anything else - a malformed message, an unusual
+//! input, a value out of range - it gives up without side effects and runs the class's pure-Python codec on the same
+//! input. So results and errors (`DecodeError` with its offset, `EncodeError`, `struct.error`) are the pure
+//! runtime's by construction, and every length is checked against the bytes left before anything is allocated.
+//!
+//! # Safety
+//!
+//! This crate talks to CPython and numpy through their C APIs, so it is `unsafe` throughout; every function here
+//! runs with the GIL held (it is only reached from Python calls), and every object pointer it reads is a live,
+//! type-checked object that the caller holds a reference to.
+
+#![allow(unsafe_code)]
+#![allow(clippy::missing_safety_doc)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void};
+use std::ptr::null_mut;
+use std::sync::OnceLock;
+
+use numpy::npyffi::{self, npy_intp, NpyTypes, PyArrayObject, PyArray_Descr, PY_ARRAY_API};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString, PyType};
+
+/// Bumped when the interface between `nerve_lcm.py` and this module changes; the runtime ignores other values.
+const ABI: u32 = 1;
+
+/// Nesting deeper than this is left to the pure-Python codec (which raises its "nests too deeply" error when
+/// Python's recursion limit is hit, or decodes it more slowly).
+const MAX_DEPTH: u32 = 200;
+
+/// "Let the pure-Python codec do this call": any Python error set on the way has been cleared.
+struct Fallback;
+type R<T> = Result<T, Fallback>;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Prim {
+    I8,
+    I16,
+    I32,
+    I64,
+    F32,
+    F64,
+    Bool,
+    Byte,
+    Str,
+}
+
+impl Prim {
+    fn from_name(s: &str) -> Option<Prim> {
+        Some(match s {
+            "int8_t" => Prim::I8,
+            "int16_t" => Prim::I16,
+            "int32_t" => Prim::I32,
+            "int64_t" => Prim::I64,
+            "float" => Prim::F32,
+            "double" => Prim::F64,
+            "boolean" => Prim::Bool,
+            "byte" => Prim::Byte,
+            "string" => Prim::Str,
+            _ => return None,
+        })
+    }
+    fn size(self) -> usize {
+        match self {
+            Prim::I8 | Prim::Bool | Prim::Byte => 1,
+            Prim::I16 => 2,
+            Prim::I32 | Prim::F32 => 4,
+            Prim::I64 | Prim::F64 => 8,
+            Prim::Str => 5, // the least a string takes: length + NUL
+        }
+    }
+    fn is_int(self) -> bool {
+        matches!(self, Prim::I8 | Prim::I16 | Prim::I32 | Prim::I64)
+    }
+    /// numpy type numbers an input array of this member may have (same kind and size, any byte order).
+    fn accepts(self, type_num: c_int) -> bool {
+        use npyffi::NPY_TYPES as T;
+        let t = |x: T| x as c_int == type_num;
+        match self {
+            Prim::I8 => t(T::NPY_BYTE),
+            Prim::I16 => t(T::NPY_SHORT),
+            Prim::I32 => t(T::NPY_INT),
+            Prim::I64 => t(T::NPY_LONG) || t(T::NPY_LONGLONG),
+            Prim::F32 => t(T::NPY_FLOAT),
+            Prim::F64 => t(T::NPY_DOUBLE),
+            Prim::Bool => t(T::NPY_BOOL),
+            Prim::Byte => t(T::NPY_UBYTE),
+            Prim::Str => false,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Dim {
+    Fixed(usize),
+    /// The count is the integer member at this index (an earlier one).
+    Var(usize),
+}
+
+enum Kind {
+    Prim(Prim),
+    Struct(&'static PlanCell),
+}
+
+struct Member {
+    offset: isize,
+    kind: Kind,
+    dims: Vec<Dim>,
+    /// For numeric arrays: the big-endian dtype decoded arrays get (uint8 for multi-dimensional byte arrays).
+    descr: *mut PyArray_Descr,
+}
+
+/// What a generated class's codec interprets.
+struct Plan {
+    cls: *mut ffi::PyTypeObject,
+    fingerprint: [u8; 8],
+    members: Vec<Member>,
+    /// Encoded size when fixed and the class has a records dtype: 1-D arrays of it decode to a packed StructArray.
+    records_size: Option<usize>,
+    /// The fewest bytes one encoded value takes.
+    min_size: usize,
+    /// The runtime's `StructArray` class and its `_packed` constructor (each generated tree has its own runtime).
+    struct_array: *mut ffi::PyObject,
+    packed: *mut ffi::PyObject,
+}
+
+/// A plan that is filled in once the whole group of classes that refer to each other has compiled.
+struct PlanCell(OnceLock<Option<&'static Plan>>);
+
+// SAFETY: plans are only read with the GIL held; the raw pointers in them are to objects they keep alive forever.
+unsafe impl Send for PlanCell {}
+// SAFETY: as above.
+unsafe impl Sync for PlanCell {}
+// SAFETY: as above.
+unsafe impl Send for Plan {}
+// SAFETY: as above.
+unsafe impl Sync for Plan {}
+
+/// Python objects every codec needs, made when the module imports.
+struct Env {
+    array_type: *mut ffi::PyTypeObject,
+    bool_descr: *mut PyArray_Descr,
+    s_cls: *mut ffi::PyObject,
+    s_buf: *mut ffi::PyObject,
+    s_off: *mut ffi::PyObject,
+    s_n: *mut ffi::PyObject,
+    s_items: *mut ffi::PyObject,
+}
+// SAFETY: read only with the GIL held; the objects are kept alive forever.
+unsafe impl Send for Env {}
+// SAFETY: as above.
+unsafe impl Sync for Env {}
+
+static ENV: OnceLock<Env> = OnceLock::new();
+
+fn env() -> &'static Env {
+    ENV.get().expect("set when the module imports")
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The per-class codec that `nerve_lcm.accelerate` installs.
+#[pyclass(frozen, module = "nerve_lcm_native")]
+struct Codec {
+    cls: Py<PyType>,
+    plan: &'static PlanCell,
+    py_decode: Py<PyAny>,
+    py_encode: Py<PyAny>,
+}
+
+#[pymethods]
+impl Codec {
+    #[new]
+    fn new(py: Python<'_>, cls: Bound<'_, PyType>) -> PyResult<Self> {
+        let py_decode = cls.getattr("_nerve_py_decode")?.unbind();
+        let py_encode = cls.getattr("_nerve_py_encode")?.unbind();
+        let plan = cell_for(py, &cls)?;
+        Ok(Codec { cls: cls.unbind(), plan, py_decode, py_encode })
+    }
+
+    /// `T.decode(data)`: natively for bytes-like input when the class compiled, else the pure-Python decode.
+    fn decode<'py>(&self, py: Python<'py>, data: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(plan) = self.plan(py) {
+            let bytes = if data.is_exact_instance_of::<PyBytes>() {
+                Some(data.clone())
+            } else if data.is_instance_of::<pyo3::types::PyByteArray>()
+                || data.is_instance_of::<pyo3::types::PyMemoryView>()
+            {
+                // bytes(memoryview(data)): the copy the pure runtime makes too
+                let mv = pyo3::types::PyMemoryView::from(&data)?;
+                Some(py.get_type::<PyBytes>().call1((mv,))?)
+            } else {
+                None
+            };
+            if let Some(b) = bytes {
+                // SAFETY: GIL held; `b` is an exact bytes object kept alive for the call.
+                if let Ok(obj) = unsafe { decode_message(plan, b.as_ptr()) } {
+                    // SAFETY: `obj` is a new reference.
+                    return Ok(unsafe { Bound::from_owned_ptr(py, obj) });
+                }
+                return self.py_decode.bind(py).call1((b,));
+            }
+        }
+        self.py_decode.bind(py).call1((data,))
+    }
+
+    /// `msg.encode()`: natively for the forms it knows, else the pure-Python encode (same bytes, same errors).
+    fn encode<'py>(&self, py: Python<'py>, obj: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(plan) = self.plan(py) {
+            // SAFETY: GIL held; `obj` is alive for the call.
+            if let Ok(b) = unsafe { encode_message(plan, obj.as_ptr()) } {
+                // SAFETY: `b` is a new reference.
+                return Ok(unsafe { Bound::from_owned_ptr(py, b) });
+            }
+        }
+        self.py_encode.bind(py).call1((obj,))
+    }
+
+    /// The `n` elements of a packed StructArray (`n` encoded values at `off` in `buf`) as a list of objects, or
+    /// None to let the pure-Python code build them.
+    fn decode_records<'py>(
+        &self,
+        py: Python<'py>,
+        buf: Bound<'py, PyAny>,
+        off: usize,
+        n: usize,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(plan) = self.plan(py) else { return Ok(None) };
+        if !buf.is_exact_instance_of::<PyBytes>() {
+            return Ok(None);
+        }
+        // SAFETY: GIL held; `buf` is an exact bytes object alive for the call.
+        let r = unsafe { decode_records(plan, buf.as_ptr(), off, n) };
+        // SAFETY: a new reference.
+        Ok(r.ok().map(|l| unsafe { Bound::from_owned_ptr(py, l) }))
+    }
+
+    /// Whether the class compiled to a native plan (False: every call goes to the pure-Python codec).
+    fn is_native(&self, py: Python<'_>) -> bool {
+        self.plan(py).is_some()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let name = self.cls.bind(py).name().map(|n| n.to_string()).unwrap_or_default();
+        format!("<nerve_lcm_native.Codec for {name}: {}>", if self.is_native(py) { "native" } else { "pure" })
+    }
+}
+
+impl Codec {
+    fn plan(&self, py: Python<'_>) -> Option<&'static Plan> {
+        if let Some(p) = self.plan.0.get() {
+            return *p;
+        }
+        compile_group(py, self.cls.bind(py));
+        self.plan.0.get().copied().flatten()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Compiling plans
+
+/// The cell of `cls` (made once per class and kept on it as `_nerve_plan_cell`'s address).
+fn cell_for(_py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<&'static PlanCell> {
+    static CELLS: std::sync::Mutex<Vec<(usize, &'static PlanCell)>> = std::sync::Mutex::new(Vec::new());
+    let key = cls.as_ptr() as usize;
+    let mut cells = CELLS.lock().unwrap();
+    if let Some((_, c)) = cells.iter().find(|(k, _)| *k == key) {
+        return Ok(c);
+    }
+    // The class is kept alive forever, like the plan that points at it.
+    std::mem::forget(cls.clone());
+    let c: &'static PlanCell = Box::leak(Box::new(PlanCell(OnceLock::new())));
+    cells.push((key, c));
+    Ok(c)
+}
+
+/// Compiles `cls` and every class it reaches; a class that cannot be compiled (and every class that contains it)
+/// gets `None` and stays pure Python.
+fn compile_group(py: Python<'_>, cls: &Bound<'_, PyType>) {
+    let mut pending: Vec<(&'static PlanCell, Option<Plan>)> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    let ok = compile_one(py, cls, &mut pending, &mut seen).is_ok();
+    for (cell, plan) in pending {
+        let v = if ok { plan.map(|p| &*Box::leak(Box::new(p))) } else { None };
+        let _ = cell.0.set(v);
+    }
+    if !ok {
+        // leave at least this class's cell decided
+        if let Ok(c) = cell_for(py, cls) {
+            let _ = c.0.set(None);
+        }
+    }
+}
+
+fn compile_one(
+    py: Python<'_>,
+    cls: &Bound<'_, PyType>,
+    pending: &mut Vec<(&'static PlanCell, Option<Plan>)>,
+    seen: &mut Vec<usize>,
+) -> Result<&'static PlanCell, ()> {
+    let cell = cell_for(py, cls).map_err(|_| ())?;
+    if let Some(done) = cell.0.get() {
+        return if done.is_some() { Ok(cell) } else { Err(()) };
+    }
+    let key = cls.as_ptr() as usize;
+    if seen.contains(&key) {
+        return Ok(cell);
+    }
+    seen.push(key);
+    let idx = pending.len();
+    pending.push((cell, None));
+    let plan = build_plan(py, cls, pending, seen)?;
+    pending[idx].1 = Some(plan);
+    Ok(cell)
+}
+
+fn build_plan(
+    py: Python<'_>,
+    cls: &Bound<'_, PyType>,
+    pending: &mut Vec<(&'static PlanCell, Option<Plan>)>,
+    seen: &mut Vec<usize>,
+) -> Result<Plan, ()> {
+    let e = |_| ();
+    let slots: Vec<String> = cls.getattr("__slots__").map_err(e)?.extract().map_err(e)?;
+    let types: Vec<String> = cls.getattr("__typenames__").map_err(e)?.extract().map_err(e)?;
+    let dims_all = cls.getattr("__dimensions__").map_err(e)?;
+    let classes = cls.getattr("_nerve_classes").map_err(e)?;
+    let fp: Vec<u8> = cls.getattr("_packed_fingerprint").map_err(e)?.extract().map_err(e)?;
+    let size: Option<usize> = cls.getattr("_nerve_size").map_err(e)?.extract().map_err(e)?;
+    let has_dtype = !cls.getattr("_nerve_dtype").map_err(e)?.is_none();
+    let struct_array = cls.getattr("_nerve_struct_array").map_err(e)?;
+    let packed = struct_array.getattr("_packed").map_err(e)?;
+    if fp.len() != 8 || types.len() != slots.len() {
+        return Err(());
+    }
+    let dict = cls.getattr("__dict__").map_err(e)?;
+    let numpy = py.import("numpy").map_err(e)?;
+    let mut members = Vec::with_capacity(slots.len());
+    let mut min_size = 0usize;
+    for (i, name) in slots.iter().enumerate() {
+        // the slot's offset, from its member descriptor
+        let descr = dict.get_item(name).map_err(e)?;
+        // SAFETY: GIL held; the type of `descr` is checked before its fields are read.
+        let offset = unsafe {
+            if ffi::Py_TYPE(descr.as_ptr()) != std::ptr::addr_of_mut!(ffi::PyMemberDescr_Type) {
+                return Err(());
+            }
+            let md = descr.as_ptr() as *mut ffi::PyMemberDescrObject;
+            if (*md).d_common.d_type != cls.as_ptr() as *mut ffi::PyTypeObject {
+                return Err(());
+            }
+            let def = (*md).d_member;
+            if (*def).type_code != ffi::Py_T_OBJECT_EX || (*def).flags != 0 {
+                return Err(());
+            }
+            (*def).offset
+        };
+        let dims_obj = dims_all.get_item(i).map_err(e)?;
+        let mut dims = Vec::new();
+        if !dims_obj.is_none() {
+            for d in dims_obj.try_iter().map_err(e)? {
+                let d = d.map_err(e)?;
+                if let Ok(n) = d.extract::<usize>() {
+                    dims.push(Dim::Fixed(n));
+                } else {
+                    let s: String = d.extract().map_err(e)?;
+                    let j = slots[..i].iter().position(|x| *x == s).ok_or(())?;
+                    match &members.get(j).map(|m: &Member| (&m.kind, m.dims.len())) {
+                        Some((Kind::Prim(p), 0)) if p.is_int() => {}
+                        _ => return Err(()),
+                    }
+                    dims.push(Dim::Var(j));
+                }
+            }
+        }
+        let fixed_count: usize = dims
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(n) => *n,
+                Dim::Var(_) => 0,
+            })
+            .product();
+        let kind = match Prim::from_name(&types[i]) {
+            Some(p) => {
+                min_size += if dims.is_empty() { p.size() } else { fixed_count * p.size() };
+                Kind::Prim(p)
+            }
+            None => {
+                let sub = classes.get_item(i).map_err(e)?;
+                let sub = sub.cast::<PyType>().map_err(|_| ())?;
+                if !sub.hasattr("_nerve_classes").map_err(e)? {
+                    return Err(()); // an enum or a foreign class: pure Python
+                }
+                let sub_min = plan_min(py, sub)?;
+                if !dims.is_empty() && sub_min == 0 {
+                    return Err(()); // arrays of zero-size structs: the pure code's slack rule applies
+                }
+                min_size += if dims.is_empty() { sub_min } else { fixed_count * sub_min };
+                Kind::Struct(compile_one(py, sub, pending, seen)?)
+            }
+        };
+        let descr = match kind {
+            Kind::Prim(p) if !dims.is_empty() && p != Prim::Str && !(p == Prim::Byte && dims.len() == 1) => {
+                let code = match p {
+                    Prim::I8 => "i1",
+                    Prim::I16 => ">i2",
+                    Prim::I32 => ">i4",
+                    Prim::I64 => ">i8",
+                    Prim::F32 => ">f4",
+                    Prim::F64 => ">f8",
+                    Prim::Bool => "?",
+                    _ => "u1",
+                };
+                let d = numpy.getattr("dtype").map_err(e)?.call1((code,)).map_err(e)?;
+                let p = d.as_ptr() as *mut PyArray_Descr;
+                std::mem::forget(d);
+                p
+            }
+            _ => null_mut(),
+        };
+        members.push(Member { offset, kind, dims, descr });
+    }
+    let records_size = match (size, has_dtype) {
+        (Some(s), true) if s > 0 => Some(s),
+        (_, true) => return Err(()),
+        _ => None,
+    };
+    let mut fingerprint = [0u8; 8];
+    fingerprint.copy_from_slice(&fp);
+    Ok(Plan {
+        cls: cls.as_ptr() as *mut ffi::PyTypeObject,
+        fingerprint,
+        members,
+        records_size,
+        min_size,
+        struct_array: struct_array.unbind().into_ptr(),
+        packed: packed.unbind().into_ptr(),
+    })
+}
+
+/// The least encoded size of a class, computed from its Python description (recursion stops at a cycle: a cycle
+/// can only go through arrays, whose least size is 0 when variable).
+fn plan_min(py: Python<'_>, cls: &Bound<'_, PyType>) -> Result<usize, ()> {
+    fn go(py: Python<'_>, cls: &Bound<'_, PyType>, stack: &mut Vec<usize>) -> Result<usize, ()> {
+        let e = |_| ();
+        let key = cls.as_ptr() as usize;
+        if stack.contains(&key) || stack.len() > 64 {
+            return Ok(0);
+        }
+        stack.push(key);
+        let types: Vec<String> = cls.getattr("__typenames__").map_err(e)?.extract().map_err(e)?;
+        let dims_all = cls.getattr("__dimensions__").map_err(e)?;
+        let classes = cls.getattr("_nerve_classes").map_err(e)?;
+        let mut total = 0usize;
+        for (i, t) in types.iter().enumerate() {
+            let d = dims_all.get_item(i).map_err(e)?;
+            let mut count = 1usize;
+            if !d.is_none() {
+                for x in d.try_iter().map_err(e)? {
+                    count = count.saturating_mul(x.map_err(e)?.extract::<usize>().unwrap_or(0));
+                }
+            }
+            let one = match Prim::from_name(t) {
+                Some(p) => p.size(),
+                None => {
+                    let sub = classes.get_item(i).map_err(e)?;
+                    let sub = sub.cast::<PyType>().map_err(|_| ())?;
+                    if !sub.hasattr("_nerve_classes").map_err(e)? {
+                        return Err(());
+                    }
+                    if count == 0 { 0 } else { go(py, sub, stack)? }
+                }
+            };
+            total = total.saturating_add(count.saturating_mul(one));
+        }
+        stack.pop();
+        Ok(total)
+    }
+    go(py, cls, &mut Vec::new())
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Decoding
+
+struct Input {
+    obj: *mut ffi::PyObject,
+    ptr: *const u8,
+    len: usize,
+}
+
+impl Input {
+    #[inline]
+    fn take(&self, off: usize, n: usize) -> R<&[u8]> {
+        if n > self.len.saturating_sub(off) {
+            return Err(Fallback);
+        }
+        // SAFETY: off + n <= len, within the bytes object that `obj` keeps alive.
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr.add(off), n) })
+    }
+}
+
+#[inline]
+fn be<const N: usize>(b: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[..N]);
+    a
+}
+
+#[inline]
+unsafe fn check(p: *mut ffi::PyObject) -> R<*mut ffi::PyObject> {
+    if p.is_null() {
+        ffi::PyErr_Clear();
+        Err(Fallback)
+    } else {
+        Ok(p)
+    }
+}
+
+unsafe fn decode_message(plan: &Plan, data: *mut ffi::PyObject) -> R<*mut ffi::PyObject> {
+    let input = Input {
+        obj: data,
+        ptr: ffi::PyBytes_AS_STRING(data) as *const u8,
+        len: ffi::PyBytes_Size(data) as usize,
+    };
+    if input.take(0, 8)? != plan.fingerprint {
+        return Err(Fallback);
+    }
+    let mut off = 8;
+    decode_struct(plan, &input, &mut off, 0)
+}
+
+unsafe fn decode_records(plan: &Plan, data: *mut ffi::PyObject, off: usize, n: usize) -> R<*mut ffi::PyObject> {
+    let input = Input {
+        obj: data,
+        ptr: ffi::PyBytes_AS_STRING(data) as *const u8,
+        len: ffi::PyBytes_Size(data) as usize,
+    };
+    let size = plan.records_size.ok_or(Fallback)?;
+    input.take(off, n.checked_mul(size).ok_or(Fallback)?)?;
+    let list = check(ffi::PyList_New(n as ffi::Py_ssize_t))?;
+    let mut o = off;
+    for i in 0..n {
+        match decode_struct(plan, &input, &mut o, 1) {
+            Ok(v) => ffi::PyList_SET_ITEM(list, i as ffi::Py_ssize_t, v),
+            Err(f) => {
+                ffi::Py_DECREF(list);
+                return Err(f);
+            }
+        }
+    }
+    Ok(list)
+}
+
+#[inline]
+unsafe fn slot(obj: *mut ffi::PyObject, offset: isize) -> *mut *mut ffi::PyObject {
+    (obj as *mut u8).offset(offset) as *mut *mut ffi::PyObject
+}
+
+unsafe fn decode_struct(plan: &Plan, input: &Input, off: &mut usize, depth: u32) -> R<*mut ffi::PyObject> {
+    if depth > MAX_DEPTH {
+        return Err(Fallback);
+    }
+    let cls = plan.cls;
+    let alloc = (*cls).tp_alloc.ok_or(Fallback)?;
+    let obj = check(alloc(cls, 0))?;
+    for m in &plan.members {
+        match decode_member(plan, m, obj, input, off, depth) {
+            Ok(v) => *slot(obj, m.offset) = v,
+            Err(f) => {
+                ffi::Py_DECREF(obj);
+                return Err(f);
+            }
+        }
+    }
+    Ok(obj)
+}
+
+unsafe fn count_of(obj: *mut ffi::PyObject, plan_members: &[Member], d: Dim) -> R<usize> {
+    match d {
+        Dim::Fixed(n) => Ok(n),
+        Dim::Var(j) => {
+            let v = *slot(obj, plan_members_offset(plan_members, j));
+            if v.is_null() {
+                return Err(Fallback);
+            }
+            let n = ffi::PyLong_AsLongLong(v);
+            if n == -1 && !ffi::PyErr_Occurred().is_null() {
+                ffi::PyErr_Clear();
+                return Err(Fallback);
+            }
+            usize::try_from(n).map_err(|_| Fallback)
+        }
+    }
+}
+
+#[inline]
+fn plan_members_offset(members: &[Member], j: usize) -> isize {
+    members[j].offset
+}
+
+unsafe fn decode_member(
+    plan: &Plan,
+    m: &Member,
+    obj: *mut ffi::PyObject,
+    input: &Input,
+    off: &mut usize,
+    depth: u32,
+) -> R<*mut ffi::PyObject> {
+    // `m` belongs to the plan of `obj`'s class; counts refer to earlier, already-set slots.
+    let members = &plan.members[..];
+    if m.dims.is_empty() {
+        return match &m.kind {
+            Kind::Prim(p) => decode_scalar(*p, input, off),
+            Kind::Struct(c) => decode_struct(c.0.get().copied().flatten().ok_or(Fallback)?, input, off, depth + 1),
+        };
+    }
+    let mut counts = [0usize; 8];
+    if m.dims.len() > counts.len() {
+        return Err(Fallback);
+    }
+    let mut total: usize = 1;
+    for (k, d) in m.dims.iter().enumerate() {
+        let c = count_of(obj, members, *d)?;
+        counts[k] = c;
+        total = total.checked_mul(c).ok_or(Fallback)?;
+    }
+    let counts = &counts[..m.dims.len()];
+    match &m.kind {
+        Kind::Prim(Prim::Str) => {
+            if total.checked_mul(5).ok_or(Fallback)? > input.len - *off {
+                return Err(Fallback);
+            }
+            nested_list(counts, &mut || decode_scalar(Prim::Str, input, off))
+        }
+        Kind::Prim(Prim::Byte) if m.dims.len() == 1 => {
+            let b = input.take(*off, total)?;
+            let v = check(ffi::PyBytes_FromStringAndSize(b.as_ptr() as *const c_char, total as ffi::Py_ssize_t))?;
+            *off += total;
+            Ok(v)
+        }
+        Kind::Prim(Prim::Bool) => {
+            let b = input.take(*off, total)?;
+            let a = new_array(env().bool_descr, counts, null_mut(), true)?;
+            let dst = (*(a as *mut PyArrayObject)).fields.data as *mut u8;
+            for (i, x) in b.iter().enumerate() {
+                *dst.add(i) = (*x != 0) as u8;
+            }
+            *off += total;
+            Ok(a)
+        }
+        Kind::Prim(p) => {
+            let n = total.checked_mul(p.size()).ok_or(Fallback)?;
+            let b = input.take(*off, n)?;
+            let a = new_array(m.descr, counts, b.as_ptr() as *mut c_void, false)?;
+            ffi::Py_INCREF(input.obj);
+            if (PY_ARRAY_API.PyArray_SetBaseObject(Python::assume_attached(), a as *mut PyArrayObject, input.obj)) < 0 {
+                ffi::Py_DECREF(input.obj);
+                ffi::Py_DECREF(a);
+                ffi::PyErr_Clear();
+                return Err(Fallback);
+            }
+            *off += n;
+            Ok(a)
+        }
+        Kind::Struct(c) => {
+            let sub = c.0.get().copied().flatten().ok_or(Fallback)?;
+            if let (1, Some(size)) = (m.dims.len(), sub.records_size) {
+                let n = total.checked_mul(size).ok_or(Fallback)?;
+                input.take(*off, n)?;
+                let args = [sub.cls as *mut ffi::PyObject, input.obj, ffi::PyLong_FromSize_t(*off), ffi::PyLong_FromSize_t(total)];
+                if args[2].is_null() || args[3].is_null() {
+                    ffi::Py_XDECREF(args[2]);
+                    ffi::Py_XDECREF(args[3]);
+                    ffi::PyErr_Clear();
+                    return Err(Fallback);
+                }
+                let r = ffi::PyObject_Vectorcall(sub.packed, args.as_ptr(), 4, null_mut());
+                ffi::Py_DECREF(args[2]);
+                ffi::Py_DECREF(args[3]);
+                let r = check(r)?;
+                *off += n;
+                return Ok(r);
+            }
+            if total.checked_mul(sub.min_size).ok_or(Fallback)? > input.len - *off {
+                return Err(Fallback);
+            }
+            nested_list(counts, &mut || decode_struct(sub, input, off, depth + 1))
+        }
+    }
+}
+
+unsafe fn nested_list(counts: &[usize], elem: &mut dyn FnMut() -> R<*mut ffi::PyObject>) -> R<*mut ffi::PyObject> {
+    let n = counts[0];
+    let list = check(ffi::PyList_New(n as ffi::Py_ssize_t))?;
+    for i in 0..n {
+        let v = if counts.len() == 1 { elem() } else { nested_list(&counts[1..], elem) };
+        match v {
+            Ok(v) => ffi::PyList_SET_ITEM(list, i as ffi::Py_ssize_t, v),
+            Err(f) => {
+                ffi::Py_DECREF(list);
+                return Err(f);
+            }
+        }
+    }
+    Ok(list)
+}
+
+unsafe fn new_array(
+    descr: *mut PyArray_Descr,
+    counts: &[usize],
+    data: *mut c_void,
+    writeable: bool,
+) -> R<*mut ffi::PyObject> {
+    let py = Python::assume_attached();
+    let mut dims = [0 as npy_intp; 8];
+    for (d, c) in dims.iter_mut().zip(counts) {
+        *d = *c as npy_intp;
+    }
+    ffi::Py_INCREF(descr as *mut ffi::PyObject);
+    // With data == NULL numpy allocates (writeable) and reads a non-zero `flags` as "Fortran order": pass 0.
+    // With data, 0 means read-only; C order either way, since no strides are given.
+    debug_assert!(writeable == data.is_null());
+    let flags = 0;
+    let a = PY_ARRAY_API.PyArray_NewFromDescr(
+        py,
+        env().array_type,
+        descr,
+        counts.len() as c_int,
+        dims.as_mut_ptr(),
+        null_mut(),
+        data,
+        flags,
+        null_mut(),
+    );
+    check(a)
+}
+
+unsafe fn decode_scalar(p: Prim, input: &Input, off: &mut usize) -> R<*mut ffi::PyObject> {
+    let b = input.take(*off, if p == Prim::Str { 4 } else { p.size() })?;
+    let v = match p {
+        Prim::I8 => ffi::PyLong_FromLong(b[0] as i8 as _),
+        Prim::Byte => ffi::PyLong_FromLong(b[0] as _),
+        Prim::Bool => ffi::PyBool_FromLong((b[0] != 0) as _),
+        Prim::I16 => ffi::PyLong_FromLong(i16::from_be_bytes(be(b)) as _),
+        Prim::I32 => ffi::PyLong_FromLong(i32::from_be_bytes(be(b)) as _),
+        Prim::I64 => ffi::PyLong_FromLongLong(i64::from_be_bytes(be(b))),
+        Prim::F32 => ffi::PyFloat_FromDouble(f32::from_be_bytes(be(b)) as f64),
+        Prim::F64 => ffi::PyFloat_FromDouble(f64::from_be_bytes(be(b))),
+        Prim::Str => {
+            let k = u32::from_be_bytes(be(b)) as usize;
+            if k == 0 {
+                return Err(Fallback);
+            }
+            let s = input.take(*off + 4, k)?;
+            if s[k - 1] != 0 {
+                return Err(Fallback);
+            }
+            let v = check(ffi::PyUnicode_DecodeUTF8(
+                s.as_ptr() as *const c_char,
+                (k - 1) as ffi::Py_ssize_t,
+                c"strict".as_ptr(),
+            ))?;
+            *off += 4 + k;
+            return Ok(v);
+        }
+    };
+    *off += p.size();
+    check(v)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Encoding
+
+unsafe fn encode_message(plan: &Plan, obj: *mut ffi::PyObject) -> R<*mut ffi::PyObject> {
+    SCRATCH.with(|s| {
+        let mut fresh = Vec::new();
+        let mut guard = s.try_borrow_mut();
+        let out: &mut Vec<u8> = match guard.as_mut() {
+            Ok(g) => g,
+            Err(_) => &mut fresh,
+        };
+        out.clear();
+        out.extend_from_slice(&plan.fingerprint);
+        encode_struct(plan, obj, out, 0)?;
+        let r = check(ffi::PyBytes_FromStringAndSize(out.as_ptr() as *const c_char, out.len() as ffi::Py_ssize_t));
+        if out.capacity() > (1 << 24) {
+            *out = Vec::new(); // do not keep a huge buffer around
+        }
+        r
+    })
+}
+
+unsafe fn encode_struct(plan: &Plan, obj: *mut ffi::PyObject, out: &mut Vec<u8>, depth: u32) -> R<()> {
+    if depth > MAX_DEPTH || ffi::Py_TYPE(obj) != plan.cls {
+        return Err(Fallback);
+    }
+    for m in &plan.members {
+        let v = *slot(obj, m.offset);
+        if v.is_null() {
+            return Err(Fallback);
+        }
+        if m.dims.is_empty() {
+            match &m.kind {
+                Kind::Prim(p) => encode_scalar(*p, v, out)?,
+                Kind::Struct(c) => encode_struct(c.0.get().copied().flatten().ok_or(Fallback)?, v, out, depth + 1)?,
+            }
+            continue;
+        }
+        let mut counts = [0usize; 8];
+        if m.dims.len() > counts.len() {
+            return Err(Fallback);
+        }
+        for (k, d) in m.dims.iter().enumerate() {
+            counts[k] = match *d {
+                Dim::Fixed(n) => n,
+                Dim::Var(j) => {
+                    let c = *slot(obj, plan.members[j].offset);
+                    if c.is_null() || ffi::PyLong_CheckExact(c) == 0 {
+                        return Err(Fallback);
+                    }
+                    let n = ffi::PyLong_AsLongLong(c);
+                    if n == -1 && !ffi::PyErr_Occurred().is_null() {
+                        ffi::PyErr_Clear();
+                        return Err(Fallback);
+                    }
+                    usize::try_from(n).map_err(|_| Fallback)?
+                }
+            };
+        }
+        let counts = &counts[..m.dims.len()];
+        match &m.kind {
+            Kind::Prim(Prim::Str) => encode_nested(v, counts, &mut |x, out| encode_scalar(Prim::Str, x, out), out)?,
+            Kind::Prim(p) => encode_prim_array(*p, v, counts, out)?,
+            Kind::Struct(c) => {
+                let sub = c.0.get().copied().flatten().ok_or(Fallback)?;
+                if counts.len() == 1 && ffi::Py_TYPE(v) as *mut ffi::PyObject == sub.struct_array {
+                    encode_struct_array(sub, v, counts[0], out, depth)?;
+                } else {
+                    encode_nested(v, counts, &mut |x, out| encode_struct(sub, x, out, depth + 1), out)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first `counts[0]` elements of a list or tuple (nested for more dimensions).
+unsafe fn encode_nested(
+    v: *mut ffi::PyObject,
+    counts: &[usize],
+    elem: &mut dyn FnMut(*mut ffi::PyObject, &mut Vec<u8>) -> R<()>,
+    out: &mut Vec<u8>,
+) -> R<()> {
+    let (items, len) = seq_items(v)?;
+    let n = counts[0];
+    if len < n {
+        return Err(Fallback);
+    }
+    for i in 0..n {
+        let x = *items.add(i);
+        if counts.len() == 1 {
+            elem(x, out)?;
+        } else {
+            encode_nested(x, &counts[1..], elem, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The item array of an exact list or tuple.
+unsafe fn seq_items(v: *mut ffi::PyObject) -> R<(*mut *mut ffi::PyObject, usize)> {
+    if ffi::PyList_CheckExact(v) != 0 {
+        Ok(((*(v as *mut ffi::PyListObject)).ob_item, ffi::PyList_GET_SIZE(v) as usize))
+    } else if ffi::PyTuple_CheckExact(v) != 0 {
+        Ok(((*(v as *mut ffi::PyTupleObject)).ob_item.as_mut_ptr(), ffi::PyTuple_GET_SIZE(v) as usize))
+    } else {
+        Err(Fallback)
+    }
+}
+
+unsafe fn encode_struct_array(sub: &Plan, v: *mut ffi::PyObject, n: usize, out: &mut Vec<u8>, depth: u32) -> R<()> {
+    let e = env();
+    let get = |name: *mut ffi::PyObject| check(ffi::PyObject_GetAttr(v, name));
+    let cls = get(e.s_cls)?;
+    ffi::Py_DECREF(cls); // the class is alive through the plan
+    if cls != sub.cls as *mut ffi::PyObject {
+        return Err(Fallback);
+    }
+    let items = get(e.s_items)?;
+    let r = if items == ffi::Py_None() {
+        packed_bytes(sub, v, n, out)
+    } else {
+        encode_nested(items, &[n], &mut |x, out| encode_struct(sub, x, out, depth + 1), out)
+    };
+    ffi::Py_DECREF(items);
+    r
+}
+
+unsafe fn packed_bytes(sub: &Plan, v: *mut ffi::PyObject, n: usize, out: &mut Vec<u8>) -> R<()> {
+    let e = env();
+    let size = sub.records_size.ok_or(Fallback)?;
+    let int_attr = |name| -> R<usize> {
+        let x = check(ffi::PyObject_GetAttr(v, name))?;
+        let r = ffi::PyLong_AsSsize_t(x);
+        ffi::Py_DECREF(x);
+        if r < 0 {
+            ffi::PyErr_Clear();
+            return Err(Fallback);
+        }
+        Ok(r as usize)
+    };
+    let have = int_attr(e.s_n)?;
+    let off = int_attr(e.s_off)?;
+    if n > have {
+        return Err(Fallback);
+    }
+    let buf = check(ffi::PyObject_GetAttr(v, e.s_buf))?;
+    let mut view: ffi::Py_buffer = std::mem::zeroed();
+    if ffi::PyObject_GetBuffer(buf, &mut view, ffi::PyBUF_SIMPLE) != 0 {
+        ffi::Py_DECREF(buf);
+        ffi::PyErr_Clear();
+        return Err(Fallback);
+    }
+    let len = view.len as usize;
+    let need = n * size;
+    let r = if off <= len && need <= len - off {
+        out.extend_from_slice(std::slice::from_raw_parts((view.buf as *const u8).add(off), need));
+        Ok(())
+    } else {
+        Err(Fallback)
+    };
+    ffi::PyBuffer_Release(&mut view);
+    ffi::Py_DECREF(buf);
+    r
+}
+
+/// An exact int as i64 (bools too: they are ints to `struct.pack`).
+#[inline]
+unsafe fn int_value(v: *mut ffi::PyObject) -> R<i64> {
+    if ffi::PyLong_CheckExact(v) == 0 && ffi::PyBool_Check(v) == 0 {
+        return Err(Fallback);
+    }
+    let n = ffi::PyLong_AsLongLong(v);
+    if n == -1 && !ffi::PyErr_Occurred().is_null() {
+        ffi::PyErr_Clear();
+        return Err(Fallback);
+    }
+    Ok(n)
+}
+
+/// An exact float, or an int or bool that a double holds exactly, as f64.
+#[inline]
+unsafe fn float_value(v: *mut ffi::PyObject) -> R<f64> {
+    if ffi::PyFloat_CheckExact(v) != 0 {
+        return Ok(ffi::PyFloat_AS_DOUBLE(v));
+    }
+    let n = int_value(v)?;
+    if n.unsigned_abs() > (1u64 << 53) {
+        return Err(Fallback);
+    }
+    Ok(n as f64)
+}
+
+#[inline]
+fn to_f32(x: f64) -> R<f32> {
+    let y = x as f32;
+    if y.is_infinite() && x.is_finite() {
+        return Err(Fallback); // struct.pack raises OverflowError here; numpy gives inf: leave it to them
+    }
+    Ok(y)
+}
+
+unsafe fn encode_scalar(p: Prim, v: *mut ffi::PyObject, out: &mut Vec<u8>) -> R<()> {
+    match p {
+        Prim::I8 => out.push(i8::try_from(int_value(v)?).map_err(|_| Fallback)? as u8),
+        Prim::Byte => out.push(u8::try_from(int_value(v)?).map_err(|_| Fallback)?),
+        Prim::I16 => out.extend_from_slice(&i16::try_from(int_value(v)?).map_err(|_| Fallback)?.to_be_bytes()),
+        Prim::I32 => out.extend_from_slice(&i32::try_from(int_value(v)?).map_err(|_| Fallback)?.to_be_bytes()),
+        Prim::I64 => out.extend_from_slice(&int_value(v)?.to_be_bytes()),
+        Prim::F32 => out.extend_from_slice(&to_f32(float_value(v)?)?.to_be_bytes()),
+        Prim::F64 => out.extend_from_slice(&float_value(v)?.to_be_bytes()),
+        Prim::Bool => {
+            // struct's '?' packs the truth value of anything; keep to the forms whose truth is plain
+            let b = if v == ffi::Py_True() {
+                1
+            } else if v == ffi::Py_False() {
+                0
+            } else {
+                (int_value(v)? != 0) as u8
+            };
+            out.push(b);
+        }
+        Prim::Str => {
+            if ffi::PyUnicode_Check(v) == 0 {
+                return Err(Fallback);
+            }
+            let mut n: ffi::Py_ssize_t = 0;
+            let s = ffi::PyUnicode_AsUTF8AndSize(v, &mut n);
+            if s.is_null() {
+                ffi::PyErr_Clear();
+                return Err(Fallback);
+            }
+            let n = n as usize;
+            out.extend_from_slice(&u32::try_from(n + 1).map_err(|_| Fallback)?.to_be_bytes());
+            out.extend_from_slice(std::slice::from_raw_parts(s as *const u8, n));
+            out.push(0);
+        }
+    }
+    Ok(())
+}
+
+unsafe fn encode_prim_array(p: Prim, v: *mut ffi::PyObject, counts: &[usize], out: &mut Vec<u8>) -> R<()> {
+    let total: usize = counts.iter().try_fold(1usize, |a, c| a.checked_mul(*c)).ok_or(Fallback)?;
+    if ffi::Py_TYPE(v) == env().array_type {
+        return encode_ndarray(p, v as *mut PyArrayObject, counts, total, out);
+    }
+    if p == Prim::Byte && counts.len() == 1 {
+        if ffi::PyBytes_CheckExact(v) != 0 {
+            let len = ffi::PyBytes_Size(v) as usize;
+            if len < total {
+                return Err(Fallback);
+            }
+            out.extend_from_slice(std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(v) as *const u8, total));
+            return Ok(());
+        }
+        if ffi::PyByteArray_CheckExact(v) != 0 {
+            let len = ffi::PyByteArray_Size(v) as usize;
+            if len < total {
+                return Err(Fallback);
+            }
+            out.extend_from_slice(std::slice::from_raw_parts(ffi::PyByteArray_AsString(v) as *const u8, total));
+            return Ok(());
+        }
+    }
+    if counts.len() != 1 {
+        return Err(Fallback); // nested lists of numbers: numpy's conversion rules, in the pure code
+    }
+    let (items, len) = seq_items(v)?;
+    if len < total {
+        return Err(Fallback);
+    }
+    // numpy converts every element (an invalid extra element is an error), so check them all, write the first n
+    out.reserve(total * p.size());
+    for i in 0..len {
+        let x = *items.add(i);
+        let keep = i < total;
+        match p {
+            Prim::F32 => {
+                let y = to_f32(float_value(x)?)?;
+                if keep {
+                    out.extend_from_slice(&y.to_be_bytes());
+                }
+            }
+            Prim::F64 => {
+                let y = float_value(x)?;
+                if keep {
+                    out.extend_from_slice(&y.to_be_bytes());
+                }
+            }
+            Prim::Bool => {
+                let b = if x == ffi::Py_True() {
+                    1u8
+                } else if x == ffi::Py_False() {
+                    0
+                } else {
+                    return Err(Fallback);
+                };
+                if keep {
+                    out.push(b);
+                }
+            }
+            _ => {
+                let n = int_value(x)?;
+                let ok = match p {
+                    Prim::I8 => i8::try_from(n).is_ok(),
+                    Prim::Byte => u8::try_from(n).is_ok(),
+                    Prim::I16 => i16::try_from(n).is_ok(),
+                    Prim::I32 => i32::try_from(n).is_ok(),
+                    _ => true,
+                };
+                if !ok {
+                    return Err(Fallback);
+                }
+                if keep {
+                    let b = n.to_be_bytes();
+                    out.extend_from_slice(&b[8 - p.size()..]);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+unsafe fn encode_ndarray(
+    p: Prim,
+    a: *mut PyArrayObject,
+    counts: &[usize],
+    total: usize,
+    out: &mut Vec<u8>,
+) -> R<()> {
+    let f = &(*a).fields;
+    let d = &(*f.descr).fields;
+    if !p.accepts(d.type_num) || f.nd as usize != counts.len() || f.flags & npyffi::NPY_ARRAY_C_CONTIGUOUS == 0 {
+        return Err(Fallback);
+    }
+    let shape = std::slice::from_raw_parts(f.dimensions, counts.len());
+    for (k, (s, c)) in shape.iter().zip(counts).enumerate() {
+        let s = *s as usize;
+        // a longer 1-D array is sliced to the count, as LCM does
+        if !(s == *c || (k == 0 && counts.len() == 1 && s > *c)) {
+            return Err(Fallback);
+        }
+    }
+    let size = p.size();
+    let src = std::slice::from_raw_parts(f.data as *const u8, total * size);
+    let swap = size > 1 && (d.byteorder as u8 == b'<' || (d.byteorder as u8 == b'=' && cfg!(target_endian = "little")));
+    if !swap {
+        if size > 1 && d.byteorder as u8 != b'>' && !(d.byteorder as u8 == b'=' && cfg!(target_endian = "big")) {
+            return Err(Fallback);
+        }
+        out.extend_from_slice(src);
+        return Ok(());
+    }
+    let start = out.len();
+    out.extend_from_slice(src);
+    let dst = &mut out[start..];
+    match size {
+        2 => dst.chunks_exact_mut(2).for_each(|c| c.reverse()),
+        4 => dst.chunks_exact_mut(4).for_each(|c| {
+            let x = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]).swap_bytes();
+            c.copy_from_slice(&x.to_ne_bytes());
+        }),
+        _ => dst.chunks_exact_mut(8).for_each(|c| {
+            let x = u64::from_ne_bytes(be(c)).swap_bytes();
+            c.copy_from_slice(&x.to_ne_bytes());
+        }),
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The module
+
+#[pymodule]
+fn nerve_lcm_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let numpy = py.import("numpy")?;
+    let bool_descr = numpy.getattr("dtype")?.call1(("?",))?;
+    let intern = |s: &str| PyString::intern(py, s).into_any().unbind().into_ptr();
+    let e = Env {
+        // SAFETY: GIL held; numpy's C API is imported by PY_ARRAY_API on first use.
+        array_type: unsafe { npyffi::get_type_object(py, NpyTypes::PyArray_Type) },
+        bool_descr: bool_descr.unbind().into_ptr() as *mut PyArray_Descr,
+        s_cls: intern("_cls"),
+        s_buf: intern("_buf"),
+        s_off: intern("_off"),
+        s_n: intern("_n"),
+        s_items: intern("_items"),
+    };
+    let _ = ENV.set(e);
+    m.add("ABI", ABI)?;
+    m.add_class::<Codec>()?;
+    Ok(())
+}
