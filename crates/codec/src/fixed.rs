@@ -59,6 +59,21 @@ pub fn chunks_mut<const S: usize>(
     b.chunks_exact_mut(S).map(|c| chunk_mut::<S>(c, 0))
 }
 
+/// `n` elements decoded by `f` from consecutive `S`-byte chunks at the front of `b` (which the caller has checked
+/// holds `n * S` bytes), into a new `Vec` of exactly `n`. Counting by index rather than with `chunks_exact` keeps
+/// a division out of the setup, which for a short array costs more than the elements.
+#[inline(always)]
+pub fn decode_chunks<const S: usize, T>(b: &[u8], n: usize, f: impl Fn(&[u8; S]) -> T) -> Vec<T> {
+    (0..n).map(|i| f(chunk::<S>(b, i * S))).collect()
+}
+
+/// Like [`decode_chunks`], into `v`, reusing its capacity (the allocation-free decode).
+#[inline(always)]
+pub fn decode_chunks_into<const S: usize, T>(v: &mut Vec<T>, b: &[u8], n: usize, f: impl Fn(&[u8; S]) -> T) {
+    v.clear();
+    v.extend((0..n).map(|i| f(chunk::<S>(b, i * S))));
+}
+
 /// Builds `[T; N]` from a fallible element reader, stopping at the first error. `filler` makes the (unused)
 /// elements after an error, so that no element is ever left uninitialised and no `unsafe` is needed.
 #[inline]

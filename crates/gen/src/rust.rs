@@ -1166,6 +1166,11 @@ fn decode_fixed_member(m: &M, b: &str, o: usize) -> String {
         if m.dims.len() == 1 && matches!(m.elem, Elem::Prim(Primitive::Byte)) {
             return format!("__nc::fixed::at::<{total}>({b}, {o})");
         }
+        if let [D::Fixed(n @ 1..=SMALL_ARRAY)] = m.dims.as_slice() {
+            // A short array (a position, a quaternion): one read per element at a constant offset, no loop.
+            let items: Vec<String> = (0..*n).map(|i| elem_dec_at(&m.elem, b, &(o + i * es).to_string())).collect();
+            return format!("[{}]", items.join(", "));
+        }
         return format!(
             "{{ let mut a = {}; __nc::fixed::read_{suffix}(&{b}[{o}..{}], {}); a }}",
             default_expr(&m.dims, &m.elem),
@@ -1175,6 +1180,10 @@ fn decode_fixed_member(m: &M, b: &str, o: usize) -> String {
     }
     nested_from_fn(&m.dims, &m.elem, b, &o.to_string(), es)
 }
+
+/// Fixed arrays of primitives up to this length are read and written element by element at constant offsets
+/// (unrolled) rather than by a bulk loop, which for two or three elements costs more than the work.
+const SMALL_ARRAY: usize = 8;
 
 /// Nested `from_fn`s building a fixed multi-dimensional array of fixed-size elements from chunk `b` at `base`.
 fn nested_from_fn(dims: &[D], elem: &Elem, b: &str, base: &str, es: usize) -> String {
@@ -1216,6 +1225,11 @@ fn encode_fixed_member(w: &mut CodeWriter, m: &M, place: &str, b: &str, o: usize
                 "{b}[{o}..{}].copy_from_slice({flat_place});",
                 o + total
             ));
+        } else if let [D::Fixed(n @ 1..=SMALL_ARRAY)] = m.dims.as_slice() {
+            // A short array: one write per element at a constant offset, no loop.
+            for i in 0..*n {
+                w.line(elem_enc_at(&m.elem, b, &(o + i * es).to_string(), &format!("{place}[{i}]")));
+            }
         } else {
             w.line(format!(
                 "__nc::fixed::write_{suffix}(&mut {b}[{o}..{}], {flat_place});",
@@ -1403,9 +1417,8 @@ fn decode_var_member_into(w: &mut CodeWriter, m: &M, members: &[M]) {
             }
             if let Some(es) = m.elem.fixed().filter(|&es| es > 0) {
                 w.line(format!("let bytes = r.take_array(n0, {es})?;"));
-                w.line(format!("{place}.clear();"));
                 w.line(format!(
-                    "{place}.extend(__nc::fixed::chunks::<{es}>(bytes).map(|c| {}));",
+                    "__nc::fixed::decode_chunks_into::<{es}, _>(&mut {place}, bytes, n0, |c| {});",
                     elem_dec_at(&m.elem, "c", "0")
                 ));
                 return;
@@ -1492,7 +1505,7 @@ fn decode_level(m: &M, level: usize) -> String {
             };
             return match dims[0] {
                 D::Var(_) => format!(
-                    "{{ let bytes = r.take_array({len}, {inner})?; {OK}(__nc::fixed::chunks::<{inner}>(bytes).map(|c| {build}).collect::<{VEC}<_>>()) }}"
+                    "{{ let bytes = r.take_array({len}, {inner})?; {OK}(__nc::fixed::decode_chunks::<{inner}, _>(bytes, {len}, |c| {build})) }}"
                 ),
                 D::Fixed(n) => format!(
                     "{{ let bytes = r.take_array({n}, {inner})?; {OK}(::core::array::from_fn::<_, {n}, _>(|i| {{ let c = __nc::fixed::chunk::<{inner}>(bytes, i * {inner}); {build} }})) }}"

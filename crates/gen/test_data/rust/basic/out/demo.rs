@@ -21,7 +21,9 @@ impl PointT {
     #[doc(hidden)]
     #[inline(always)]
     pub fn __nerve_encode_fixed(&self, b: &mut [u8; 13]) {
-        __nc::fixed::write_f32s(&mut b[0..12], (&self.position[..]));
+        *__nc::fixed::chunk_mut::<4>(b, 0) = self.position[0].to_be_bytes();
+        *__nc::fixed::chunk_mut::<4>(b, 4) = self.position[1].to_be_bytes();
+        *__nc::fixed::chunk_mut::<4>(b, 8) = self.position[2].to_be_bytes();
         b[12] = self.intensity;
     }
     /// Decodes the body from exactly its size (used for arrays of this type; no checks needed).
@@ -29,7 +31,7 @@ impl PointT {
     #[inline(always)]
     pub fn __nerve_decode_fixed(b: &[u8; 13]) -> Self {
         Self {
-            position: { let mut a = [0.0; 3]; __nc::fixed::read_f32s(&b[0..12], (&mut a[..])); a },
+            position: [f32::from_be_bytes(__nc::fixed::at::<4>(b, 0)), f32::from_be_bytes(__nc::fixed::at::<4>(b, 4)), f32::from_be_bytes(__nc::fixed::at::<4>(b, 8))],
             intensity: b[12],
         }
     }
@@ -208,7 +210,7 @@ impl __nc::Decode for ScanT {
         let m_1 = i32::from_be_bytes(__nc::fixed::at::<4>(b, 8));
         let n0 = r.count(i64::from(m_1))?;
         r.ensure_dims(&[n0], 13)?;
-        let m_2 = { let bytes = r.take_array(n0, 13)?; ::core::result::Result::<_, __nc::DecodeError>::Ok(__nc::fixed::chunks::<13>(bytes).map(|c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0))).collect::<::std::vec::Vec<_>>()) }?;
+        let m_2 = { let bytes = r.take_array(n0, 13)?; ::core::result::Result::<_, __nc::DecodeError>::Ok(__nc::fixed::decode_chunks::<13, _>(bytes, n0, |c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0)))) }?;
         let m_3 = r.get_string()?;
         let b = r.take_fixed::<2>()?;
         let m_4 = i16::from_be_bytes(__nc::fixed::at::<2>(b, 0));
@@ -228,8 +230,7 @@ impl __nc::Decode for ScanT {
         let n0 = r.count(i64::from(self.n))?;
         r.ensure_dims(&[n0], 13)?;
         let bytes = r.take_array(n0, 13)?;
-        self.points.clear();
-        self.points.extend(__nc::fixed::chunks::<13>(bytes).map(|c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0))));
+        __nc::fixed::decode_chunks_into::<13, _>(&mut self.points, bytes, n0, |c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0)));
         r.get_string_into(&mut self.name)?;
         let b = r.take_fixed::<2>()?;
         self.nrows = i16::from_be_bytes(__nc::fixed::at::<2>(b, 0));
