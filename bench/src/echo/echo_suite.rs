@@ -5,7 +5,10 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::proc::{Proc, Program, Role};
-use super::{base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, Latencies, Out, GROUP, MSG_SIZE};
+use super::{
+    base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, Latencies, Out, Placement, GROUP,
+    MSG_SIZE,
+};
 
 /// Target rates in MB/s (10^6 bytes); `None` is as fast as the source can publish.
 const RATES: [Option<u32>; 6] = [Some(1), Some(5), Some(10), Some(20), Some(50), None];
@@ -82,9 +85,9 @@ fn measure(
     rate: Option<u32>,
     port: u16,
     t: &Timing,
-    cpu_source: Option<usize>,
-    cpu_clients: Option<usize>,
+    place: &Placement,
 ) -> Result<Point, String> {
+    let (cpu_source, cpu_clients) = (place.a, place.b);
     let url = sys.url(port);
     let max_ms = (t.duration_ms + t.drain_ms + 3_000).to_string();
     let mut procs = Vec::new();
@@ -196,7 +199,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
             for s in &systems {
                 let r = match &s.program {
                     Err(e) => Err(e.clone()),
-                    Ok(p) => measure(s, p, k, rate, port, &t, place.a, place.b),
+                    Ok(p) => measure(s, p, k, rate, port, &t, &place),
                 };
                 port += s.span;
                 match &r {

@@ -89,14 +89,12 @@ pub fn run(quick: bool, json: bool) -> i32 {
     out.text(&format!("placement: {} (waking a process on the other vCPU costs 35-50 µs here, BASELINES.md)", place.text));
     out.text("");
     out.text(&format!("{:<14} {:<9} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8}", "system", "transport", "sent", "recv", "loss%", "mean µs", "p50 µs", "p99 µs", "max µs"));
-    let mut port = base_port() + 2_000;
     let mut rows: Vec<(&'static str, Option<Latencies>)> = Vec::new();
-    for p in paths() {
+    for (port, p) in (base_port() + 2_000..).zip(paths()) {
         let r = match &p.program {
             Err(e) => Err(e.clone()),
             Ok(prog) => measure(&p, prog, port, count, place.a, place.b),
         };
-        port += 1;
         match r {
             Ok(r) => {
                 out.text(&format!(
