@@ -256,9 +256,17 @@ static inline size_t nerve_lcm_strlen(const char *s)
     for (; (uintptr_t) p & 7; p++)
         if (!*p) return (size_t) (p - s);
     for (;;) {
-        uint64_t v;
+        uint64_t v, m;
         memcpy(&v, p, 8);
-        if ((v - ones) & ~v & highs) break;
+        m = (v - ones) & ~v & highs;
+        if (m) {
+#if !NERVE_LCM_BIG_ENDIAN && (defined(__GNUC__) || defined(__clang__))
+            /* the lowest flagged byte is the first NUL (only bytes after it can be flagged falsely) */
+            return (size_t) (p - s) + (size_t) (__builtin_ctzll(m) >> 3);
+#else
+            break;
+#endif
+        }
         p += 8;
     }
     while (*p) p++;
