@@ -1093,11 +1093,17 @@ inline uint64_t {name}::_nerve_size() const
                         w.line(format!("_p = nerve_lcm::store_n(_p, {v}.data(), static_cast<size_t>(_d[{k}]));"));
                     }
                     _ => {
+                        // Locals, so that stores through the byte pointer cannot make the compiler reload them.
                         w.line(format!(
-                            "for (size_t _i{k} = 0; _i{k} < _d[{k}]; ++_i{k}) {{"
+                            "const {} *_a{k} = {v}.data();",
+                            self.elem_type(&m.ty)
                         ));
+                        w.line(format!(
+                            "const size_t _n{k} = static_cast<size_t>(_d[{k}]);"
+                        ));
+                        w.line(format!("for (size_t _i{k} = 0; _i{k} < _n{k}; ++_i{k}) {{"));
                         w.indent();
-                        elem_stmt(w, &format!("{v}[_i{k}]"));
+                        elem_stmt(w, &format!("_a{k}[_i{k}]"));
                         w.dedent();
                         w.line("}");
                     }
@@ -1185,11 +1191,14 @@ inline uint64_t {name}::_nerve_size() const
                         w.line(format!("_p += static_cast<size_t>(_d[{k}]) * {sz}u;"));
                     }
                     _ => {
+                        // Locals: the compiler need not reload them in the loop.
+                        w.line(format!("{} *_a{k} = {v}.data();", self.elem_type(&m.ty)));
                         w.line(format!(
-                            "for (size_t _i{k} = 0; _i{k} < _d[{k}]; ++_i{k}) {{"
+                            "const size_t _n{k} = static_cast<size_t>(_d[{k}]);"
                         ));
+                        w.line(format!("for (size_t _i{k} = 0; _i{k} < _n{k}; ++_i{k}) {{"));
                         w.indent();
-                        elem_stmt(w, &format!("{v}[_i{k}]"));
+                        elem_stmt(w, &format!("_a{k}[_i{k}]"));
                         w.dedent();
                         w.line("}");
                     }
