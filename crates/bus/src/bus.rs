@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -111,6 +111,11 @@ struct Core {
     state: Mutex<State>,
     ready: Condvar,
     notify: EventFd,
+    /// Held while callbacks run, by `handle()` or by the receive thread, so that callbacks never run concurrently
+    /// and messages are dispatched in arrival order. Always taken before `state`, never while holding it.
+    dispatching: Mutex<()>,
+    /// How many dispatchers run callbacks on the provider's receive thread.
+    inline_dispatchers: AtomicUsize,
 }
 
 /// The bus: publish and subscribe over the transport its URL names.
@@ -146,6 +151,13 @@ impl Sink for CoreSink {
     fn deliver(&self, msg: Incoming) {
         if let Some(core) = self.0.upgrade() {
             core.deliver(msg);
+            core.dispatch_inline();
+        }
+    }
+
+    fn idle(&self) {
+        if let Some(core) = self.0.upgrade() {
+            core.dispatch_inline();
         }
     }
 }
@@ -260,6 +272,27 @@ impl Core {
         msg.map(|m| (m, targets))
     }
 
+    /// Runs every waiting callback on this (the receive) thread, if a dispatcher asked for that.
+    fn dispatch_inline(&self) {
+        if self.inline_dispatchers.load(Ordering::Acquire) == 0 || IN_HANDLER.with(|f| f.get()) {
+            return;
+        }
+        while self.dispatch_one() {}
+    }
+
+    /// Dispatches the oldest waiting message, if there is one.
+    fn dispatch_one(&self) -> bool {
+        let _turn = self.dispatching.lock().expect("dispatch lock");
+        let next = self.pop_next(&mut self.lock());
+        match next {
+            Some((msg, targets)) => {
+                self.dispatch(&msg, targets);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn dispatch(&self, msg: &Received, targets: Vec<(u64, Arc<Mutex<Handler>>, Arc<AtomicBool>)>) {
         IN_HANDLER.with(|f| f.set(true));
         for (id, handler, active) in targets {
@@ -360,6 +393,8 @@ impl Bus {
                 state: Mutex::new(State::default()),
                 ready: Condvar::new(),
                 notify,
+                dispatching: Mutex::new(()),
+                inline_dispatchers: AtomicUsize::new(0),
             }),
         }
     }
@@ -462,22 +497,23 @@ impl Bus {
             return Err(BusError::HandleInsideHandler);
         }
         self.core.start()?;
-        let mut st = self.core.lock();
         loop {
-            if let Some((msg, targets)) = self.core.pop_next(&mut st) {
-                drop(st);
-                self.core.dispatch(&msg, targets);
+            if self.core.dispatch_one() {
                 return Ok(true);
             }
-            st = match deadline {
-                None => self.core.ready.wait(st).expect("bus state lock"),
+            let st = self.core.lock();
+            if st.pending > 0 {
+                continue;
+            }
+            match deadline {
+                None => drop(self.core.ready.wait(st).expect("bus state lock")),
                 Some(d) => {
                     let Some(left) = d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) else {
                         return Ok(false);
                     };
-                    self.core.ready.wait_timeout(st, left).expect("bus state lock").0
+                    drop(self.core.ready.wait_timeout(st, left).expect("bus state lock"));
                 }
-            };
+            }
         }
     }
 
@@ -493,9 +529,19 @@ impl Bus {
         self.core.notify.as_fd()
     }
 
-    /// Runs `handle()` on a background thread until the returned guard is dropped.
+    /// Dispatches callbacks in the background until the returned guard is dropped.
+    ///
+    /// On a transport with a receive thread of its own (udpm, mpudpm) the callbacks run ON that thread, as each
+    /// message arrives: no hand-off to another thread, so no second wake-up per message (on a machine whose idle
+    /// CPUs sleep, each wake-up costs tens of microseconds). Otherwise a dispatch thread runs `handle()`. Either
+    /// way callbacks never run concurrently with each other or with `handle()` called elsewhere, and a slow
+    /// callback delays reading the socket (the kernel buffer and the subscription queues absorb it).
     pub fn spawn_dispatcher(&self) -> Result<Dispatcher, BusError> {
         self.core.start()?;
+        if self.core.provider.has_receive_thread() {
+            self.core.inline_dispatchers.fetch_add(1, Ordering::AcqRel);
+            return Ok(Dispatcher { mode: DispatchMode::Inline(Arc::clone(&self.core)) });
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let (bus, flag) = (self.clone(), Arc::clone(&stop));
         let thread = std::thread::Builder::new()
@@ -506,7 +552,7 @@ impl Bus {
                 }
             })
             .map_err(|e| BusError::Transport { provider: "dispatch", source: Box::new(e) })?;
-        Ok(Dispatcher { stop, thread: Some(thread) })
+        Ok(Dispatcher { mode: DispatchMode::Thread { stop, thread: Some(thread) } })
     }
 
     /// Counters of a subscription.
@@ -546,17 +592,37 @@ impl Subscription {
     }
 }
 
-/// The background dispatch thread; dropping it stops and joins the thread.
+/// Background dispatch; dropping it stops it (and joins its thread, if it has one).
 pub struct Dispatcher {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    mode: DispatchMode,
+}
+
+enum DispatchMode {
+    /// Callbacks run on the provider's receive thread.
+    Inline(Arc<Core>),
+    /// Callbacks run on a thread of their own that calls `handle()`.
+    Thread { stop: Arc<AtomicBool>, thread: Option<std::thread::JoinHandle<()>> },
+}
+
+impl Dispatcher {
+    /// Whether callbacks run on the transport's receive thread (rather than on a dispatch thread).
+    pub fn is_inline(&self) -> bool {
+        matches!(self.mode, DispatchMode::Inline(_))
+    }
 }
 
 impl Drop for Dispatcher {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        match &mut self.mode {
+            DispatchMode::Inline(core) => {
+                core.inline_dispatchers.fetch_sub(1, Ordering::AcqRel);
+            }
+            DispatchMode::Thread { stop, thread } => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
         }
     }
 }

@@ -85,6 +85,7 @@ macro_rules! conformance {
             #[test] fn typed_delivery_rejects_other_types() { super::typed_delivery_rejects_other_types(stringify!($provider)) }
             #[test] fn background_dispatcher() { super::background_dispatcher(stringify!($provider)) }
             #[test] fn late_subscriber_sees_only_newer_messages() { super::late_subscriber_sees_only_newer_messages(stringify!($provider)) }
+            #[test] fn dispatcher_thread_and_queued_messages() { super::dispatcher_thread_and_queued_messages(stringify!($provider)) }
         }
     )*};
 }
@@ -263,4 +264,33 @@ fn late_subscriber_sees_only_newer_messages(p: &str) {
     bus.publish_raw("L", b"new").unwrap();
     assert_eq!(late.recv_timeout(Duration::from_secs(5)).unwrap().data, b"new");
     assert!(late.try_recv().is_none());
+}
+
+fn dispatcher_thread_and_queued_messages(p: &str) {
+    let bus = bus(p);
+    let seen: Arc<Mutex<Vec<(u8, String)>>> = Arc::default();
+    let s = Arc::clone(&seen);
+    let sub = bus
+        .subscribe_raw("T", move |m| {
+            let name = std::thread::current().name().unwrap_or("?").to_owned();
+            s.lock().unwrap().push((m.data[0], name));
+        })
+        .unwrap();
+    // One message waits in the queue before any dispatcher exists: it must not be stranded.
+    bus.publish_raw("T", &[0]).unwrap();
+    eventually("queued", || stats_of(&bus, &sub).received == 1);
+    let dispatcher = bus.spawn_dispatcher().unwrap();
+    bus.publish_raw("T", &[1]).unwrap();
+    eventually("both handled", || seen.lock().unwrap().len() == 2);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.iter().map(|(b, _)| *b).collect::<Vec<_>>(), [0, 1], "in arrival order");
+    // On transports with a receive thread, callbacks run on it (no hand-off); elsewhere on the dispatch thread.
+    let expected = match p {
+        "udpm" => "nerve-udpm-rx",
+        "mpudpm" => "nerve-mpudpm-rx",
+        _ => "nerve-dispatch",
+    };
+    assert_eq!(dispatcher.is_inline(), p != "memq");
+    assert!(seen.iter().all(|(_, t)| t == expected), "{seen:?}");
+    drop(dispatcher);
 }

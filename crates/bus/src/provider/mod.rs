@@ -23,8 +23,12 @@ pub struct Incoming {
 
 /// Where a provider delivers what it receives (the bus).
 pub trait Sink: Send + Sync {
-    /// Takes one message. Must not block for long: it runs on the provider's receive thread.
+    /// Takes one message. On a provider with a receive thread this runs on that thread, and may run the
+    /// subscriptions' callbacks there too when the user asked for a dispatcher (no hand-off to another thread).
     fn deliver(&self, msg: Incoming);
+    /// Called by a receive thread when it has been idle for a moment, so that work queued before a dispatcher
+    /// was started is not left waiting for the next message.
+    fn idle(&self) {}
 }
 
 /// Transport counters a provider keeps, for `spy` and for tests.
@@ -54,4 +58,8 @@ pub trait Provider: Send + Sync {
     }
     /// Counters so far.
     fn stats(&self) -> ProviderStats;
+    /// Whether messages arrive on a receive thread of the provider's own (so callbacks can run there).
+    fn has_receive_thread(&self) -> bool {
+        false
+    }
 }

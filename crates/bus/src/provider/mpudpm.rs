@@ -198,6 +198,10 @@ impl Provider for Mpudpm {
         Ok(())
     }
 
+    fn has_receive_thread(&self) -> bool {
+        true
+    }
+
     fn stats(&self) -> ProviderStats {
         let all = self.shared.stats.lock().expect("stats lock");
         let mut s = ProviderStats { published: self.published.load(Ordering::Relaxed), ..ProviderStats::default() };
@@ -233,15 +237,19 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
             let mut fds: Vec<PollFd<'_>> =
                 ports.iter().map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN)).collect();
             let timeout = PollTimeout::try_from(POLL.as_millis() as i32).unwrap_or(PollTimeout::MAX);
-            if poll(&mut fds, timeout).is_err() {
-                continue;
+            match poll(&mut fds, timeout) {
+                Ok(0) => {
+                    sink.idle();
+                    Vec::new()
+                }
+                Err(_) => continue,
+                Ok(_) => ports
+                    .iter()
+                    .zip(&fds)
+                    .filter(|(_, f)| f.revents().is_some_and(|r| !r.is_empty()))
+                    .map(|(p, _)| *p)
+                    .collect(),
             }
-            ports
-                .iter()
-                .zip(&fds)
-                .filter(|(_, f)| f.revents().is_some_and(|r| !r.is_empty()))
-                .map(|(p, _)| *p)
-                .collect()
         };
         for port in ready {
             let rx = receivers.get_mut(&port).expect("polled receivers exist");

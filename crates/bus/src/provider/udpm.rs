@@ -100,7 +100,7 @@ impl Provider for Udpm {
                     *stats.lock().expect("stats lock") = rx.stats();
                     match got {
                         Ok(Some(m)) => sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime }),
-                        Ok(None) => {}
+                        Ok(None) => sink.idle(),
                         Err(e) => {
                             // A receive error other than a timeout is not expected on a bound UDP socket; report it
                             // once and stop rather than spin.
@@ -113,6 +113,10 @@ impl Provider for Udpm {
             .map_err(|e| BusError::Transport { provider: "udpm", source: Box::new(e) })?;
         *slot = Some(ReceiveThread { stop, thread: Some(thread) });
         Ok(())
+    }
+
+    fn has_receive_thread(&self) -> bool {
+        true
     }
 
     fn stats(&self) -> ProviderStats {
