@@ -50,7 +50,9 @@ pub fn run_role(role: &str, args: &[String]) -> Result<(), String> {
 }
 
 /// Republishes every message of `req` on `rep` from the handler, with the bus's default subscription (queue of 30,
-/// drop oldest), dispatched by `handle_timeout` on the main thread, until a stop message or `max_ms`.
+/// drop oldest), until a stop message or `max_ms`. Callbacks run through `spawn_dispatcher`, which on udpm and mpudpm
+/// runs them on the transport's receive thread: the way to use Nerve when latency matters (LCM, whose only dispatch is
+/// `lcm_handle` on the application's thread, pays a second thread wake-up per message).
 fn client(url: &str, req: &str, rep: &str, max_ms: u64) -> Result<(), String> {
     let bus = open(url)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -63,10 +65,11 @@ fn client(url: &str, req: &str, rep: &str, max_ms: u64) -> Result<(), String> {
         }
     })
     .map_err(|e| format!("subscribe {req}: {e}"))?;
+    let _dispatcher = bus.spawn_dispatcher().map_err(|e| format!("dispatcher: {e}"))?;
     ready();
     let deadline = mono_ns() + max_ms * 1_000_000;
     while !stop.load(Ordering::Relaxed) && mono_ns() < deadline {
-        bus.handle_timeout(Duration::from_millis(100)).map_err(|e| format!("handle: {e}"))?;
+        std::thread::sleep(Duration::from_millis(20));
     }
     Ok(())
 }
@@ -97,13 +100,7 @@ fn source(url: &str, req: &str, prefix: &str, clients: usize, rate_bps: f64, dur
         Ok(())
     })
     .map_err(|e| format!("subscribe: {e}"))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let (hb, hs) = (bus.clone(), Arc::clone(&stop));
-    let handler = std::thread::spawn(move || {
-        while !hs.load(Ordering::Relaxed) {
-            let _ = hb.handle_timeout(Duration::from_millis(20));
-        }
-    });
+    let dispatcher = bus.spawn_dispatcher().map_err(|e| format!("dispatcher: {e}"))?;
 
     let mut msg = [0u8; MSG_SIZE];
     for (i, b) in msg.iter_mut().enumerate() {
@@ -139,8 +136,7 @@ fn source(url: &str, req: &str, prefix: &str, clients: usize, rate_bps: f64, dur
         }
         sleep_until_ns(mono_ns() + 1_000_000);
     }
-    stop.store(true, Ordering::Relaxed);
-    let _ = handler.join();
+    drop(dispatcher);
     for _ in 0..3 {
         let _ = bus.publish_raw(req, &[0u8; 8]);
         sleep_until_ns(mono_ns() + 5_000_000);
@@ -180,11 +176,13 @@ fn lat_recv(url: &str, chan: &str, count: usize, max_ms: u64) -> Result<(), Stri
         }
     })
     .map_err(|e| format!("subscribe {chan}: {e}"))?;
+    let dispatcher = bus.spawn_dispatcher().map_err(|e| format!("dispatcher: {e}"))?;
     ready();
     let deadline = mono_ns() + max_ms * 1_000_000;
     while !stop.load(Ordering::Relaxed) && mono_ns() < deadline {
-        bus.handle_timeout(Duration::from_millis(100)).map_err(|e| format!("handle: {e}"))?;
+        std::thread::sleep(Duration::from_millis(20));
     }
+    drop(dispatcher);
     let lat = lat.lock().expect("lat");
     let mut o = std::io::BufWriter::new(std::io::stdout().lock());
     let w = |e: std::io::Error| e.to_string();

@@ -339,6 +339,16 @@ mod tests {
     }
 
     #[test]
+    fn ascii_fast_path_and_full_validation_agree() {
+        // Both branches of `utf8` (checked under Miri by scripts/test): ASCII, multi-byte UTF-8, invalid bytes.
+        assert_eq!(utf8(b"waypoint-17"), Some("waypoint-17"));
+        assert_eq!(utf8("h\u{e9}\u{20ac}".as_bytes()), Some("h\u{e9}\u{20ac}"));
+        assert_eq!(utf8(b""), Some(""));
+        assert_eq!(utf8(&[b'a', 0xc3]), None);
+        assert_eq!(utf8(&[0xff; 17]), None);
+    }
+
+    #[test]
     fn strings_are_checked() {
         assert_eq!(Reader::new(&[0, 0, 0, 2, b'A', 0]).get_str().unwrap(), "A");
         assert_eq!(Reader::new(&[0, 0, 0, 1, 0]).get_str().unwrap(), "");
