@@ -151,14 +151,11 @@ impl Sink for CoreSink {
     fn deliver(&self, msg: Incoming) {
         if let Some(core) = self.0.upgrade() {
             core.deliver(msg);
-            core.dispatch_inline();
         }
     }
 
-    fn idle(&self) {
-        if let Some(core) = self.0.upgrade() {
-            core.dispatch_inline();
-        }
+    fn drained(&self) -> bool {
+        self.0.upgrade().is_some_and(|core| core.dispatch_inline())
     }
 }
 
@@ -272,12 +269,13 @@ impl Core {
         msg.map(|m| (m, targets))
     }
 
-    /// Runs every waiting callback on this (the receive) thread, if a dispatcher asked for that.
-    fn dispatch_inline(&self) {
+    /// Runs the oldest waiting message's callbacks on this (the receive) thread, if a dispatcher asked for that;
+    /// returns whether more are waiting.
+    fn dispatch_inline(&self) -> bool {
         if self.inline_dispatchers.load(Ordering::Acquire) == 0 || IN_HANDLER.with(|f| f.get()) {
-            return;
+            return false;
         }
-        while self.dispatch_one() {}
+        self.dispatch_one() && self.lock().pending > 0
     }
 
     /// Dispatches the oldest waiting message, if there is one.

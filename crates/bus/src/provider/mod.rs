@@ -23,12 +23,16 @@ pub struct Incoming {
 
 /// Where a provider delivers what it receives (the bus).
 pub trait Sink: Send + Sync {
-    /// Takes one message. On a provider with a receive thread this runs on that thread, and may run the
-    /// subscriptions' callbacks there too when the user asked for a dispatcher (no hand-off to another thread).
+    /// Takes one message into the subscriptions' queues. Must not block for long.
     fn deliver(&self, msg: Incoming);
-    /// Called by a receive thread when it has been idle for a moment, so that work queued before a dispatcher
-    /// was started is not left waiting for the next message.
-    fn idle(&self) {}
+    /// Called by a provider's receive thread each time it has handed over everything the transport had (and when
+    /// it has been idle for a while). The bus may then run ONE callback on this thread, when the user asked for a
+    /// dispatcher: so the thread alternates between draining the socket into the drop-oldest queues and running
+    /// callbacks, and a backlog waits in those queues (newest wins), never in the kernel's FIFO buffer. Returns
+    /// whether more callbacks are waiting, in which case the provider should come back without blocking.
+    fn drained(&self) -> bool {
+        false
+    }
 }
 
 /// Transport counters a provider keeps, for `spy` and for tests.

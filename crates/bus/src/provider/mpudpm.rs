@@ -218,6 +218,8 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
     let mut receivers: HashMap<u16, Receiver> = HashMap::new();
+    // While callbacks wait to run on this thread, poll without blocking (see `Sink::drained`).
+    let mut callbacks_waiting = false;
     while !stop.load(Ordering::Relaxed) {
         // Join the ports of channels that announcements have made known to match a pattern, then take the sockets
         // opened for us.
@@ -236,12 +238,10 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
         let ready: Vec<u16> = {
             let mut fds: Vec<PollFd<'_>> =
                 ports.iter().map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN)).collect();
-            let timeout = PollTimeout::try_from(POLL.as_millis() as i32).unwrap_or(PollTimeout::MAX);
+            let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
+            let timeout = PollTimeout::try_from(wait.as_millis() as i32).unwrap_or(PollTimeout::MAX);
             match poll(&mut fds, timeout) {
-                Ok(0) => {
-                    sink.idle();
-                    Vec::new()
-                }
+                Ok(0) => Vec::new(),
                 Err(_) => continue,
                 Ok(_) => ports
                     .iter()
@@ -272,5 +272,6 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
             }
         }
         *shared.stats.lock().expect("stats lock") = receivers.values().map(Receiver::stats).collect();
+        callbacks_waiting = sink.drained();
     }
 }

@@ -95,19 +95,27 @@ impl Provider for Udpm {
         let thread = std::thread::Builder::new()
             .name("nerve-udpm-rx".into())
             .spawn(move || {
+                let deliver = |m: nerve_udpm::Message| {
+                    sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
+                };
+                // While callbacks wait to run here, do not block on the socket: alternate between draining it and
+                // running one callback.
+                let mut callbacks_waiting = false;
                 while !stop_flag.load(Ordering::Relaxed) {
-                    let got = rx.recv(Some(POLL));
-                    *stats.lock().expect("stats lock") = rx.stats();
-                    match got {
-                        Ok(Some(m)) => sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime }),
-                        Ok(None) => sink.idle(),
-                        Err(e) => {
-                            // A receive error other than a timeout is not expected on a bound UDP socket; report it
-                            // once and stop rather than spin.
-                            eprintln!("nerve: udpm receive thread stopped: {e}");
-                            break;
-                        }
+                    let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
+                    let mut got = rx.recv(Some(wait));
+                    while let Ok(Some(m)) = got {
+                        deliver(m);
+                        got = rx.recv(Some(Duration::ZERO));
                     }
+                    *stats.lock().expect("stats lock") = rx.stats();
+                    if let Err(e) = got {
+                        // A receive error other than a timeout is not expected on a bound UDP socket; report it
+                        // once and stop rather than spin.
+                        eprintln!("nerve: udpm receive thread stopped: {e}");
+                        break;
+                    }
+                    callbacks_waiting = sink.drained();
                 }
             })
             .map_err(|e| BusError::Transport { provider: "udpm", source: Box::new(e) })?;

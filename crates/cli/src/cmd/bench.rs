@@ -7,7 +7,7 @@ use anyhow::{bail, Context};
 /// Arguments of `nerve bench`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The suite: marshalling.
+    /// The suite: marshalling, echo or latency.
     suite: String,
     /// A short run for CI.
     #[arg(long)]
