@@ -8,6 +8,7 @@ use crate::pattern::Pattern;
 
 pub mod memq;
 pub mod mpudpm;
+mod thread;
 pub mod udpm;
 
 /// A message as a provider hands it to the bus.

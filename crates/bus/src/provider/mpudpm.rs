@@ -8,12 +8,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nerve_udpm::multiport::{self, Update};
 use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
+use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
 use crate::error::BusError;
 use crate::pattern::Pattern;
@@ -24,7 +24,10 @@ const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(50);
 
 fn transport(e: nerve_udpm::UdpmError) -> BusError {
-    BusError::Transport { provider: "mpudpm", source: Box::new(e) }
+    BusError::Transport {
+        provider: "mpudpm",
+        source: Box::new(e),
+    }
 }
 
 struct Publishing {
@@ -36,9 +39,13 @@ struct Publishing {
 
 impl Publishing {
     fn announce(&mut self, start: u16, nports: u16) -> Result<(), nerve_udpm::UdpmError> {
-        let update = Update { nports, mapping: self.channels.iter().map(|(c, p)| (c.clone(), *p)).collect() };
+        let update = Update {
+            nports,
+            mapping: self.channels.iter().map(|(c, p)| (c.clone(), *p)).collect(),
+        };
         self.last_announce = Some(Instant::now());
-        self.sender.send_to_port(start, multiport::UPDATE_CHANNEL, &update.encode())
+        self.sender
+            .send_to_port(start, multiport::UPDATE_CHANNEL, &update.encode())
     }
 }
 
@@ -93,20 +100,6 @@ pub struct Mpudpm {
     receive: Mutex<Option<ReceiveThread>>,
 }
 
-struct ReceiveThread {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for ReceiveThread {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 impl Mpudpm {
     /// Opens the send side; `config.ports` is the number of ports (LCM's default 500 when absent).
     pub fn open(mut config: Config) -> Result<Mpudpm, BusError> {
@@ -115,13 +108,22 @@ impl Mpudpm {
         let shared = Arc::new(Shared {
             start: config.port,
             nports,
-            publishing: Mutex::new(Publishing { sender, channels: BTreeMap::new(), last_announce: None }),
+            publishing: Mutex::new(Publishing {
+                sender,
+                channels: BTreeMap::new(),
+                last_announce: None,
+            }),
             interest: Mutex::new(Interest::default()),
             opened: Mutex::new(Vec::new()),
             listening: Mutex::new(BTreeSet::new()),
             stats: Mutex::new(Vec::new()),
         });
-        Ok(Mpudpm { config, shared, published: AtomicU64::new(0), receive: Mutex::new(None) })
+        Ok(Mpudpm {
+            config,
+            shared,
+            published: AtomicU64::new(0),
+            receive: Mutex::new(None),
+        })
     }
 
     /// The ports this process listens on now (the start port is always one of them once receiving).
@@ -141,7 +143,14 @@ impl Provider for Mpudpm {
         let (start, nports) = (self.shared.start, self.shared.nports);
         let port = multiport::port_of(channel, start, nports);
         let internal = multiport::is_internal(channel);
-        let new = !internal && !self.shared.publishing.lock().expect("publishing lock").channels.contains_key(channel);
+        let new = !internal
+            && !self
+                .shared
+                .publishing
+                .lock()
+                .expect("publishing lock")
+                .channels
+                .contains_key(channel);
         if new {
             // Our own pattern subscriptions hear our own channels, as on udpm: listen before the first send.
             let wanted = {
@@ -170,8 +179,17 @@ impl Provider for Mpudpm {
         let (start, nports) = (self.shared.start, self.shared.nports);
         let ports = {
             let mut i = self.shared.interest.lock().expect("interest lock");
-            let mut ports: Vec<u16> = i.known.iter().filter(|(c, _)| pattern.matches(c)).map(|(_, p)| *p).collect();
-            ports.extend(pattern.literal().map(|channel| multiport::port_of(channel, start, nports)));
+            let mut ports: Vec<u16> = i
+                .known
+                .iter()
+                .filter(|(c, _)| pattern.matches(c))
+                .map(|(_, p)| *p)
+                .collect();
+            ports.extend(
+                pattern
+                    .literal()
+                    .map(|channel| multiport::port_of(channel, start, nports)),
+            );
             i.ports.extend(ports.iter().copied());
             i.patterns.push(pattern.clone());
             ports
@@ -179,7 +197,9 @@ impl Provider for Mpudpm {
         self.shared.listen(&self.config, ports)?;
         // Ask publishers to announce their channels, so that patterns find them without waiting for the next round.
         let mut p = self.shared.publishing.lock().expect("publishing lock");
-        p.sender.send_to_port(start, multiport::REQUEST_CHANNEL, multiport::REQUEST_PAYLOAD).map_err(transport)
+        p.sender
+            .send_to_port(start, multiport::REQUEST_CHANNEL, multiport::REQUEST_PAYLOAD)
+            .map_err(transport)
     }
 
     fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError> {
@@ -188,13 +208,10 @@ impl Provider for Mpudpm {
             return Ok(());
         }
         self.shared.listen(&self.config, [self.shared.start])?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let (flag, shared, config) = (Arc::clone(&stop), Arc::clone(&self.shared), self.config.clone());
-        let thread = std::thread::Builder::new()
-            .name("nerve-mpudpm-rx".into())
-            .spawn(move || receive_loop(&config, &shared, sink.as_ref(), &flag))
-            .map_err(|e| BusError::Transport { provider: "mpudpm", source: Box::new(e) })?;
-        *slot = Some(ReceiveThread { stop, thread: Some(thread) });
+        let (shared, config) = (Arc::clone(&self.shared), self.config.clone());
+        *slot = Some(ReceiveThread::spawn("mpudpm", "nerve-mpudpm-rx", move |stop| {
+            receive_loop(&config, &shared, sink.as_ref(), stop)
+        })?);
         Ok(())
     }
 
@@ -204,7 +221,10 @@ impl Provider for Mpudpm {
 
     fn stats(&self) -> ProviderStats {
         let all = self.shared.stats.lock().expect("stats lock");
-        let mut s = ProviderStats { published: self.published.load(Ordering::Relaxed), ..ProviderStats::default() };
+        let mut s = ProviderStats {
+            published: self.published.load(Ordering::Relaxed),
+            ..ProviderStats::default()
+        };
         for r in all.iter() {
             s.received += r.messages;
             s.malformed += r.malformed_total() + r.reassembly.dropped_inconsistent;
@@ -236,8 +256,10 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
         }
         let ports: Vec<u16> = receivers.keys().copied().collect();
         let ready: Vec<u16> = {
-            let mut fds: Vec<PollFd<'_>> =
-                ports.iter().map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN)).collect();
+            let mut fds: Vec<PollFd<'_>> = ports
+                .iter()
+                .map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN))
+                .collect();
             let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
             let timeout = PollTimeout::try_from(wait.as_millis() as i32).unwrap_or(PollTimeout::MAX);
             match poll(&mut fds, timeout) {
@@ -267,7 +289,11 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
                         let _ = p.announce(shared.start, shared.nports);
                     }
                 } else if !multiport::is_internal(&m.channel) {
-                    sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime });
+                    sink.deliver(Incoming {
+                        channel: m.channel,
+                        data: m.payload,
+                        recv_utime: m.recv_utime,
+                    });
                 }
             }
         }

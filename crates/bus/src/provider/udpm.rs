@@ -1,12 +1,12 @@
 //! The `udpm://` provider: nerve-udpm's sender, and a receive thread that hands whole messages to the bus.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
+use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
 use crate::error::BusError;
 
@@ -17,7 +17,10 @@ const SELF_TEST_WITHIN: Duration = Duration::from_secs(3);
 const POLL: Duration = Duration::from_millis(100);
 
 fn transport(e: nerve_udpm::UdpmError) -> BusError {
-    BusError::Transport { provider: "udpm", source: Box::new(e) }
+    BusError::Transport {
+        provider: "udpm",
+        source: Box::new(e),
+    }
 }
 
 /// UDP multicast, LCM's wire format.
@@ -27,20 +30,6 @@ pub struct Udpm {
     published: AtomicU64,
     receive: Mutex<Option<ReceiveThread>>,
     recv_stats: Arc<Mutex<RecvStats>>,
-}
-
-struct ReceiveThread {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for ReceiveThread {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 impl Udpm {
@@ -69,7 +58,11 @@ impl Provider for Udpm {
     }
 
     fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
-        self.sender.lock().expect("sender lock").send(channel, data).map_err(transport)?;
+        self.sender
+            .lock()
+            .expect("sender lock")
+            .send(channel, data)
+            .map_err(transport)?;
         self.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -85,41 +78,43 @@ impl Provider for Udpm {
         {
             let mut sender = self.sender.lock().expect("sender lock");
             rx.self_test(&mut sender, SELF_TEST_WITHIN, |m| {
-                sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
+                sink.deliver(Incoming {
+                    channel: m.channel,
+                    data: m.payload,
+                    recv_utime: m.recv_utime,
+                })
             })
             .map_err(transport)?;
         }
-        let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::clone(&self.recv_stats);
-        let stop_flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("nerve-udpm-rx".into())
-            .spawn(move || {
-                let deliver = |m: nerve_udpm::Message| {
-                    sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
-                };
-                // While callbacks wait to run here, do not block on the socket: alternate between draining it and
-                // running one callback.
-                let mut callbacks_waiting = false;
-                while !stop_flag.load(Ordering::Relaxed) {
-                    let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
-                    let mut got = rx.recv(Some(wait));
-                    while let Ok(Some(m)) = got {
-                        deliver(m);
-                        got = rx.recv(Some(Duration::ZERO));
-                    }
-                    *stats.lock().expect("stats lock") = rx.stats();
-                    if let Err(e) = got {
-                        // A receive error other than a timeout is not expected on a bound UDP socket; report it
-                        // once and stop rather than spin.
-                        eprintln!("nerve: udpm receive thread stopped: {e}");
-                        break;
-                    }
-                    callbacks_waiting = sink.drained();
+        *slot = Some(ReceiveThread::spawn("udpm", "nerve-udpm-rx", move |stop_flag| {
+            let deliver = |m: nerve_udpm::Message| {
+                sink.deliver(Incoming {
+                    channel: m.channel,
+                    data: m.payload,
+                    recv_utime: m.recv_utime,
+                })
+            };
+            // While callbacks wait to run here, do not block on the socket: alternate between draining it and
+            // running one callback.
+            let mut callbacks_waiting = false;
+            while !stop_flag.load(Ordering::Relaxed) {
+                let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
+                let mut got = rx.recv(Some(wait));
+                while let Ok(Some(m)) = got {
+                    deliver(m);
+                    got = rx.recv(Some(Duration::ZERO));
                 }
-            })
-            .map_err(|e| BusError::Transport { provider: "udpm", source: Box::new(e) })?;
-        *slot = Some(ReceiveThread { stop, thread: Some(thread) });
+                *stats.lock().expect("stats lock") = rx.stats();
+                if let Err(e) = got {
+                    // A receive error other than a timeout is not expected on a bound UDP socket; report it
+                    // once and stop rather than spin.
+                    eprintln!("nerve: udpm receive thread stopped: {e}");
+                    break;
+                }
+                callbacks_waiting = sink.drained();
+            }
+        })?);
         Ok(())
     }
 
