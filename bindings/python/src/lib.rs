@@ -7,9 +7,18 @@
 //! codec compiles a [`Plan`] from what the class already says about itself (`__slots__`, `__typenames__`,
 //! `__dimensions__`, the nested classes, `_packed_fingerprint`, `_nerve_dtype`) and then interprets it: decoding
 //! walks the bytes once, allocates each object through its class and stores straight into its slots, makes numeric
-//! arrays big-endian read-only numpy views of the message (as `np.frombuffer` does), strings with
-//! `PyUnicode_DecodeUTF8`, and a 1-D array of a fixed-size struct a packed `StructArray`; encoding reads the slots
-//! and writes one buffer.
+//! arrays big-endian read-only numpy views of the message (as `np.frombuffer` does), small fixed arrays tuples
+//! (below), strings with `PyUnicode_DecodeUTF8`, and a 1-D array of a fixed-size struct a packed `StructArray`;
+//! encoding reads the slots and writes one buffer.
+//!
+//! # Small fixed arrays are tuples
+//!
+//! As in the generated code (and LCM's Python): a numeric or boolean member with one constant dimension of at most
+//! `TUPLE_MAX` elements (`float position[2]`, `double orientation[4]`; the runtime's `nerve_lcm.TUPLE_MAX`, 16,
+//! handed over as the class attribute `_nerve_tuple_max`) decodes to a tuple of Python `int` / `float` / `bool`,
+//! each made as the scalar of that type is. A numpy array per small vector costs several times a tuple and
+//! dominated messages with many of them. Encoding such a member takes a tuple, a list or a numpy array, like any
+//! primitive array.
 //!
 //! # The key design decision: a fast path, never a second semantics
 //!
@@ -40,7 +49,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyType};
 
 /// Bumped when the interface between `nerve_lcm.py` and this module changes; the runtime ignores other values.
-const ABI: u32 = 1;
+const ABI: u32 = 2;
 
 /// Nesting deeper than this is left to the pure-Python codec (which raises its "nests too deeply" error when
 /// Python's recursion limit is hit, or decodes it more slowly).
@@ -124,7 +133,10 @@ struct Member {
     offset: isize,
     kind: Kind,
     dims: Vec<Dim>,
-    /// For numeric arrays: the big-endian dtype decoded arrays get (uint8 for multi-dimensional byte arrays).
+    /// A small fixed 1-D numeric or boolean array: decodes to a tuple of scalars (see the module docs).
+    tuple: bool,
+    /// For numeric arrays (not tuples): the big-endian dtype decoded arrays get (uint8 for multi-dimensional byte
+    /// arrays).
     descr: *mut PyArray_Descr,
 }
 
@@ -350,6 +362,7 @@ fn build_plan(
     let has_dtype = !cls.getattr("_nerve_dtype").map_err(e)?.is_none();
     let struct_array = cls.getattr("_nerve_struct_array").map_err(e)?;
     let packed = struct_array.getattr("_packed").map_err(e)?;
+    let tuple_max: usize = cls.getattr("_nerve_tuple_max").map_err(e)?.extract().map_err(e)?;
     if fp.len() != 8 || types.len() != slots.len() {
         return Err(());
     }
@@ -419,7 +432,10 @@ fn build_plan(
                 Kind::Struct(compile_one(py, sub, pending, seen)?)
             }
         };
+        let tuple = matches!((&kind, &dims[..]), (Kind::Prim(p), [Dim::Fixed(n)])
+            if !matches!(p, Prim::Str | Prim::Byte) && *n <= tuple_max);
         let descr = match kind {
+            _ if tuple => null_mut(),
             Kind::Prim(p) if !dims.is_empty() && p != Prim::Str && !(p == Prim::Byte && dims.len() == 1) => {
                 let code = match p {
                     Prim::I8 => "i1",
@@ -438,7 +454,7 @@ fn build_plan(
             }
             _ => null_mut(),
         };
-        members.push(Member { offset, kind, dims, descr });
+        members.push(Member { offset, kind, dims, tuple, descr });
     }
     let records_size = match (size, has_dtype) {
         (Some(s), true) if s > 0 => Some(s),
@@ -646,6 +662,20 @@ unsafe fn decode_member(
     }
     let counts = &counts[..m.dims.len()];
     match &m.kind {
+        Kind::Prim(p) if m.tuple => {
+            let t = check(ffi::PyTuple_New(total as ffi::Py_ssize_t))?;
+            for i in 0..total {
+                match decode_scalar(*p, input, off) {
+                    // SAFETY: `t` is a new tuple of `total` empty items; each is set once.
+                    Ok(v) => ffi::PyTuple_SET_ITEM(t, i as ffi::Py_ssize_t, v),
+                    Err(f) => {
+                        ffi::Py_DECREF(t);
+                        return Err(f);
+                    }
+                }
+            }
+            Ok(t)
+        }
         Kind::Prim(Prim::Str) => {
             if total.checked_mul(5).ok_or(Fallback)? > input.len - *off {
                 return Err(Fallback);

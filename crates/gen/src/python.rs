@@ -22,11 +22,23 @@
 //!
 //! # Speed
 //!
-//! The code is straight-line per type: runs of fixed-size scalars are one precompiled `struct.Struct`
-//! `unpack_from` / `pack`, decoding walks the bytes with an offset (no `BytesIO`), objects are made with
-//! `object.__new__` and slot assignment, numeric arrays are one `np.frombuffer` view (big-endian, read-only, no copy)
-//! and encode with one `tobytes`, and a one-dimensional array of a fixed-size struct decodes lazily into a
+//! The code is straight-line per type: runs of fixed-size scalars and small fixed arrays are one precompiled
+//! `struct.Struct` `unpack_from` / `pack`, decoding walks the bytes with an offset (no `BytesIO`), objects are made
+//! with `object.__new__` and slot assignment, numeric arrays are one `np.frombuffer` view (big-endian, read-only, no
+//! copy) and encode with one `tobytes`, and a one-dimensional array of a fixed-size struct decodes lazily into a
 //! `nerve_lcm.StructArray` (see the runtime's docstring for these choices).
+//!
+//! # Small fixed arrays are tuples
+//!
+//! A numeric or boolean array with one constant dimension of at most `SMALL_ARRAY` (16) elements, such as
+//! `float position[2]` or `double orientation[4]`, is a `tuple` of Python numbers: decoded as a slice of its run's
+//! `unpack_from`, `(0.0, 0.0)` in `__init__`, and encoded with `pack(*x)` from a tuple, a list or a numpy array
+//! (which goes through `tolist()`; anything `pack` refuses goes through the checked numpy conversion, as for other
+//! arrays). Two reasons: LCM's generated Python gives exactly this tuple (`struct.unpack`), so code written against
+//! it keeps working; and making a numpy array costs several times as much as a small tuple, which dominated the
+//! decoding of messages with many small vectors (`path_t`'s waypoints). Every other numeric array (variable size,
+//! longer, or multi-dimensional) stays a numpy array, and a 1-D byte array stays `bytes`. The runtime's
+//! `TUPLE_MAX` holds the same number for the native accelerator.
 //!
 //! # The native accelerator
 //!
@@ -72,8 +84,10 @@ const RESERVED_MEMBERS: &[&str] = &[
     "_packed_fingerprint",
 ];
 
-/// Fixed 1-D arrays up to this many elements are packed with the scalars around them (`pack(*x)`), which beats a
-/// numpy conversion for a few elements.
+/// A fixed-size one-dimensional numeric or boolean array of at most this many elements (`float position[2]`,
+/// `double orientation[4]`) is a tuple of Python numbers, as in LCM's Python, and is unpacked and packed with the
+/// scalars around it (one `struct` call for the run). Must equal the runtime's `TUPLE_MAX`, which the native
+/// accelerator reads (a unit test below checks it).
 const SMALL_ARRAY: usize = 16;
 
 /// An array of zero-size elements may exceed the bytes left by this many elements.
@@ -436,7 +450,9 @@ enum Kind {
     String,
     /// A struct or enum scalar.
     Nested,
-    /// An array of a primitive other than string.
+    /// A small fixed-size 1-D array of a number or boolean (at most [`SMALL_ARRAY`] elements): a tuple.
+    Tuple(Primitive, usize),
+    /// Any other array of a primitive other than string (a numpy array, or bytes).
     PrimArray(Primitive),
     /// An array of strings, structs or enums (nested lists, or a StructArray).
     ObjArray,
@@ -448,8 +464,24 @@ fn kind(m: &Member) -> Kind {
         (MemberType::Primitive(p), true) => Kind::Scalar(*p),
         (_, true) => Kind::Nested,
         (MemberType::Primitive(Primitive::String), false) => Kind::ObjArray,
-        (MemberType::Primitive(p), false) => Kind::PrimArray(*p),
+        (MemberType::Primitive(p), false) => match tuple_len(m) {
+            Some(n) => Kind::Tuple(*p, n),
+            None => Kind::PrimArray(*p),
+        },
         (_, false) => Kind::ObjArray,
+    }
+}
+
+/// The length of a member that is a tuple (see [`SMALL_ARRAY`]): a number or boolean array with one fixed
+/// dimension of at most `SMALL_ARRAY` elements. Byte arrays are `bytes` whatever their size.
+fn tuple_len(m: &Member) -> Option<usize> {
+    match (&m.ty, &m.dims[..]) {
+        (MemberType::Primitive(p), [Dim::Fixed { len, .. }])
+            if !matches!(p, Primitive::String | Primitive::Byte) && *len <= SMALL_ARRAY =>
+        {
+            Some(*len)
+        }
+        _ => None,
     }
 }
 
@@ -807,6 +839,18 @@ impl<'a> Gen<'a> {
             },
             Kind::String => "\"\"".into(),
             Kind::Nested => format!("{}()", md.class(type_name(&m.ty))),
+            Kind::Tuple(p, n) => {
+                let zero = match p {
+                    Primitive::Float | Primitive::Double => "0.0",
+                    Primitive::Boolean => "False",
+                    _ => "0",
+                };
+                match n {
+                    0 => "()".into(),
+                    1 => format!("({zero},)"),
+                    _ => format!("({})", vec![zero; n].join(", ")),
+                }
+            }
             Kind::PrimArray(p) => {
                 let shape: Vec<String> = m
                     .dims
@@ -938,17 +982,11 @@ impl<'a> Gen<'a> {
                         .line(format!("_rt.encode_other(v, {c}, ap, {what})"))
                         .dedent();
                 }
-                Kind::PrimArray(p) => match (&m.dims[..], p) {
-                    ([Dim::Fixed { len, .. }], _)
-                        if p != Primitive::Byte && *len <= SMALL_ARRAY =>
-                    {
-                        run.push((m, p, Some(*len)));
-                    }
-                    _ => {
-                        flush(&mut run, w, md);
-                        w.line(Self::prim_array_line(m, p, &what));
-                    }
-                },
+                Kind::Tuple(p, n) => run.push((m, p, Some(n))),
+                Kind::PrimArray(p) => {
+                    flush(&mut run, w, md);
+                    w.line(Self::prim_array_line(m, p, &what));
+                }
                 Kind::ObjArray => {
                     flush(&mut run, w, md);
                     self.emit_encode_obj_array(m, w, md, &what);
@@ -1022,28 +1060,61 @@ impl<'a> Gen<'a> {
         w.line("ln = len(data)");
         w.line("try:");
         w.indent();
-        let mut run: Vec<(&Member, Primitive)> = Vec::new();
-        let flush = |run: &mut Vec<(&Member, Primitive)>, w: &mut CodeWriter, md: &mut Module| {
+        // A run: scalars and tuples (small fixed arrays), read with one `unpack_from`; a tuple is a slice of it.
+        let mut run: Vec<(&Member, Primitive, Option<usize>)> = Vec::new();
+        let flush = |run: &mut Vec<(&Member, Primitive, Option<usize>)>,
+                     w: &mut CodeWriter,
+                     md: &mut Module| {
             if run.is_empty() {
                 return;
             }
-            let fmt: String = std::iter::once('>')
-                .chain(run.iter().map(|(_, p)| prim_codes(*p).0))
-                .collect();
-            let size: usize = run.iter().map(|(_, p)| p.wire_size().unwrap_or(0)).sum();
+            let mut fmt = String::from(">");
+            let mut size = 0;
+            for (_, p, len) in run.iter() {
+                if let Some(n) = len {
+                    let _ = write!(fmt, "{n}");
+                }
+                fmt.push(prim_codes(*p).0);
+                size += p.wire_size().unwrap_or(0) * len.unwrap_or(1);
+            }
             let s = md.fmt(&fmt);
-            let targets: Vec<String> = run.iter().map(|(m, _)| format!("o.{}", m.name)).collect();
-            w.line(format!(
-                "{}, = {s}.unpack_from(data, off)",
-                targets.join(", ")
-            ));
+            match &run[..] {
+                [(m, _, Some(_))] => {
+                    w.line(format!("o.{} = {s}.unpack_from(data, off)", m.name));
+                }
+                _ if run.iter().all(|(_, _, len)| len.is_none()) => {
+                    let targets: Vec<String> =
+                        run.iter().map(|(m, _, _)| format!("o.{}", m.name)).collect();
+                    w.line(format!(
+                        "{}, = {s}.unpack_from(data, off)",
+                        targets.join(", ")
+                    ));
+                }
+                _ => {
+                    w.line(format!("t = {s}.unpack_from(data, off)"));
+                    let mut i = 0;
+                    for (m, _, len) in run.iter() {
+                        match len {
+                            Some(n) => {
+                                w.line(format!("o.{} = t[{i}:{}]", m.name, i + n));
+                                i += n;
+                            }
+                            None => {
+                                w.line(format!("o.{} = t[{i}]", m.name));
+                                i += 1;
+                            }
+                        }
+                    }
+                }
+            }
             w.line(format!("off += {size}"));
             run.clear();
         };
         for m in &st.members {
             let what = py_str(&m.name);
             match kind(m) {
-                Kind::Scalar(p) => run.push((m, p)),
+                Kind::Scalar(p) => run.push((m, p, None)),
+                Kind::Tuple(p, n) => run.push((m, p, Some(n))),
                 Kind::String => {
                     flush(&mut run, w, md);
                     emit_decode_string(w, &format!("o.{}", m.name), &full);
@@ -1216,6 +1287,12 @@ impl<'a> Gen<'a> {
                     format!("({field} != 0).tolist()")
                 }
                 (MemberType::Primitive(_), 0) => format!("{field}.tolist()"),
+                (MemberType::Primitive(Primitive::Boolean), _) if tuple_len(m).is_some() => {
+                    format!("list(map(tuple, ({field} != 0).tolist()))")
+                }
+                (MemberType::Primitive(_), _) if tuple_len(m).is_some() => {
+                    format!("list(map(tuple, {field}.tolist()))")
+                }
                 (MemberType::Primitive(Primitive::Boolean), _) => format!("{field} != 0"),
                 (MemberType::Primitive(Primitive::Byte), 1) => {
                     format!("[x.tobytes() for x in {field}]")
@@ -1415,4 +1492,17 @@ fn enum_module(en: &nerve_types::Enum) -> String {
     w.dedent();
     w.dedent();
     w.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_tuple_max_equals_small_array() {
+        assert!(
+            RUNTIME_MODULE.contains(&format!("\nTUPLE_MAX = {SMALL_ARRAY}\n")),
+            "nerve_lcm.TUPLE_MAX must equal SMALL_ARRAY"
+        );
+    }
 }

@@ -98,3 +98,31 @@ fn names_python_cannot_use_are_errors() {
         assert!(e.message.contains(word), "{text}: {}", e.message);
     }
 }
+
+#[test]
+fn small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
+    let files = gen(
+        "package p; struct t { int32_t n; float a[16]; boolean b[2]; int8_t big[17]; double m[2][2]; int16_t v[n]; byte y[2]; }",
+        &Options::default(),
+    )
+    .unwrap();
+    let m = file(&files, "p/t.py");
+    // defaults: tuples of zeros for the small fixed ones
+    assert!(
+        m.contains(&format!("self.a = ({})\n", vec!["0.0"; 16].join(", "))),
+        "{m}"
+    );
+    assert!(m.contains("self.b = (False, False)\n"), "{m}");
+    assert!(m.contains("self.big = _np.zeros((17,), _np.int8)\n"), "{m}");
+    assert!(m.contains("self.m = _np.zeros((2, 2,), _np.float64)\n"), "{m}");
+    assert!(m.contains("self.y = bytes(2)\n"), "{m}");
+    // decode: the small ones are slices of one unpack_from with the scalar before them
+    assert!(m.contains("t = _nv_S0.unpack_from(data, off)\n"), "{m}");
+    assert!(m.contains("o.n = t[0]\n"), "{m}");
+    assert!(m.contains("o.a = t[1:17]\n"), "{m}");
+    assert!(m.contains("o.b = t[17:19]\n"), "{m}");
+    assert!(m.contains("_nv_S0 = _struct.Struct(\">i16f2?\")"), "{m}");
+    assert!(m.contains("o.big = _nv_frombuffer(data, _nv_i1, 17, off)"), "{m}");
+    assert!(m.contains("o.m = _nv_ndarray((c0, c1,), _nv_f8, data, off)"), "{m}");
+    assert!(m.contains("o.y = data[off:e]"), "{m}");
+}

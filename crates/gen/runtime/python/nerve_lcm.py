@@ -6,7 +6,18 @@ what lives here is what every type shares.
 Representation of decoded values (the choices, and why):
 
 - Scalars are Python ``int``/``float``/``bool``/``str``, exactly as LCM's generated Python gives them.
-- A numeric or boolean array (any number of dimensions) is a numpy array of the declared shape. Numeric arrays are
+- A **small fixed-size one-dimensional** numeric or boolean array (one constant dimension of at most
+  :data:`TUPLE_MAX` = 16 elements: ``float position[2]``, ``double orientation[4]``) is a ``tuple`` of Python
+  numbers (bools for ``boolean``), and a new object holds a tuple of zeros. LCM's Python gives a tuple for these
+  (``struct.unpack``), so code written for LCM (``x, y = msg.position``, ``msg.orientation == (1.0, 0, 0, 0)``,
+  hashing) keeps working; and making a numpy array costs several times as much as unpacking a few numbers into a
+  tuple (~0.45 us against ~0.1 us for two floats), which dominated decoding of messages holding many small vectors
+  (``path_t``'s 50 waypoints). The tuple is read with the
+  scalars around it in one ``unpack_from``. (LCM's own decoder gives a *list* for boolean arrays and its
+  ``__init__`` lists of zeros; a tuple is used for every such member here, so the type does not depend on where the
+  value came from.)
+- Any other numeric or boolean array (variable size, more than 16 elements, or several dimensions) is a numpy
+  array of the declared shape. Numeric arrays are
   **big-endian read-only views** of the message bytes (dtype ``>f4``, ``>i4``, ...): decoding is one
   ``np.frombuffer`` with no copy and no byte swap, and re-encoding an unchanged array is one ``tobytes``. LCM's own
   decoder gives immutable tuples, so read-only is no loss; call ``.astype(np.float32)`` (or ``np.array(a)``) for a
@@ -28,7 +39,8 @@ on every malformed message, it runs this module's pure-Python codec on the same 
 same with or without it. ``NATIVE`` says whether it is in use; set ``NERVE_LCM_PURE=1`` to turn it off. The pure
 codec of a class stays reachable as ``cls._nerve_py_decode(data)`` / ``cls._nerve_py_encode(msg)``.
 
-Encoding accepts what LCM's encoder accepts (lists, tuples) and also numpy arrays of any dtype that converts, bytes
+Encoding accepts what LCM's encoder accepts (lists, tuples) and also numpy arrays of any dtype that converts (for
+tuple members as well as numpy ones), bytes
 for byte arrays, numpy structured arrays for struct arrays, and objects of another class with the same fingerprint
 (e.g. from LCM's own generated code).
 """
@@ -40,7 +52,12 @@ from io import BytesIO as _BytesIO
 
 import numpy as np
 
-__all__ = ["DecodeError", "EncodeError", "StructArray", "NATIVE"]
+__all__ = ["DecodeError", "EncodeError", "StructArray", "NATIVE", "TUPLE_MAX"]
+
+#: A fixed one-dimensional numeric or boolean array of at most this many elements is a tuple (see above). The
+#: generator (``SMALL_ARRAY`` in ``crates/gen/src/python.rs``) writes code for this value, and :func:`accelerate`
+#: hands it to the native accelerator, so both give the same representation.
+TUPLE_MAX = 16
 
 _native = None
 if not _os.environ.get("NERVE_LCM_PURE"):
@@ -48,7 +65,7 @@ if not _os.environ.get("NERVE_LCM_PURE"):
         import nerve_lcm_native as _native
     except ImportError:
         _native = None
-    if _native is not None and getattr(_native, "ABI", None) != 1:
+    if _native is not None and getattr(_native, "ABI", None) != 2:
         _native = None  # built for another version of this runtime
 
 #: Whether the native accelerator is in use.
@@ -409,6 +426,7 @@ def accelerate(cls, type_name, classes):
     cls._nerve_classes = classes
     cls._nerve_name = type_name
     cls._nerve_struct_array = StructArray
+    cls._nerve_tuple_max = TUPLE_MAX
     cls._nerve_py_decode = cls.__dict__["decode"]
     cls._nerve_py_encode = cls.__dict__["encode"]
     if _native is None:
