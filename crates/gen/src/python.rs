@@ -1083,8 +1083,10 @@ impl<'a> Gen<'a> {
                     w.line(format!("o.{} = {s}.unpack_from(data, off)", m.name));
                 }
                 _ if run.iter().all(|(_, _, len)| len.is_none()) => {
-                    let targets: Vec<String> =
-                        run.iter().map(|(m, _, _)| format!("o.{}", m.name)).collect();
+                    let targets: Vec<String> = run
+                        .iter()
+                        .map(|(m, _, _)| format!("o.{}", m.name))
+                        .collect();
                     w.line(format!(
                         "{}, = {s}.unpack_from(data, off)",
                         targets.join(", ")

@@ -114,7 +114,10 @@ fn small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
     );
     assert!(m.contains("self.b = (False, False)\n"), "{m}");
     assert!(m.contains("self.big = _np.zeros((17,), _np.int8)\n"), "{m}");
-    assert!(m.contains("self.m = _np.zeros((2, 2,), _np.float64)\n"), "{m}");
+    assert!(
+        m.contains("self.m = _np.zeros((2, 2,), _np.float64)\n"),
+        "{m}"
+    );
     assert!(m.contains("self.y = bytes(2)\n"), "{m}");
     // decode: the small ones are slices of one unpack_from with the scalar before them
     assert!(m.contains("t = _nv_S0.unpack_from(data, off)\n"), "{m}");
@@ -122,7 +125,13 @@ fn small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
     assert!(m.contains("o.a = t[1:17]\n"), "{m}");
     assert!(m.contains("o.b = t[17:19]\n"), "{m}");
     assert!(m.contains("_nv_S0 = _struct.Struct(\">i16f2?\")"), "{m}");
-    assert!(m.contains("o.big = _nv_frombuffer(data, _nv_i1, 17, off)"), "{m}");
-    assert!(m.contains("o.m = _nv_ndarray((c0, c1,), _nv_f8, data, off)"), "{m}");
+    assert!(
+        m.contains("o.big = _nv_frombuffer(data, _nv_i1, 17, off)"),
+        "{m}"
+    );
+    assert!(
+        m.contains("o.m = _nv_ndarray((c0, c1,), _nv_f8, data, off)"),
+        "{m}"
+    );
     assert!(m.contains("o.y = data[off:e]"), "{m}");
 }
