@@ -9,7 +9,8 @@ DIR holds the generated packages. The manifest lists the cases: the LCM type, a 
 (written by the Rust side) and, for LiDAR, the expected projections. Every case is verified before it is timed:
 decode then encode must give the reference bytes back, and the projections the expected values; a mismatch prints
 an {"error": ...} line and exits 1. Output: one JSON object per line, {"case", "metric", "ns"} with the median time
-of one operation in nanoseconds, or {"unavailable": reason} if the generated code cannot be imported.
+of one operation in nanoseconds, or {"unavailable": reason} if the generated code cannot be imported; nerve-python
+first prints {"info": ...} saying whether the native accelerator is in use (nerve_lcm.NATIVE), which the bench shows.
 """
 
 import argparse
@@ -79,6 +80,13 @@ def main():
     sys.path.insert(0, a.path)
     with open(a.manifest) as f:
         cases = json.load(f)
+    try:
+        import nerve_lcm  # the runtime of nerve-generated code (absent for lcm-python)
+    except ImportError:
+        pass
+    else:
+        how = "native accelerator" if nerve_lcm.NATIVE else "pure Python codec"
+        emit({"info": f"{a.system}: {how} (nerve_lcm.NATIVE = {nerve_lcm.NATIVE})"})
 
     for case in cases:
         pkg, name = case["type"].split(".")

@@ -125,7 +125,7 @@ pub fn run(opts: &Options) -> i32 {
     // Python rows first (subprocesses), so a missing interpreter shows up early.
     let py: BTreeMap<&str, PyResult> = ["nerve-python", "lcm-python"]
         .into_iter()
-        .map(|s| (s, run_python(s, &cases, opts.quick)))
+        .map(|s| (s, run_python(s, &cases, opts.quick, opts.json)))
         .collect();
 
     let mut results: BTreeMap<(String, &str), Outcome> = BTreeMap::new();
@@ -203,7 +203,7 @@ fn get(results: &BTreeMap<(String, &str), Outcome>, case: &str, sys: &str, m: Me
 }
 
 /// The Python rows: runs bench/python/marshalling.py in the venv's interpreter with the generated code.
-fn run_python(sys: &str, cases: &[Case], quick: bool) -> PyResult {
+fn run_python(sys: &str, cases: &[Case], quick: bool, json_out: bool) -> PyResult {
     let (status, dir) = match sys {
         "nerve-python" => (env!("BENCH_STATUS_NERVE_PY"), "nerve_py"),
         _ => (env!("BENCH_STATUS_LCM_PY"), "lcm_py"),
@@ -251,6 +251,15 @@ fn run_python(sys: &str, cases: &[Case], quick: bool) -> PyResult {
         }
         if let Some(e) = v.get("unavailable").and_then(|e| e.as_str()) {
             return Err(format!("unavailable: {e}"));
+        }
+        // which codec the rows measure (nerve-python: native accelerator or pure Python)
+        if let Some(i) = v.get("info").and_then(|i| i.as_str()) {
+            if json_out {
+                println!("{}", json!({"suite": "marshalling", "kind": "info", "system": sys, "python": i}));
+            } else {
+                println!("python: {i}");
+            }
+            continue;
         }
         let case = v["case"].as_str().unwrap_or_default().to_string();
         let metric = v["metric"].as_str().and_then(Metric::from_name);

@@ -6,7 +6,9 @@
 //! (`nerve_lcm.py`) makes a [`Codec`] per class and installs its `decode` / `encode` as the class's. On first use a
 //! codec compiles a [`Plan`] from what the class already says about itself (`__slots__`, `__typenames__`,
 //! `__dimensions__`, the nested classes, `_packed_fingerprint`, `_nerve_dtype`) and then interprets it: decoding
-//! walks the bytes once, allocates each object through its class and stores straight into its slots, makes numeric
+//! walks the bytes once, allocates each object as its class's tp_alloc would (`_PyObject_GC_New` for the plain
+//! slotted classes the generator writes) and stores straight into its slots (strings, small tuples and nested
+//! structs by per-member forms chosen when the plan compiles, no general array machinery per element), makes numeric
 //! arrays big-endian read-only numpy views of the message (as `np.frombuffer` does), small fixed arrays tuples
 //! (below), strings with `PyUnicode_DecodeUTF8`, and a 1-D array of a fixed-size struct a packed `StructArray`;
 //! encoding reads the slots and writes one buffer.
@@ -138,9 +140,22 @@ struct Member {
     /// For numeric arrays (not tuples): the big-endian dtype decoded arrays get (uint8 for multi-dimensional byte
     /// arrays).
     descr: *mut PyArray_Descr,
+    /// How `decode_struct` decodes it: the common forms without the general array machinery.
+    fast: Fast,
 }
 
-/// What a generated class's codec interprets.
+/// The decode form of a member, chosen when the plan compiles.
+#[derive(Clone, Copy)]
+enum Fast {
+    /// A primitive scalar (string included).
+    Scalar(Prim),
+    /// A small fixed array decoded to a tuple of this many scalars.
+    Tuple(Prim, usize),
+    /// A nested struct.
+    Struct(&'static PlanCell),
+    /// Anything else: `decode_member`.
+    Other,
+}
 struct Plan {
     cls: *mut ffi::PyTypeObject,
     fingerprint: [u8; 8],
@@ -149,6 +164,9 @@ struct Plan {
     records_size: Option<usize>,
     /// The fewest bytes one encoded value takes.
     min_size: usize,
+    /// Instances can be made with `_PyObject_GC_New` (see `decode_struct`): a GC type allocated by
+    /// PyType_GenericAlloc, with no items, no managed dict and no slots but the members (whose slot area it sizes).
+    plain_alloc: bool,
     /// The runtime's `StructArray` class and its `_packed` constructor (each generated tree has its own runtime).
     struct_array: *mut ffi::PyObject,
     packed: *mut ffi::PyObject,
@@ -454,7 +472,13 @@ fn build_plan(
             }
             _ => null_mut(),
         };
-        members.push(Member { offset, kind, dims, tuple, descr });
+        let fast = match (&kind, &dims[..]) {
+            (Kind::Prim(p), []) => Fast::Scalar(*p),
+            (Kind::Prim(p), [Dim::Fixed(n)]) if tuple => Fast::Tuple(*p, *n),
+            (Kind::Struct(c), []) => Fast::Struct(c),
+            _ => Fast::Other,
+        };
+        members.push(Member { offset, kind, dims, tuple, descr, fast });
     }
     let records_size = match (size, has_dtype) {
         (Some(s), true) if s > 0 => Some(s),
@@ -463,8 +487,24 @@ fn build_plan(
     };
     let mut fingerprint = [0u8; 8];
     fingerprint.copy_from_slice(&fp);
+    // SAFETY: GIL held; `cls` is a live type object, only its fields are read.
+    let plain_alloc = unsafe {
+        let t = cls.as_ptr() as *mut ffi::PyTypeObject;
+        (*t).tp_alloc.map(|f| f as usize) == Some(ffi::PyType_GenericAlloc as *const () as usize)
+            && (*t).tp_itemsize == 0
+            && (*t).tp_flags & ffi::Py_TPFLAGS_HAVE_GC != 0
+            && (*t).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT == 0
+            && (*t).tp_dictoffset == 0
+            && (*t).tp_weaklistoffset == 0
+            && (*t).tp_basicsize as usize
+                == std::mem::size_of::<ffi::PyObject>() + members.len() * std::mem::size_of::<*mut ffi::PyObject>()
+            && members.iter().all(|m| {
+                m.offset >= std::mem::size_of::<ffi::PyObject>() as isize && m.offset < (*t).tp_basicsize
+            })
+    };
     Ok(Plan {
         cls: cls.as_ptr() as *mut ffi::PyTypeObject,
+        plain_alloc,
         fingerprint,
         members,
         records_size,
@@ -592,23 +632,95 @@ unsafe fn slot(obj: *mut ffi::PyObject, offset: isize) -> *mut *mut ffi::PyObjec
     (obj as *mut u8).offset(offset) as *mut *mut ffi::PyObject
 }
 
+#[inline]
 unsafe fn decode_struct(plan: &Plan, input: &Input, off: &mut usize, depth: u32) -> R<*mut ffi::PyObject> {
     if depth > MAX_DEPTH {
         return Err(Fallback);
     }
     let cls = plan.cls;
-    let alloc = (*cls).tp_alloc.ok_or(Fallback)?;
-    let obj = check(alloc(cls, 0))?;
+    let obj = if plan.plain_alloc {
+        // SAFETY: GIL held; `cls` is a live GC type whose tp_alloc is PyType_GenericAlloc with no items and no
+        // pre-header (checked in build_plan): _PyObject_GC_New makes the same object (class referenced, refcount 1)
+        // without zeroing it or tracking it yet. Every slot is set to NULL here first, so a partly filled object can
+        // be released with Py_DECREF; it is handed to the GC once complete.
+        let o = check(_PyObject_GC_New(cls))?;
+        for m in &plan.members {
+            *slot(o, m.offset) = null_mut();
+        }
+        o
+    } else {
+        let alloc = (*cls).tp_alloc.ok_or(Fallback)?;
+        // SAFETY: GIL held; `cls` is a live type (kept alive by the plan); its tp_alloc gives a zeroed, tracked
+        // instance (every slot NULL), so a partly filled object can be released with Py_DECREF.
+        check(alloc(cls, 0))?
+    };
     for m in &plan.members {
-        match decode_member(plan, m, obj, input, off, depth) {
+        let r = match m.fast {
+            Fast::Scalar(p) => decode_scalar(p, input, off),
+            Fast::Tuple(p, n) => decode_tuple(p, n, input, off),
+            Fast::Struct(c) => match *c.0.get().unwrap_or(&None) {
+                Some(sub) => decode_struct(sub, input, off, depth + 1),
+                None => Err(Fallback),
+            },
+            Fast::Other => decode_member(plan, m, obj, input, off, depth),
+        };
+        match r {
+            // SAFETY: the slot offset came from the class's own member descriptor; the slot is NULL (fresh object)
+            // and takes over the new reference.
             Ok(v) => *slot(obj, m.offset) = v,
             Err(f) => {
+                // SAFETY: `obj` is our new reference; its filled slots are released by its dealloc.
                 ffi::Py_DECREF(obj);
                 return Err(f);
             }
         }
     }
+    if plan.plain_alloc {
+        // SAFETY: `obj` came from _PyObject_GC_New and is not tracked yet; all its slots are set.
+        ffi::PyObject_GC_Track(obj as *mut c_void);
+    }
     Ok(obj)
+}
+
+extern "C" {
+    /// CPython's allocator behind `PyObject_GC_New` (allocates a GC object of `tp_basicsize`, not tracked, with its
+    /// type referenced and refcount 1; its fields uninitialised).
+    fn _PyObject_GC_New(tp: *mut ffi::PyTypeObject) -> *mut ffi::PyObject;
+}
+
+/// A tuple of `n` scalars of `p` (a small fixed numeric or boolean array).
+#[inline(always)]
+unsafe fn decode_tuple(p: Prim, n: usize, input: &Input, off: &mut usize) -> R<*mut ffi::PyObject> {
+    let size = p.size();
+    // one bounds check for the whole array: a short message falls back before anything is made
+    let b = input.take(*off, n * size)?;
+    let t = check(ffi::PyTuple_New(n as ffi::Py_ssize_t))?;
+    let src = b.as_ptr();
+    for i in 0..n {
+        // SAFETY: i * size + size <= n * size = b.len(): reads stay within `b`.
+        let x = src.add(i * size);
+        let v = match p {
+            Prim::F32 => ffi::PyFloat_FromDouble(f32::from_be_bytes(*(x as *const [u8; 4])) as f64),
+            Prim::F64 => ffi::PyFloat_FromDouble(f64::from_be_bytes(*(x as *const [u8; 8]))),
+            Prim::I8 => ffi::PyLong_FromLong(*x as i8 as _),
+            Prim::I16 => ffi::PyLong_FromLong(i16::from_be_bytes(*(x as *const [u8; 2])) as _),
+            Prim::I32 => ffi::PyLong_FromLong(i32::from_be_bytes(*(x as *const [u8; 4])) as _),
+            Prim::I64 => ffi::PyLong_FromLongLong(i64::from_be_bytes(*(x as *const [u8; 8]))),
+            Prim::Bool => ffi::PyBool_FromLong((*x != 0) as _),
+            Prim::Byte => ffi::PyLong_FromLong(*x as _),
+            Prim::Str => null_mut(), // never a tuple (see build_plan)
+        };
+        if v.is_null() {
+            // SAFETY: `t` is our new tuple; its unset items are NULL, which tuple dealloc skips.
+            ffi::Py_DECREF(t);
+            ffi::PyErr_Clear();
+            return Err(Fallback);
+        }
+        // SAFETY: `t` is a new tuple of `n` empty items; each is set once, taking over the new reference `v`.
+        ffi::PyTuple_SET_ITEM(t, i as ffi::Py_ssize_t, v);
+    }
+    *off += n * size;
+    Ok(t)
 }
 
 unsafe fn count_of(obj: *mut ffi::PyObject, plan_members: &[Member], d: Dim) -> R<usize> {
@@ -734,6 +846,20 @@ unsafe fn decode_member(
             if total.checked_mul(sub.min_size).ok_or(Fallback)? > input.len - *off {
                 return Err(Fallback);
             }
+            if counts.len() == 1 {
+                // SAFETY: GIL held; a new list of `total` empty items, each set once below (or freed on failure).
+                let list = check(ffi::PyList_New(total as ffi::Py_ssize_t))?;
+                for i in 0..total {
+                    match decode_struct(sub, input, off, depth + 1) {
+                        Ok(v) => ffi::PyList_SET_ITEM(list, i as ffi::Py_ssize_t, v),
+                        Err(f) => {
+                            ffi::Py_DECREF(list);
+                            return Err(f);
+                        }
+                    }
+                }
+                return Ok(list);
+            }
             nested_list(counts, &mut || decode_struct(sub, input, off, depth + 1))
         }
     }
@@ -785,6 +911,7 @@ unsafe fn new_array(
     check(a)
 }
 
+#[inline(always)]
 unsafe fn decode_scalar(p: Prim, input: &Input, off: &mut usize) -> R<*mut ffi::PyObject> {
     let b = input.take(*off, if p == Prim::Str { 4 } else { p.size() })?;
     let v = match p {
@@ -805,6 +932,18 @@ unsafe fn decode_scalar(p: Prim, input: &Input, off: &mut usize) -> R<*mut ffi::
             if s[k - 1] != 0 {
                 return Err(Fallback);
             }
+            let text = &s[..k - 1];
+            if is_ascii(text) {
+                // The same str PyUnicode_DecodeUTF8 makes for ASCII (a compact ASCII object; "" is the empty
+                // singleton), without its decoder.
+                // SAFETY: GIL held; PyUnicode_New(n, 127) gives a compact ASCII object whose n + 1 data bytes follow
+                // its PyASCIIObject header; we fill the n characters (the NUL is already there) before anyone sees it.
+                let v = check(ffi::PyUnicode_New(text.len() as ffi::Py_ssize_t, 127))?;
+                let dst = (v as *mut ffi::PyASCIIObject).add(1) as *mut u8;
+                std::ptr::copy_nonoverlapping(text.as_ptr(), dst, text.len());
+                *off += 4 + k;
+                return Ok(v);
+            }
             let v = check(ffi::PyUnicode_DecodeUTF8(
                 s.as_ptr() as *const c_char,
                 (k - 1) as ffi::Py_ssize_t,
@@ -816,6 +955,21 @@ unsafe fn decode_scalar(p: Prim, input: &Input, off: &mut usize) -> R<*mut ffi::
     };
     *off += p.size();
     check(v)
+}
+
+/// Whether every byte is ASCII (eight at a time).
+#[inline(always)]
+fn is_ascii(b: &[u8]) -> bool {
+    let mut chunks = b.chunks_exact(8);
+    let mut acc = 0u64;
+    for c in &mut chunks {
+        acc |= u64::from_ne_bytes(be(c));
+    }
+    let mut tail = 0u8;
+    for x in chunks.remainder() {
+        tail |= *x;
+    }
+    (acc & 0x8080_8080_8080_8080) == 0 && tail < 0x80
 }
 
 // ---------------------------------------------------------------------------------------------------------------
