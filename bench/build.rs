@@ -138,20 +138,8 @@ fn nerve_rust(files: &[PathBuf], out: &Path) -> Result<(), String> {
         .map_err(|e| format!("nerve_gen::rust::generate: {e}"))?;
     let dir = out.join("nerve_rust");
     write_generated(&dir, &gen)?;
-    // One file that src/systems/nerve_rust.rs includes: each generated package file inlined as `pub mod <stem> { .. }`
-    // (include! cannot take a file with inner attributes; an inline module can). The generator's own mod.rs only
-    // declares these modules.
-    let mut inc = String::new();
-    for f in &gen {
-        let stem = f.path.file_stem().and_then(|s| s.to_str()).unwrap_or("m").to_string();
-        if stem == "mod" || stem == "lib" {
-            continue;
-        }
-        if f.path.components().count() != 1 {
-            return Err(format!("nested generated file {} not supported by the bench", f.path.display()));
-        }
-        inc.push_str(&format!("pub mod {stem} {{\n{}\n}}\n", f.contents));
-    }
+    // One file that src/systems/nerve_rust.rs includes (include! cannot take the module tree itself).
+    let inc = nerve_gen::rust_include::single_file(&gen).map_err(|e| e.to_string())?;
     fs::write(out.join("nerve_rust_include.rs"), inc).map_err(|e| e.to_string())
 }
 
