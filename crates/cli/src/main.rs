@@ -23,6 +23,8 @@ enum Command {
     Pub(cmd::publish::Args),
     /// Print the messages on the channels a pattern matches.
     Sub(cmd::sub::Args),
+    /// Watch live traffic: per channel the type, count, rate, jitter, bandwidth; decode a channel's messages.
+    Spy(cmd::spy::Args),
     /// Run a benchmark suite and print its table.
     Bench(cmd::bench::Args),
 }
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         Command::Gen(args) => cmd::gen::run(args),
         Command::Pub(args) => cmd::publish::run(args),
         Command::Sub(args) => cmd::sub::run(args),
+        Command::Spy(args) => cmd::spy::run(args),
         Command::Bench(args) => cmd::bench::run(args),
     };
     match result {

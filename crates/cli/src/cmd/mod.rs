@@ -3,5 +3,6 @@
 pub mod bench;
 pub mod gen;
 pub mod publish;
+pub mod spy;
 pub mod sub;
 mod types_arg;
