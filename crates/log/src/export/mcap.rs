@@ -1,0 +1,381 @@
+//! [`McapExport`]: writes MCAP (format version 0) from the specification: a JSON Schema per LCM type (schema
+//! encoding `jsonschema`), JSON messages (message encoding `json`), one MCAP channel per (LCM channel, type), in
+//! uncompressed chunks of about 1 MiB with message indexes, and a summary (schemas, channels, statistics, chunk
+//! indexes, summary offsets) so that readers such as Foxglove seek without scanning.
+//!
+//! Timestamps: an event's receive time (µs) becomes the message's log and publish time (ns); its event number is
+//! the message's sequence number (low 32 bits).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::json::{push_base64, FlatJson};
+use super::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
+use super::{fingerprint, Decoded, Decoder, ExportError, ExportStats};
+use crate::EventRef;
+
+const MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
+const CHUNK_TARGET: usize = 1 << 20;
+
+const OP_HEADER: u8 = 0x01;
+const OP_FOOTER: u8 = 0x02;
+const OP_SCHEMA: u8 = 0x03;
+const OP_CHANNEL: u8 = 0x04;
+const OP_MESSAGE: u8 = 0x05;
+const OP_CHUNK: u8 = 0x06;
+const OP_MESSAGE_INDEX: u8 = 0x07;
+const OP_CHUNK_INDEX: u8 = 0x08;
+const OP_STATISTICS: u8 = 0x0B;
+const OP_SUMMARY_OFFSET: u8 = 0x0E;
+const OP_DATA_END: u8 = 0x0F;
+
+/// Little-endian record building.
+struct Rec(Vec<u8>);
+
+impl Rec {
+    fn new(op: u8) -> Rec {
+        let mut v = Vec::with_capacity(64);
+        v.push(op);
+        v.extend_from_slice(&[0; 8]);
+        Rec(v)
+    }
+    fn u16(&mut self, x: u16) -> &mut Self {
+        self.0.extend_from_slice(&x.to_le_bytes());
+        self
+    }
+    fn u32(&mut self, x: u32) -> &mut Self {
+        self.0.extend_from_slice(&x.to_le_bytes());
+        self
+    }
+    fn u64(&mut self, x: u64) -> &mut Self {
+        self.0.extend_from_slice(&x.to_le_bytes());
+        self
+    }
+    fn str(&mut self, s: &str) -> &mut Self {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+        self
+    }
+    fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.0.extend_from_slice(b);
+        self
+    }
+    fn done(mut self) -> Vec<u8> {
+        let len = (self.0.len() - 9) as u64;
+        self.0[1..9].copy_from_slice(&len.to_le_bytes());
+        self.0
+    }
+}
+
+struct SchemaRec {
+    id: u16,
+    name: String,
+    data: String,
+}
+
+struct ChannelRec {
+    id: u16,
+    schema_id: u16,
+    topic: String,
+}
+
+struct ChunkIndexRec {
+    start: u64,
+    end: u64,
+    offset: u64,
+    length: u64,
+    index_offsets: Vec<(u16, u64)>,
+    index_length: u64,
+    size: u64,
+}
+
+fn schema_record(s: &SchemaRec) -> Vec<u8> {
+    let mut r = Rec::new(OP_SCHEMA);
+    r.u16(s.id).str(&s.name).str("jsonschema").u32(s.data.len() as u32).bytes(s.data.as_bytes());
+    r.done()
+}
+
+fn channel_record(c: &ChannelRec) -> Vec<u8> {
+    let mut r = Rec::new(OP_CHANNEL);
+    r.u16(c.id).u16(c.schema_id).str(&c.topic).str("json").u32(0);
+    r.done()
+}
+
+/// Exports to one MCAP file.
+pub struct McapExport<'d> {
+    path: PathBuf,
+    out: BufWriter<File>,
+    pos: u64,
+    decoder: &'d Decoder,
+    flat: Option<FlatJson<'d>>,
+    schemas: Vec<SchemaRec>,
+    /// Fingerprint of the decoded type (None: raw) -> schema id.
+    schema_ids: HashMap<Option<u64>, u16>,
+    channels: Vec<ChannelRec>,
+    /// LCM channel -> (schema id, MCAP channel id).
+    channel_ids: HashMap<String, Vec<(u16, u16)>>,
+    chunk: Vec<u8>,
+    chunk_start: u64,
+    chunk_end: u64,
+    chunk_messages: u64,
+    chunk_index: BTreeMap<u16, Vec<(u64, u64)>>,
+    chunk_indexes: Vec<ChunkIndexRec>,
+    channel_counts: BTreeMap<u16, u64>,
+    first_time: Option<u64>,
+    last_time: u64,
+    json: String,
+    stats: ExportStats,
+}
+
+impl<'d> McapExport<'d> {
+    /// Creates `path` (overwriting it) and writes the MCAP header.
+    pub fn create(path: &Path, decoder: &'d Decoder) -> Result<McapExport<'d>, ExportError> {
+        let file = File::create(path).map_err(|e| ExportError::io(path, "creating", e))?;
+        let mut x = McapExport {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(1 << 20, file),
+            pos: 0,
+            decoder,
+            flat: decoder.registry().map(|r| FlatJson::new(r.schema())),
+            schemas: Vec::new(),
+            schema_ids: HashMap::new(),
+            channels: Vec::new(),
+            channel_ids: HashMap::new(),
+            chunk: Vec::with_capacity(CHUNK_TARGET + (1 << 16)),
+            chunk_start: u64::MAX,
+            chunk_end: 0,
+            chunk_messages: 0,
+            chunk_index: BTreeMap::new(),
+            chunk_indexes: Vec::new(),
+            channel_counts: BTreeMap::new(),
+            first_time: None,
+            last_time: 0,
+            json: String::new(),
+            stats: ExportStats::default(),
+        };
+        x.put(MAGIC)?;
+        let mut h = Rec::new(OP_HEADER);
+        h.str("").str(concat!("nerve ", env!("CARGO_PKG_VERSION")));
+        x.put(&h.done())?;
+        Ok(x)
+    }
+
+    fn put(&mut self, b: &[u8]) -> Result<(), ExportError> {
+        self.out.write_all(b).map_err(|e| ExportError::io(&self.path, "writing", e))?;
+        self.pos += b.len() as u64;
+        Ok(())
+    }
+
+    /// Exports one event.
+    pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
+        let time = (ev.utime.max(0) as u64).saturating_mul(1000);
+        self.json.clear();
+        let key = match self.decoder.decode(ev.data) {
+            Decoded::Value(st, v) => {
+                let flat = self.flat.as_ref().expect("a decoded value means there is a registry");
+                match v.as_struct() {
+                    Some(sv) => flat.write_struct(&mut self.json, st, sv),
+                    None => self.json.push_str(&v.to_json()),
+                }
+                self.stats.decoded += 1;
+                Some(st)
+            }
+            Decoded::Raw(why) => {
+                let fp = fingerprint(ev.data).map(|f| format!("0x{f:016x}")).unwrap_or_default();
+                self.json.push_str("{\"fingerprint\":\"");
+                self.json.push_str(&fp);
+                self.json.push_str("\",\"data\":\"");
+                push_base64(&mut self.json, ev.data);
+                self.json.push_str("\",\"error\":");
+                self.json.push_str(&nerve_types::dynamic::json_string(&why));
+                self.json.push('}');
+                self.stats.undecoded += 1;
+                None
+            }
+        };
+        let schema_id = match self.schema_ids.get(&key.map(|s| s.fingerprint)) {
+            Some(&id) => id,
+            None => {
+                let id = u16::try_from(self.schemas.len() + 1).map_err(|_| self.too_many("types"))?;
+                let (name, data) = match key {
+                    Some(st) => {
+                        let reg = self.decoder.registry().expect("decoded");
+                        (st.name.full(), json_schema(reg.schema(), st))
+                    }
+                    None => (RAW_SCHEMA_NAME.to_owned(), raw_schema()),
+                };
+                let rec = SchemaRec { id, name, data };
+                self.chunk.extend_from_slice(&schema_record(&rec));
+                self.schemas.push(rec);
+                self.schema_ids.insert(key.map(|s| s.fingerprint), id);
+                id
+            }
+        };
+        let channel = ev.channel();
+        let existing = self
+            .channel_ids
+            .get(channel.as_ref())
+            .and_then(|v| v.iter().find(|(s, _)| *s == schema_id))
+            .map(|&(_, c)| c);
+        let channel_id = match existing {
+            Some(c) => c,
+            None => {
+                let id = u16::try_from(self.channels.len() + 1).map_err(|_| self.too_many("channels"))?;
+                let rec = ChannelRec { id, schema_id, topic: channel.clone().into_owned() };
+                self.chunk.extend_from_slice(&channel_record(&rec));
+                self.channels.push(rec);
+                self.channel_ids.entry(channel.into_owned()).or_default().push((schema_id, id));
+                id
+            }
+        };
+        // The message record, straight into the chunk.
+        let offset = self.chunk.len() as u64;
+        self.chunk.push(OP_MESSAGE);
+        self.chunk.extend_from_slice(&((22 + self.json.len()) as u64).to_le_bytes());
+        self.chunk.extend_from_slice(&channel_id.to_le_bytes());
+        self.chunk.extend_from_slice(&(ev.number as u32).to_le_bytes());
+        self.chunk.extend_from_slice(&time.to_le_bytes());
+        self.chunk.extend_from_slice(&time.to_le_bytes());
+        self.chunk.extend_from_slice(self.json.as_bytes());
+        self.chunk_index.entry(channel_id).or_default().push((time, offset));
+        self.chunk_start = self.chunk_start.min(time);
+        self.chunk_end = self.chunk_end.max(time);
+        self.chunk_messages += 1;
+        *self.channel_counts.entry(channel_id).or_default() += 1;
+        self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
+        self.last_time = self.last_time.max(time);
+        self.stats.messages += 1;
+        if self.chunk.len() >= CHUNK_TARGET {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
+    fn too_many(&self, what: &str) -> ExportError {
+        ExportError::io(
+            &self.path,
+            "writing",
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("more than 65535 {what}: MCAP ids are 16 bits")),
+        )
+    }
+
+    fn flush_chunk(&mut self) -> Result<(), ExportError> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let (start, end) = if self.chunk_messages == 0 { (0, 0) } else { (self.chunk_start, self.chunk_end) };
+        let crc = crc32fast::hash(&self.chunk);
+        let chunk_offset = self.pos;
+        let mut head = Rec::new(OP_CHUNK);
+        head.u64(start).u64(end).u64(self.chunk.len() as u64).u32(crc).str("").u64(self.chunk.len() as u64);
+        let mut head = head.0;
+        let total = (head.len() - 9 + self.chunk.len()) as u64;
+        head[1..9].copy_from_slice(&total.to_le_bytes());
+        self.put(&head)?;
+        let chunk = std::mem::take(&mut self.chunk);
+        self.put(&chunk)?;
+        self.chunk = chunk;
+        let chunk_length = self.pos - chunk_offset;
+        let index_start = self.pos;
+        let mut index_offsets = Vec::new();
+        let entries = std::mem::take(&mut self.chunk_index);
+        for (channel, list) in &entries {
+            index_offsets.push((*channel, self.pos));
+            let mut r = Rec::new(OP_MESSAGE_INDEX);
+            r.u16(*channel).u32((list.len() * 16) as u32);
+            for (t, o) in list {
+                r.u64(*t).u64(*o);
+            }
+            self.put(&r.done())?;
+        }
+        self.chunk_indexes.push(ChunkIndexRec {
+            start,
+            end,
+            offset: chunk_offset,
+            length: chunk_length,
+            index_offsets,
+            index_length: self.pos - index_start,
+            size: self.chunk.len() as u64,
+        });
+        self.chunk.clear();
+        self.chunk_start = u64::MAX;
+        self.chunk_end = 0;
+        self.chunk_messages = 0;
+        Ok(())
+    }
+
+    /// Writes the last chunk, the summary and the footer, and closes the file.
+    pub fn finish(mut self) -> Result<ExportStats, ExportError> {
+        self.flush_chunk()?;
+        let mut end = Rec::new(OP_DATA_END);
+        end.u32(0);
+        self.put(&end.done())?;
+        let summary_start = self.pos;
+        let mut summary = Vec::new();
+        let mut offsets = Vec::new();
+        let mut group = |summary: &mut Vec<u8>, op: u8, records: Vec<Vec<u8>>| {
+            if records.is_empty() {
+                return;
+            }
+            let start = summary.len();
+            for r in records {
+                summary.extend_from_slice(&r);
+            }
+            offsets.push((op, summary_start + start as u64, (summary.len() - start) as u64));
+        };
+        group(&mut summary, OP_SCHEMA, self.schemas.iter().map(schema_record).collect());
+        group(&mut summary, OP_CHANNEL, self.channels.iter().map(channel_record).collect());
+        let mut st = Rec::new(OP_STATISTICS);
+        st.u64(self.stats.messages)
+            .u16(self.schemas.len() as u16)
+            .u32(self.channels.len() as u32)
+            .u32(0)
+            .u32(0)
+            .u32(self.chunk_indexes.len() as u32)
+            .u64(self.first_time.unwrap_or(0))
+            .u64(self.last_time)
+            .u32((self.channel_counts.len() * 10) as u32);
+        for (c, n) in &self.channel_counts {
+            st.u16(*c).u64(*n);
+        }
+        group(&mut summary, OP_STATISTICS, vec![st.done()]);
+        let chunk_records = self
+            .chunk_indexes
+            .iter()
+            .map(|c| {
+                let mut r = Rec::new(OP_CHUNK_INDEX);
+                r.u64(c.start).u64(c.end).u64(c.offset).u64(c.length).u32((c.index_offsets.len() * 10) as u32);
+                for (ch, off) in &c.index_offsets {
+                    r.u16(*ch).u64(*off);
+                }
+                r.u64(c.index_length).str("").u64(c.size).u64(c.size);
+                r.done()
+            })
+            .collect();
+        group(&mut summary, OP_CHUNK_INDEX, chunk_records);
+        let summary_offset_start = summary_start + summary.len() as u64;
+        for (op, start, len) in offsets {
+            let mut r = Rec::new(OP_SUMMARY_OFFSET);
+            r.0.push(op);
+            r.u64(start).u64(len);
+            summary.extend_from_slice(&r.done());
+        }
+        let mut footer = Rec::new(OP_FOOTER);
+        footer.u64(summary_start).u64(summary_offset_start);
+        let footer_head = footer.0.clone();
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&summary);
+        let mut head = footer_head;
+        head[1..9].copy_from_slice(&20u64.to_le_bytes());
+        crc.update(&head);
+        footer.u32(crc.finalize());
+        self.put(&summary)?;
+        self.put(&footer.done())?;
+        self.put(MAGIC)?;
+        self.out.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?;
+        self.stats.bytes_out = self.pos;
+        Ok(self.stats)
+    }
+}

@@ -1,0 +1,205 @@
+//! Export tests: the MCAP file's record structure (walked by a reader written here from the spec), the JSON forms,
+//! and the CSV files, over a small schema with nested, multi-dimensional, byte and recursive members.
+
+use std::io::Cursor;
+
+use nerve_types::dynamic::from_json;
+use nerve_types::{check, Registry, Source, TypeName};
+
+use super::*;
+use crate::{LogReader, LogWriter};
+
+const TYPES: &str = "package t;
+struct vec_t { double v[3]; }
+struct pose_t { int64_t utime; vec_t position; float m[2][2]; int32_t n; byte blob[n]; string name; boolean ok; }
+struct node_t { int32_t n; node_t children[n]; }";
+
+fn registry() -> Registry {
+    let src = Source { path: "t.lcm".into(), text: TYPES.into() };
+    Registry::new(check(&[src], &[]).unwrap().schema)
+}
+
+fn pose_bytes(reg: &Registry, i: i64, nan: bool) -> Vec<u8> {
+    let json = format!(
+        r#"{{"utime": {i}, "position": {{"v": [1.5, -2, {}]}}, "m": [[1, 2], [3, {}]], "n": 3, "blob": [0, 255, 7], "name": "p,\"{i}\"", "ok": true}}"#,
+        i * 10,
+        if nan { "\"NaN\"" } else { "4" }
+    );
+    let ty = TypeName::parse("t.pose_t");
+    reg.encode(&ty, &from_json(reg.schema(), &ty, &json).unwrap()).unwrap()
+}
+
+fn node_bytes(reg: &Registry) -> Vec<u8> {
+    let ty = TypeName::parse("t.node_t");
+    let json = r#"{"n": 2, "children": [{"n": 0, "children": []}, {"n": 1, "children": [{"n": 0, "children": []}]}]}"#;
+    reg.encode(&ty, &from_json(reg.schema(), &ty, json).unwrap()).unwrap()
+}
+
+fn sample_log(reg: &Registry) -> Vec<u8> {
+    let mut w = LogWriter::new(Vec::new());
+    for i in 0..5 {
+        w.write_event(1_000_000 + i, "POSE", &pose_bytes(reg, i, false)).unwrap();
+        w.write_event(1_000_500 + i, "TREE", &node_bytes(reg)).unwrap();
+    }
+    w.write_event(2_000_000, "RAW", b"\x01\x02\x03\x04\x05\x06\x07\x08xyz").unwrap();
+    w.write_event(2_000_001, "POSE", b"short").unwrap();
+    w.into_inner()
+}
+
+fn export_with(dir: &std::path::Path, reg: Registry, f: impl Fn(&Decoder, &mut LogReader<Cursor<Vec<u8>>>)) {
+    let log = sample_log(&reg);
+    let dec = Decoder::new(Some(reg));
+    let mut r = LogReader::new(Cursor::new(log)).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    f(&dec, &mut r);
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("nerve-export-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// (opcode, body) of every record between the magics.
+fn records(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    assert_eq!(&bytes[..8], b"\x89MCAP0\r\n");
+    assert_eq!(&bytes[bytes.len() - 8..], b"\x89MCAP0\r\n");
+    let mut out = Vec::new();
+    let mut i = 8;
+    while i < bytes.len() - 8 {
+        let op = bytes[i];
+        let len = u64::from_le_bytes(bytes[i + 1..i + 9].try_into().unwrap()) as usize;
+        out.push((op, bytes[i + 9..i + 9 + len].to_vec()));
+        i += 9 + len;
+    }
+    assert_eq!(i, bytes.len() - 8, "records end exactly at the trailing magic");
+    out
+}
+
+#[test]
+fn mcap_has_the_spec_structure() {
+    let dir = tmp("mcap");
+    let path = dir.join("out.mcap");
+    export_with(&dir, registry(), |dec, r| {
+        let mut x = McapExport::create(&path, dec).unwrap();
+        while let Some(e) = r.next_event().unwrap() {
+            x.event(&e).unwrap();
+        }
+        let stats = x.finish().unwrap();
+        assert_eq!((stats.messages, stats.decoded, stats.undecoded), (12, 10, 2));
+    });
+    let bytes = std::fs::read(&path).unwrap();
+    let recs = records(&bytes);
+    let ops: Vec<u8> = recs.iter().map(|(o, _)| *o).collect();
+    assert_eq!(ops[0], 0x01, "header first");
+    assert_eq!(*ops.last().unwrap(), 0x02, "footer last");
+    let data_end = ops.iter().position(|&o| o == 0x0F).unwrap();
+    assert!(ops[..data_end].contains(&0x06) && ops[..data_end].contains(&0x07), "a chunk and message indexes");
+    // Summary: schemas (pose, node, raw), channels (POSE, TREE, RAW, and POSE undecoded), statistics, chunk index.
+    let summary: Vec<u8> = ops[data_end + 1..ops.len() - 1].to_vec();
+    assert_eq!(summary.iter().filter(|&&o| o == 0x03).count(), 3);
+    assert_eq!(summary.iter().filter(|&&o| o == 0x04).count(), 4);
+    assert_eq!(summary.iter().filter(|&&o| o == 0x0B).count(), 1);
+    assert_eq!(summary.iter().filter(|&&o| o == 0x08).count(), 1);
+    // The footer points at the summary and the summary offsets, and its CRC covers them.
+    let footer = &recs.last().unwrap().1;
+    let summary_start = u64::from_le_bytes(footer[0..8].try_into().unwrap()) as usize;
+    let offsets_start = u64::from_le_bytes(footer[8..16].try_into().unwrap()) as usize;
+    assert_eq!(bytes[summary_start], 0x03);
+    assert_eq!(bytes[offsets_start], 0x0E);
+    let footer_at = bytes.len() - 8 - 9 - 20;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&bytes[summary_start..footer_at + 9 + 16]);
+    assert_eq!(crc.finalize(), u32::from_le_bytes(footer[16..20].try_into().unwrap()));
+    // The chunk's CRC covers its records.
+    let (_, chunk) = recs.iter().find(|(o, _)| *o == 0x06).unwrap();
+    let size = u64::from_le_bytes(chunk[16..24].try_into().unwrap()) as usize;
+    let crc = u32::from_le_bytes(chunk[24..28].try_into().unwrap());
+    let data = &chunk[chunk.len() - size..];
+    assert_eq!(crc32fast::hash(data), crc);
+    // One message in JSON: flattened matrix, base64 blob, nested struct written out.
+    let text = String::from_utf8_lossy(data);
+    assert!(text.contains(r#"{"utime":0,"position":{"v":[1.5,-2.0,0.0]},"m":[1.0,2.0,3.0,4.0],"n":3,"blob":"AP8H","name":"p,\"0\"","ok":true}"#), "{text}");
+    assert!(text.contains(r#"{"n":2,"children":[{"n":0,"children":[]},{"n":1,"children":[{"n":0,"children":[]}]}]}"#));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn json_schema_is_written_out_in_place_with_refs_only_for_recursion() {
+    let reg = registry();
+    let pose = reg.by_name(&TypeName::parse("t.pose_t")).unwrap();
+    let s = json_schema(reg.schema(), pose);
+    assert!(!s.contains("$ref") && !s.contains("$defs"), "{s}");
+    assert!(s.contains(r#""m":{"type":"array","items":{"type":"number"},"description":"[2][2], flattened row-major","minItems":4,"maxItems":4}"#), "{s}");
+    assert!(s.contains(r#""blob":{"type":"string","contentEncoding":"base64""#));
+    assert!(s.contains(r#""position":{"type":"object","title":"t.vec_t""#));
+    let node = reg.by_name(&TypeName::parse("t.node_t")).unwrap();
+    let s = json_schema(reg.schema(), node);
+    assert!(s.contains(r##""items":{"type":"object","properties":{},"$ref":"#/$defs/t.node_t"}"##), "{s}");
+    assert!(s.contains(r#""$defs":{"t.node_t":{"type":"object""#), "{s}");
+}
+
+#[test]
+fn non_finite_floats_are_null_in_mcap_json() {
+    let reg = registry();
+    let bytes = pose_bytes(&reg, 1, true);
+    let (st, v) = reg.decode(&bytes).unwrap();
+    let mut out = String::new();
+    json::FlatJson::new(reg.schema()).write_struct(&mut out, st, v.as_struct().unwrap());
+    assert!(out.contains(r#""m":[1.0,2.0,3.0,null]"#), "{out}");
+}
+
+#[test]
+fn jsonl_lines_carry_values_or_raw_bytes() {
+    let dir = tmp("jsonl");
+    let path = dir.join("out.jsonl");
+    export_with(&dir, registry(), |dec, r| {
+        let mut x = JsonlExport::create(&path, dec).unwrap();
+        while let Some(e) = r.next_event().unwrap() {
+            x.event(&e).unwrap();
+        }
+        x.finish().unwrap();
+    });
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 12);
+    assert!(lines[0].starts_with(r#"{"event":0,"channel":"POSE","size":"#), "{}", lines[0]);
+    assert!(lines[0].contains(r#""recv_utime":1000000,"type":"t.pose_t","value":{"utime":0,"position":{"v":[1.5,-2.0,0.0]},"m":[[1.0,2.0],[3.0,4.0]]"#), "{}", lines[0]);
+    assert!(lines[10].contains(r#""data_hex":"010203040506070878797a","error":"no known type has fingerprint 0x0102030405060708""#), "{}", lines[10]);
+    assert!(lines[11].contains(r#""fingerprint":null"#) && lines[11].contains("no 8-byte fingerprint"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn csv_has_a_file_per_channel_and_type_with_flattened_columns() {
+    let dir = tmp("csv");
+    let out = dir.join("csv");
+    export_with(&dir, registry(), |dec, r| {
+        let mut x = CsvExport::create(&out, dec).unwrap();
+        let mut events = Vec::new();
+        while let Some(e) = r.next_event().unwrap() {
+            x.scan(&e);
+            events.push(e.to_owned());
+        }
+        for (i, e) in events.iter().enumerate() {
+            let er = crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 };
+            x.event(&er).unwrap();
+        }
+        let files: Vec<String> =
+            x.files().iter().map(|(_, _, p)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(files, ["POSE.t.pose_t.csv", "TREE.csv", "RAW.csv", "POSE.undecoded.csv"]);
+        x.finish().unwrap();
+    });
+    let pose = std::fs::read_to_string(out.join("POSE.t.pose_t.csv")).unwrap();
+    let mut lines = pose.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "recv_utime,event,utime,position.v[0],position.v[1],position.v[2],m[0][0],m[0][1],m[1][0],m[1][1],n,blob,name,ok"
+    );
+    assert_eq!(lines.next().unwrap(), "1000000,0,0,1.5,-2.0,0.0,1.0,2.0,3.0,4.0,3,00ff07,\"p,\"\"0\"\"\",true");
+    let tree = std::fs::read_to_string(out.join("TREE.csv")).unwrap();
+    assert_eq!(tree.lines().next().unwrap(), "recv_utime,event,n,children[0].n,children[1].n,children[1].children[0].n");
+    let raw = std::fs::read_to_string(out.join("POSE.undecoded.csv")).unwrap();
+    assert_eq!(raw.lines().nth(1).unwrap(), "2000001,11,,73686f7274,message of 5 bytes has no 8-byte fingerprint");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
