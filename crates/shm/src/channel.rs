@@ -1,0 +1,414 @@
+//! Channel files: [`ChannelConfig`], creating a channel atomically (a temporary file, fully initialised, then linked
+//! under its name), opening one (validating its header before mapping it), listing, removing and chmod-ing them, and
+//! their [`ChannelStats`].
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as StdOrdering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::ShmError;
+use crate::layout::{Geometry, PREFIX_LEN};
+use crate::memory::Memory;
+use crate::ring::{wait_once, Reader, Shared, Writer};
+use crate::sync::Ordering;
+
+/// Where channels live unless told otherwise.
+pub const DEFAULT_DIR: &str = "/dev/shm";
+/// The environment variable that overrides [`DEFAULT_DIR`].
+pub const DIR_ENV: &str = "NERVE_SHM_DIR";
+/// Channel `NAME` is the file `nerve-NAME` in the channel directory (so listing skips other programs' files).
+pub const FILE_PREFIX: &str = "nerve-";
+/// The permission bits of a new channel file unless told otherwise: the creating user only.
+pub const DEFAULT_MODE: u32 = 0o600;
+
+/// The channel directory: `explicit` if given, else `$NERVE_SHM_DIR` if set and not empty, else `/dev/shm`.
+pub fn channel_dir(explicit: Option<&Path>) -> PathBuf {
+    match explicit {
+        Some(dir) => dir.to_path_buf(),
+        None => match std::env::var_os(DIR_ENV) {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => PathBuf::from(DEFAULT_DIR),
+        },
+    }
+}
+
+/// The file of channel `name` in `dir` (see [`channel_dir`]), after checking the name.
+pub fn channel_path(name: &str, dir: Option<&Path>) -> Result<PathBuf, ShmError> {
+    check_name(name)?;
+    Ok(channel_dir(dir).join(format!("{FILE_PREFIX}{name}")))
+}
+
+fn check_name(name: &str) -> Result<(), ShmError> {
+    let bad = |reason| Err(ShmError::InvalidName { name: name.to_string(), reason });
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.len() > 200 {
+        return bad("it is longer than 200 bytes");
+    }
+    if name.contains('/') || name.contains('\0') {
+        return bad("it contains '/' or NUL");
+    }
+    if name == "." || name == ".." {
+        return bad("it is '.' or '..'");
+    }
+    Ok(())
+}
+
+/// What a new channel is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelConfig {
+    /// How many messages the index holds (at least 2): the most a reader can fall behind before it misses some.
+    pub frames: u64,
+    /// The largest message, in bytes. The data ring holds `max(frames, 3)` frames of this size (rounded up to 8).
+    pub frame_size: u64,
+    /// The file's permission bits ([`DEFAULT_MODE`] by default), set exactly (the umask does not apply).
+    pub mode: u32,
+    /// The channel directory (see [`channel_dir`]).
+    pub dir: Option<PathBuf>,
+}
+
+impl ChannelConfig {
+    /// `frames` messages of at most `frame_size` bytes, mode 0600, in the default directory.
+    pub fn new(frames: u64, frame_size: u64) -> ChannelConfig {
+        ChannelConfig { frames, frame_size, mode: DEFAULT_MODE, dir: None }
+    }
+
+    /// Sets the file's permission bits.
+    pub fn mode(mut self, mode: u32) -> ChannelConfig {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the channel directory.
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> ChannelConfig {
+        self.dir = Some(dir.into());
+        self
+    }
+}
+
+/// A channel's sizes and counters, for `nerve chan ls`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelStats {
+    /// `N`: index entries (messages the channel keeps at most).
+    pub frames: u64,
+    /// `M`: the largest message in bytes.
+    pub frame_size: u64,
+    /// `C`: the data ring's bytes.
+    pub data_bytes: u64,
+    /// The whole file's bytes.
+    pub file_bytes: u64,
+    /// Messages published since creation. Sequence numbers are consecutive from 1, so this is also the newest
+    /// sequence number (0: none yet).
+    pub messages: u64,
+    /// Writers made on this channel since creation, by any process (cumulative: closed writers still count).
+    pub writer_opens: u64,
+    /// Readers made on this channel since creation, by any process (cumulative).
+    pub reader_opens: u64,
+    /// Readers registered as sleeping right now (a reader killed while it slept stays counted: harmless).
+    pub waiting_readers: u32,
+    /// Times a writer found the writer lock's owner dead and recovered the channel (`REC`).
+    pub recoveries: u64,
+    /// Loans dropped without commit.
+    pub aborted_loans: u64,
+    /// When the channel was made, in microseconds since the Unix epoch.
+    pub created_utime: i64,
+    /// The file's permission bits.
+    pub mode: u32,
+}
+
+/// A channel found by [`Channel::list`].
+#[derive(Debug)]
+pub struct ListedChannel {
+    /// The channel name.
+    pub name: String,
+    /// Its file.
+    pub path: PathBuf,
+    /// Its statistics, or why it could not be opened (a foreign or old file, no permission).
+    pub stats: Result<ChannelStats, ShmError>,
+}
+
+/// An open channel: a mapped channel file. Cheap to clone; [`Writer`]s and [`Reader`]s keep the mapping alive.
+///
+/// Removing the file does not disturb processes that have it open (they keep the memory, as with Ach); new
+/// processes no longer find it.
+#[derive(Clone)]
+pub struct Channel {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel").field("name", &self.shared.name).field("path", &self.shared.path).finish()
+    }
+}
+
+fn now_utime() -> i64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+impl Channel {
+    /// Makes a new channel. Fails with [`ShmError::SizeMismatch`] if one exists under this name with other sizes,
+    /// and [`ShmError::AlreadyExists`] if one exists with the same sizes (use [`Channel::open_or_create`] to reuse
+    /// it). Other processes never see a half-made channel: the file is made and initialised under a temporary name,
+    /// then linked under its own.
+    pub fn create(name: &str, config: &ChannelConfig) -> Result<Channel, ShmError> {
+        match Channel::create_or_existing(name, config)? {
+            (channel, true) => Ok(channel),
+            (channel, false) => Err(ShmError::AlreadyExists { path: channel.shared.path.clone() }),
+        }
+    }
+
+    /// Opens the channel if it exists with these sizes, or makes it. [`ShmError::SizeMismatch`] if it exists with
+    /// other sizes.
+    pub fn open_or_create(name: &str, config: &ChannelConfig) -> Result<Channel, ShmError> {
+        match Channel::open(name, config.dir.as_deref()) {
+            Ok(channel) => channel.check_sizes(config),
+            Err(ShmError::NotFound { .. }) => Ok(Channel::create_or_existing(name, config)?.0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens an existing channel, checking its header (magic, layout version, sizes against the file's length).
+    pub fn open(name: &str, dir: Option<&Path>) -> Result<Channel, ShmError> {
+        let path = channel_path(name, dir)?;
+        Channel::open_path(name, path)
+    }
+
+    /// Removes a channel's file. Processes that have it open keep working on it; new ones no longer find it.
+    pub fn remove(name: &str, dir: Option<&Path>) -> Result<(), ShmError> {
+        let path = channel_path(name, dir)?;
+        fs::remove_file(&path).map_err(|e| ShmError::io(path, "removing the channel", e))
+    }
+
+    /// Sets a channel file's permission bits (like `chmod`).
+    pub fn set_mode(name: &str, dir: Option<&Path>, mode: u32) -> Result<(), ShmError> {
+        check_mode(mode)?;
+        let path = channel_path(name, dir)?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).map_err(|e| ShmError::io(path, "chmod", e))
+    }
+
+    /// Every channel file in the directory (see [`channel_dir`]), sorted by name, each with its statistics or the
+    /// error that kept it from opening. Other files are skipped.
+    pub fn list(dir: Option<&Path>) -> Result<Vec<ListedChannel>, ShmError> {
+        let dir = channel_dir(dir);
+        let entries = fs::read_dir(&dir).map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
+            let file_name = entry.file_name();
+            let Some(name) = file_name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else { continue };
+            if check_name(name).is_err() {
+                continue;
+            }
+            let path = entry.path();
+            let stats = Channel::open_path(name, path.clone()).map(|c| c.stats());
+            out.push(ListedChannel { name: name.to_string(), path, stats });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The channel's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The channel file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// `N`: how many messages the channel keeps at most.
+    pub fn frames(&self) -> u64 {
+        self.shared.geometry().entries
+    }
+
+    /// `M`: the largest message in bytes.
+    pub fn frame_size(&self) -> u64 {
+        self.shared.geometry().max_message
+    }
+
+    /// The newest message's sequence number (0: none yet).
+    pub fn newest_seq(&self) -> u64 {
+        self.shared.header().newest.load(Ordering::Acquire)
+    }
+
+    /// A writer on this channel.
+    pub fn writer(&self) -> Writer {
+        Writer::new(Arc::clone(&self.shared))
+    }
+
+    /// A reader whose first [`crate::ReadMode::Next`] get returns the newest message now in the channel (or the first
+    /// one put, if it is empty): a late joiner sees the current state at once.
+    pub fn reader(&self) -> Reader {
+        let newest = self.newest_seq();
+        Reader::new(Arc::clone(&self.shared), newest.saturating_sub(1))
+    }
+
+    /// A reader whose first get returns the oldest message still in the channel.
+    pub fn reader_from_oldest(&self) -> Reader {
+        let newest = self.newest_seq();
+        Reader::new(Arc::clone(&self.shared), newest.saturating_sub(self.frames()))
+    }
+
+    /// A reader that gets only messages put after it was made.
+    pub fn reader_after_newest(&self) -> Reader {
+        Reader::new(Arc::clone(&self.shared), self.newest_seq())
+    }
+
+    /// Waits until the channel's newest sequence number is above `last` or `timeout` passes; returns whether it is.
+    /// Sleeps on the channel's futex (in slices of [`crate::WAIT_SLICE`]), so it costs no CPU while waiting.
+    ///
+    /// This is how one thread can serve several channels: keep each channel's last sequence number, sleep on the
+    /// busiest channel with a short timeout, and poll the others' [`Channel::newest_seq`] between sleeps (a plain
+    /// atomic load). A futex word is per channel, so sleeping on several at once would need `futex_waitv`.
+    pub fn wait_for_newer(&self, last: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            if self.newest_seq() > last {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) || !wait_once(&self.shared, last, deadline, Duration::ZERO) {
+                return self.newest_seq() > last;
+            }
+        }
+    }
+
+    /// The channel's sizes and counters.
+    pub fn stats(&self) -> ChannelStats {
+        let h = self.shared.header();
+        let g = self.shared.geometry();
+        let (created_utime, mode) = self.file_facts();
+        ChannelStats {
+            frames: g.entries,
+            frame_size: g.max_message,
+            data_bytes: g.data_bytes,
+            file_bytes: g.file_size as u64,
+            messages: h.newest.load(Ordering::Acquire),
+            writer_opens: h.writer_opens.load(Ordering::Relaxed),
+            reader_opens: h.reader_opens.load(Ordering::Relaxed),
+            waiting_readers: h.waiters.load(Ordering::Relaxed),
+            recoveries: h.recoveries.load(Ordering::Relaxed),
+            aborted_loans: h.aborted_loans.load(Ordering::Relaxed),
+            created_utime,
+            mode,
+        }
+    }
+
+    fn file_facts(&self) -> (i64, u32) {
+        let mut created = [0u8; 8];
+        let created = match self.shared.file.read_exact_at(&mut created, 40) {
+            Ok(()) => i64::from_ne_bytes(created),
+            Err(_) => 0,
+        };
+        let mode = self.shared.file.metadata().map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
+        (created, mode)
+    }
+
+    fn check_sizes(self, config: &ChannelConfig) -> Result<Channel, ShmError> {
+        let g = self.shared.geometry();
+        if (g.entries, g.max_message) == (config.frames, config.frame_size) {
+            Ok(self)
+        } else {
+            Err(ShmError::SizeMismatch {
+                path: self.shared.path.clone(),
+                existing: (g.entries, g.max_message),
+                requested: (config.frames, config.frame_size),
+            })
+        }
+    }
+
+    fn open_path(name: &str, path: PathBuf) -> Result<Channel, ShmError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| ShmError::io(path.clone(), "opening the channel", e))?;
+        let meta = file.metadata().map_err(|e| ShmError::io(path.clone(), "stat", e))?;
+        if !meta.is_file() {
+            let e = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+            return Err(ShmError::Io { path, op: "opening the channel", source: e });
+        }
+        let mut prefix = [0u8; PREFIX_LEN];
+        let mut got = 0;
+        while got < PREFIX_LEN {
+            match file.read_at(&mut prefix[got..], got as u64) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ShmError::io(path, "reading the header", e)),
+            }
+        }
+        let geometry = Geometry::from_prefix(&path, &prefix[..got], meta.len())?;
+        let memory = Memory::open(&file, geometry).map_err(|e| ShmError::io(path.clone(), "mmap", e))?;
+        Ok(Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path, file }) })
+    }
+
+    /// Makes the channel, or finds the one already there with the same sizes: `(channel, made_now)`.
+    fn create_or_existing(name: &str, config: &ChannelConfig) -> Result<(Channel, bool), ShmError> {
+        check_mode(config.mode)?;
+        let path = channel_path(name, config.dir.as_deref())?;
+        let geometry = Geometry::new(config.frames, config.frame_size)?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let tmp = dir.join(format!(
+            ".{FILE_PREFIX}{name}.{}.{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, StdOrdering::Relaxed)
+        ));
+        let made = Channel::make_file(&tmp, geometry, config.mode);
+        let file = match made {
+            Ok(file) => file,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        // Publish: link(2) fails if the name exists, so at most one creator wins and nobody sees a partial file.
+        let linked = fs::hard_link(&tmp, &path);
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {
+                let memory = Memory::open(&file, geometry).map_err(|e| ShmError::io(path.clone(), "mmap", e))?;
+                Ok((Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path, file }) }, true))
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                Ok((Channel::open_path(name, path)?.check_sizes(config)?, false))
+            }
+            Err(e) => Err(ShmError::io(path, "linking the new channel file", e)),
+        }
+    }
+
+    /// The new channel file under its temporary name: sized, blocks reserved, header initialised, mode set.
+    fn make_file(tmp: &Path, geometry: Geometry, mode: u32) -> Result<File, ShmError> {
+        let err = |op| move |e| ShmError::io(tmp, op, e);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(tmp)
+            .map_err(err("creating the channel file"))?;
+        if !crate::sys::allocate(&file, geometry.file_size).map_err(err("reserving the channel's memory"))? {
+            file.set_len(geometry.file_size as u64).map_err(err("sizing the channel file"))?;
+        }
+        let memory = Memory::initialise(&file, geometry, now_utime()).map_err(err("initialising the channel"))?;
+        drop(memory);
+        file.set_permissions(fs::Permissions::from_mode(mode)).map_err(err("chmod"))?;
+        Ok(file)
+    }
+}
+
+fn check_mode(mode: u32) -> Result<(), ShmError> {
+    if mode > 0o777 {
+        return Err(ShmError::InvalidConfig { reason: format!("mode {mode:o} has bits beyond 0777") });
+    }
+    Ok(())
+}

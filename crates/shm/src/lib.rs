@@ -1,0 +1,93 @@
+//! Shared-memory channels between processes on one host, where the newest sample always wins (Ach's design, seed
+//! 001): `put` never waits for a reader and drops the oldest messages when the channel is full; `get` returns the
+//! next unseen message in order or the newest one, polls or sleeps with a timeout, and says how many messages a
+//! reader missed. The protocol is spec/shm-protocol.md; its step labels (`W1`..`W10`, `G1`..`G6`, `REC`) are in the
+//! code.
+//!
+//! # Brief overview
+//!
+//! A [`Channel`] is a file (`nerve-NAME` under `/dev/shm`, or `$NERVE_SHM_DIR`, or a [`ChannelConfig::dir`]) with a
+//! header, an index ring of `frames` entries and a data ring of variable-size frames. [`Channel::create`],
+//! [`Channel::open`] and [`Channel::open_or_create`] map it; a foreign, old-version or truncated file is refused
+//! with a [`ShmError`]. A [`Writer`] puts bytes ([`Writer::put`]) or fills a loaned frame in place
+//! ([`Writer::loan`], then [`Loan::commit`]); a [`Reader`] gets them ([`Reader::get`] into a buffer, or
+//! [`Reader::get_with`] zero-copy) as a [`GetOutcome`] with [`MessageInfo`] (sequence number, missed count, put time,
+//! the writer's origin id). [`TypedWriter`] and [`TypedReader`] do the same for LCM message types.
+//! [`Channel::stats`], [`Channel::list`], [`Channel::remove`] and [`Channel::set_mode`] serve `nerve chan`.
+//!
+//! ```
+//! use nerve_shm::{Channel, ChannelConfig, GetOutcome, ReadMode, Wait};
+//! # let dir = std::env::temp_dir().join(format!("nerve-shm-doctest-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! let channel = Channel::open_or_create("pose", &ChannelConfig::new(16, 1024).dir(&dir))?;
+//! let mut writer = channel.writer();
+//! let mut reader = channel.reader();
+//! writer.put(b"x=1.0")?;
+//! let mut loan = writer.loan(5)?; // written in place: no copy
+//! loan.bytes_mut().copy_from_slice(b"x=2.0");
+//! loan.commit();
+//!
+//! let mut buf = [0u8; 1024];
+//! match reader.get(&mut buf, ReadMode::Next, Wait::Poll)? {
+//!     GetOutcome::Message(info) => assert_eq!(&buf[..info.len], b"x=1.0"),
+//!     other => panic!("{other:?}"),
+//! }
+//! // Zero-copy: the closure runs over the bytes in shared memory; its result counts only if they were intact.
+//! let newest = reader.get_with(ReadMode::Newest, Wait::Timeout(std::time::Duration::from_millis(100)), |b| b.len())?;
+//! assert!(matches!(newest, GetOutcome::Message((info, 5)) if info.seq == 2 && info.missed == 0));
+//! Channel::remove("pose", Some(&dir))?;
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! # Ok::<(), nerve_shm::ShmError>(())
+//! ```
+//!
+//! # Design
+//!
+//! Writers take turns on a robust process-shared mutex in the header, held for one put; readers take no lock at all
+//! and validate what they read instead (the index entry as a seqlock, the data against the `tail` watermark below
+//! which writers may overwrite). So a reader can never make a writer wait, however slow or stuck it is, and a
+//! process killed at any instant leaves no lock held (the next writer gets `EOWNERDEAD` and finishes or forgets the
+//! dead writer's put, `REC`) and no torn message visible. Waiting readers sleep on a futex word the writers bump,
+//! rather than spinning: on a loaded 2-core machine a spinning reader steals the writer's CPU. Spinning before
+//! sleeping is available ([`Reader::set_spin`]) because waking a sleeping process costs tens of microseconds.
+//!
+//! # What a reader may hold on to
+//!
+//! Nothing in shared memory: [`Reader::get`] copies; [`Reader::get_with`]'s closure sees the bytes in place, may see
+//! them being overwritten (its result is then discarded and it runs again on a newer message), and must not keep a
+//! reference to them or act on them before `get_with` returns its result. A [`Loan`] belongs to its writer until
+//! commit or drop and holds the writer lock meanwhile (other writers wait for it; readers never do).
+//!
+//! # Trust
+//!
+//! Every process that uses a channel needs read and write access to its file (readers register as waiters). Values
+//! read from the file are bounds-checked before use, but a process with write access can still destroy the channel
+//! (or truncate the file, which faults the others): give access only to trusted processes (mode 0600 by default).
+
+#![deny(missing_docs)]
+
+mod channel;
+mod error;
+#[cfg(loom)]
+mod heap;
+mod layout;
+mod ring;
+mod sync;
+#[cfg(not(loom))]
+mod sys;
+mod typed;
+
+#[cfg(loom)]
+use heap as memory;
+#[cfg(not(loom))]
+use sys as memory;
+
+pub use channel::{
+    channel_dir, channel_path, Channel, ChannelConfig, ChannelStats, ListedChannel, DEFAULT_DIR, DEFAULT_MODE,
+    DIR_ENV, FILE_PREFIX,
+};
+pub use error::ShmError;
+pub use layout::{MAGIC, MAX_DATA_BYTES, MAX_FRAMES, MAX_FRAME_SIZE, VERSION};
+pub use ring::{
+    process_origin, GetOutcome, Loan, MessageInfo, ReadMode, Reader, Wait, Writer, RETRY_LIMIT, WAIT_SLICE,
+};
+pub use typed::{TypedReader, TypedWriter};

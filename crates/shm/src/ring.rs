@@ -1,0 +1,595 @@
+//! The put/get protocol of spec/shm-protocol.md, step by step: [`Writer`] (`put`, and [`Loan`] for writing in
+//! place), [`Reader`] (`get`, zero-copy `get_with`, waiting) and the recovery `REC`. Each step's label from the spec
+//! is in a comment at the line that performs it. The code works on the header and index atomics and on bounds-checked
+//! data offsets; the memory itself is `sys::Memory` (a mapped file) or, under loom, `heap::Memory`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::ShmError;
+use crate::layout::{align_up, Geometry, Header, FRAME_ALIGN};
+use crate::memory::{Memory, WriterGuard};
+use crate::sync::{fence, Ordering};
+
+/// How long a waiting reader sleeps at most before it looks at `newest` again (G-WAIT's slice): it bounds the delay
+/// a wake-up lost to a writer killed between W7 and W10 can cause.
+pub const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// How many times in a row a `get` may find its message overwritten under it (G3/G5) before it returns
+/// [`GetOutcome::Retry`] instead of trying again.
+pub const RETRY_LIMIT: u32 = 64;
+
+/// What a channel handle shares with its writers and readers: the memory and the names for error messages.
+pub(crate) struct Shared {
+    pub(crate) memory: Memory,
+    pub(crate) name: String,
+    pub(crate) path: PathBuf,
+    #[cfg(not(loom))]
+    pub(crate) file: std::fs::File,
+}
+
+impl Shared {
+    pub(crate) fn header(&self) -> &Header {
+        self.memory.header()
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        self.memory.geometry()
+    }
+
+    fn corrupt(&self, what: String) -> ShmError {
+        ShmError::Corrupt { path: self.path.clone(), what }
+    }
+
+    /// W10 (also the end of REC): bump the futex word and wake sleeping readers, if any.
+    fn wake_readers(&self) {
+        let h = self.header();
+        // W10: SeqCst rather than Release, with SeqCst on the reader's `waiters` increment: then either this load
+        // sees the reader registered, or the reader's re-check of `newest` sees this put (no lost wake-up).
+        h.wake.fetch_add(1, Ordering::SeqCst);
+        if h.waiters.load(Ordering::SeqCst) > 0 {
+            self.memory.wake();
+        }
+    }
+
+    /// REC: the previous holder of the writer lock died holding it. Finish its put if it had completed W6;
+    /// otherwise its put never became visible and there is nothing to undo.
+    fn recover(&self) {
+        let h = self.header();
+        let g = self.geometry();
+        let next = h.next_seq.load(Ordering::Relaxed);
+        let e = self.memory.entry(next);
+        // REC: the dead writer finished W6 iff the entry it reused holds its sequence number.
+        if next != 0 && e.seq.load(Ordering::Acquire) == next {
+            let start = e.start.load(Ordering::Relaxed);
+            let len = u64::from(e.len.load(Ordering::Relaxed));
+            // Only a well-formed entry is adopted (a corrupt one would poison data_head); a bad one stays unpublished.
+            if len <= g.max_message && start % g.data_bytes + len <= g.data_bytes {
+                // REC: finish W7 and W8 for it.
+                h.newest.store(next, Ordering::Release);
+                h.data_head.store(align_up(start.saturating_add(len), FRAME_ALIGN), Ordering::Relaxed);
+                h.next_seq.store(next + 1, Ordering::Relaxed);
+            }
+        }
+        // REC: count the recovery and wake the readers (W10).
+        h.recoveries.fetch_add(1, Ordering::Relaxed);
+        self.wake_readers();
+    }
+}
+
+/// A random id for this process, the default [`Writer::origin`] of its writers, so a process can recognise its own
+/// messages (and not deliver them twice to its in-process subscribers).
+pub fn process_origin() -> u64 {
+    static ORIGIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *ORIGIN.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        // std's RandomState is seeded from the OS's random source once per process.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+        h.finish().max(1)
+    })
+}
+
+fn now_utime() -> i64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// Puts messages into a channel. Writers never wait for readers; several writers (in any processes) take turns on
+/// the channel's writer lock, held only for the length of one put (or one [`Loan`]).
+pub struct Writer {
+    shared: Arc<Shared>,
+    origin: u64,
+}
+
+/// Where a put in progress writes: the data ring position and the sequence number it takes.
+struct Slot {
+    pos: u64,
+    seq: u64,
+    len: u64,
+}
+
+impl Writer {
+    pub(crate) fn new(shared: Arc<Shared>) -> Writer {
+        shared.header().writer_opens.fetch_add(1, Ordering::Relaxed);
+        Writer { shared, origin: process_origin() }
+    }
+
+    /// The origin id stored with every message this writer puts ([`process_origin`] unless changed).
+    pub fn origin(&self) -> u64 {
+        self.origin
+    }
+
+    /// Sets the origin id stored with this writer's messages.
+    pub fn set_origin(&mut self, origin: u64) {
+        self.origin = origin;
+    }
+
+    /// The largest message this channel takes (its frame size).
+    pub fn max_message(&self) -> usize {
+        self.shared.geometry().max_message as usize
+    }
+
+    /// Publishes a copy of `bytes` and returns its sequence number. When the channel is full the oldest messages
+    /// are dropped to make room; this never waits for a reader.
+    pub fn put(&mut self, bytes: &[u8]) -> Result<u64, ShmError> {
+        let (guard, slot) = self.begin(bytes.len())?;
+        // W5: copy the message into the data ring at pos.
+        self.shared.memory.write_data(slot.pos % self.shared.geometry().data_bytes, bytes);
+        Ok(self.finish(guard, slot))
+    }
+
+    /// Lends a frame of `len` bytes of the data ring to write a message in place (a camera image, say), holding the
+    /// writer lock until [`Loan::commit`] publishes it or the loan is dropped (which publishes nothing). Other
+    /// writers wait meanwhile; readers never do.
+    pub fn loan(&mut self, len: usize) -> Result<Loan<'_>, ShmError> {
+        let (guard, slot) = self.begin(len)?;
+        Ok(Loan {
+            writer: self,
+            guard: Some(guard),
+            slot,
+            #[cfg(loom)]
+            staging: vec![0; len],
+        })
+    }
+
+    /// W1-W4: lock (recovering if the last owner died), place the frame, free space, invalidate the reused entry.
+    fn begin(&self, len: usize) -> Result<(WriterGuard<'_>, Slot), ShmError> {
+        let shared = &*self.shared;
+        let g = *shared.geometry();
+        let l = len as u64;
+        if l > g.max_message {
+            return Err(ShmError::MessageTooLarge { path: shared.path.clone(), len, max: g.max_message });
+        }
+        let h = shared.header();
+        let c = g.data_bytes;
+        // W1: lock; if the owner died holding it, REC, then mark it consistent.
+        let (guard, owner_died) =
+            shared.memory.lock().map_err(|reason| ShmError::Lock { path: shared.path.clone(), reason })?;
+        if owner_died {
+            shared.recover(); // REC
+            guard.mark_consistent();
+        }
+        let seq = h.next_seq.load(Ordering::Relaxed);
+        let head = h.data_head.load(Ordering::Relaxed);
+        if seq == 0 || head > u64::MAX / 2 {
+            return Err(shared.corrupt(format!("writer state next_seq {seq}, data_head {head}")));
+        }
+        // W2: pos = data_head; a frame that would cross the end of the ring starts at the next multiple of C.
+        let mut pos = head;
+        if pos % c + l > c {
+            pos = (pos / c + 1) * c;
+        }
+        // W3: free space: everything below need = pos + L - C may be overwritten from now on.
+        if pos + l > c {
+            let need = pos + l - c;
+            if need > h.tail.load(Ordering::Relaxed) {
+                h.tail.store(need, Ordering::Relaxed);
+            }
+        }
+        fence(Ordering::Release); // W3: the tail store is ordered before the data stores of W5.
+        // W4: invalidate the index entry this put reuses (it described seq - N).
+        shared.memory.entry(seq).seq.store(0, Ordering::Relaxed);
+        fence(Ordering::Release); // W4
+        Ok((guard, Slot { pos, seq, len: l }))
+    }
+
+    /// W6-W10: describe the frame in its entry, publish it, advance the writer state, unlock, wake readers.
+    fn finish(&self, guard: WriterGuard<'_>, slot: Slot) -> u64 {
+        let shared = &*self.shared;
+        let h = shared.header();
+        let e = shared.memory.entry(slot.seq);
+        // W6: fill the entry (Relaxed), then publish it with its sequence number (Release).
+        e.start.store(slot.pos, Ordering::Relaxed);
+        e.len.store(slot.len as u32, Ordering::Relaxed);
+        e.put_utime.store(now_utime(), Ordering::Relaxed);
+        e.origin.store(self.origin, Ordering::Relaxed);
+        e.seq.store(slot.seq, Ordering::Release);
+        // W7: the newest message is this one.
+        h.newest.store(slot.seq, Ordering::Release);
+        // W8: data_head = align8(pos + L); then next_seq += 1.
+        h.data_head.store(align_up(slot.pos + slot.len, FRAME_ALIGN), Ordering::Relaxed);
+        h.next_seq.store(slot.seq + 1, Ordering::Relaxed);
+        // W9: unlock.
+        drop(guard);
+        // W10: wake the readers.
+        shared.wake_readers();
+        slot.seq
+    }
+
+    /// Test hook for the loom model: a put that stops after `step` (1 to 8: after W1..W8) as if its process had
+    /// been killed there, leaving the writer lock to be recovered (REC) by the next writer.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn put_and_die_after(&mut self, bytes: &[u8], step: u32) {
+        let (mut guard, slot) = self.begin(bytes.len()).expect("begin");
+        if step >= 5 {
+            self.shared.memory.write_data(slot.pos % self.shared.geometry().data_bytes, bytes); // W5
+        }
+        let h = self.shared.header();
+        let e = self.shared.memory.entry(slot.seq);
+        if step >= 6 {
+            e.start.store(slot.pos, Ordering::Relaxed);
+            e.len.store(slot.len as u32, Ordering::Relaxed);
+            e.put_utime.store(now_utime(), Ordering::Relaxed);
+            e.origin.store(self.origin, Ordering::Relaxed);
+            e.seq.store(slot.seq, Ordering::Release); // W6
+        }
+        if step >= 7 {
+            h.newest.store(slot.seq, Ordering::Release); // W7
+        }
+        if step >= 8 {
+            h.data_head.store(align_up(slot.pos + slot.len, FRAME_ALIGN), Ordering::Relaxed); // W8
+        }
+        guard.die();
+    }
+}
+
+/// A frame of the data ring lent to a writer: fill [`Loan::bytes_mut`], then [`Loan::commit`]. Dropping it without
+/// committing publishes nothing (the frame's bytes stay unreferenced); to make room, the oldest messages the put
+/// would have replaced may already be gone. It holds the channel's writer lock, so commit or drop it promptly.
+pub struct Loan<'w> {
+    writer: &'w Writer,
+    guard: Option<WriterGuard<'w>>,
+    slot: Slot,
+    #[cfg(loom)]
+    staging: Vec<u8>,
+}
+
+impl Loan<'_> {
+    /// The frame's bytes, to be filled completely (their previous content is whatever an old message left there).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        #[cfg(not(loom))]
+        {
+            let memory = &self.writer.shared.memory;
+            let off = self.slot.pos % memory.geometry().data_bytes;
+            // W5: the caller writes the message in place.
+            memory.loan_data(self.guard.as_mut().expect("held until commit"), off, self.slot.len as usize)
+        }
+        #[cfg(loom)]
+        {
+            &mut self.staging
+        }
+    }
+
+    /// The frame's length.
+    pub fn len(&self) -> usize {
+        self.slot.len as usize
+    }
+
+    /// Whether the frame is empty (a zero-length message).
+    pub fn is_empty(&self) -> bool {
+        self.slot.len == 0
+    }
+
+    /// The sequence number the message will have.
+    pub fn seq(&self) -> u64 {
+        self.slot.seq
+    }
+
+    /// Publishes the frame's content as the newest message and returns its sequence number.
+    pub fn commit(mut self) -> u64 {
+        #[cfg(loom)]
+        {
+            let memory = &self.writer.shared.memory;
+            // W5 (loom: the staged bytes go into the atomic data words now).
+            memory.write_data(self.slot.pos % memory.geometry().data_bytes, &self.staging);
+        }
+        let guard = self.guard.take().expect("held until commit");
+        let slot = Slot { pos: self.slot.pos, seq: self.slot.seq, len: self.slot.len };
+        self.writer.finish(guard, slot)
+    }
+}
+
+impl Drop for Loan<'_> {
+    fn drop(&mut self) {
+        if self.guard.is_some() {
+            // Not committed: W9 without W6-W8 (data_head unchanged, the bytes unreferenced).
+            self.writer.shared.header().aborted_loans.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Which message a `get` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// The next message this reader has not seen, in order (messages dropped before it got to them are counted in
+    /// [`MessageInfo::missed`]).
+    Next,
+    /// The newest message, skipping any older unseen ones (skipped messages are not counted as missed).
+    Newest,
+}
+
+/// Whether a `get` waits when there is nothing new.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Return [`GetOutcome::NothingNew`] at once.
+    Poll,
+    /// Wait at most this long, then return [`GetOutcome::TimedOut`].
+    Timeout(Duration),
+    /// Wait until a message comes.
+    Forever,
+}
+
+/// What came with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageInfo {
+    /// Its sequence number in the channel (1, 2, ...).
+    pub seq: u64,
+    /// Its length in bytes.
+    pub len: usize,
+    /// Messages this reader missed (dropped before it read them, in [`ReadMode::Next`]) since its previous message.
+    pub missed: u64,
+    /// When it was put, in microseconds since the Unix epoch.
+    pub put_utime: i64,
+    /// Its writer's origin id ([`Writer::origin`]).
+    pub origin: u64,
+}
+
+/// The result of a `get`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GetOutcome<T = MessageInfo> {
+    /// A message (for `get`, its bytes are at the front of the buffer).
+    Message(T),
+    /// Nothing newer than the last message this reader got ([`Wait::Poll`]).
+    NothingNew,
+    /// Nothing newer came within the timeout.
+    TimedOut,
+    /// The next message is longer than the buffer: it is still unread (nothing was skipped), call again with a
+    /// buffer of at least `needed` bytes.
+    BufferTooSmall {
+        /// The message's length.
+        needed: usize,
+    },
+    /// Writers overwrote the messages this reader went for [`RETRY_LIMIT`] times in a row; the losses are counted in
+    /// the next message's `missed`. Call again.
+    Retry,
+}
+
+impl<T> GetOutcome<T> {
+    /// Maps the message, keeping any other outcome.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> GetOutcome<U> {
+        match self {
+            GetOutcome::Message(m) => GetOutcome::Message(f(m)),
+            GetOutcome::NothingNew => GetOutcome::NothingNew,
+            GetOutcome::TimedOut => GetOutcome::TimedOut,
+            GetOutcome::BufferTooSmall { needed } => GetOutcome::BufferTooSmall { needed },
+            GetOutcome::Retry => GetOutcome::Retry,
+        }
+    }
+
+    /// The message, if this outcome is one.
+    pub fn message(self) -> Option<T> {
+        match self {
+            GetOutcome::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+/// Gets messages from a channel, in order or newest-first, without ever making a writer wait. Its position (the
+/// last sequence number it got) is its own.
+pub struct Reader {
+    shared: Arc<Shared>,
+    last: u64,
+    pending_missed: u64,
+    spin: Duration,
+}
+
+impl Reader {
+    pub(crate) fn new(shared: Arc<Shared>, last: u64) -> Reader {
+        shared.header().reader_opens.fetch_add(1, Ordering::Relaxed);
+        Reader { shared, last, pending_missed: 0, spin: Duration::ZERO }
+    }
+
+    /// The channel file (for error messages).
+    pub fn path(&self) -> &std::path::Path {
+        &self.shared.path
+    }
+
+    /// The sequence number of the last message this reader got (or skipped past).
+    pub fn last_seq(&self) -> u64 {
+        self.last
+    }
+
+    /// Moves this reader's position: the next [`ReadMode::Next`] get returns the message after `last` if it is
+    /// still in the channel.
+    pub fn seek(&mut self, last: u64) {
+        self.last = last;
+        self.pending_missed = 0;
+    }
+
+    /// Makes waiting gets poll `newest` for up to `spin` before they sleep (costs CPU; saves the wake-up latency of
+    /// a sleeping process when messages come fast). Zero, the default, sleeps at once.
+    pub fn set_spin(&mut self, spin: Duration) {
+        self.spin = spin;
+    }
+
+    /// Copies the next (or newest) message into the front of `buf`. See [`GetOutcome`] for the other results; a
+    /// buffer too small changes nothing.
+    pub fn get(&mut self, buf: &mut [u8], mode: ReadMode, wait: Wait) -> Result<GetOutcome, ShmError> {
+        let outcome = self.get_core(mode, wait, Some(buf.len()), |memory, off, len| {
+            // G5: copy the bytes.
+            memory.read_data(off, &mut buf[..len]);
+        })?;
+        Ok(outcome.map(|(info, ())| info))
+    }
+
+    /// Zero-copy get: runs `f` over the message's bytes where they lie in shared memory and returns its result with
+    /// the message's info - only if the bytes were still intact after `f` returned.
+    ///
+    /// `f` may be called more than once (when a writer overwrote the frame while `f` read it, its result is dropped
+    /// and the next message is tried), may see bytes that are being overwritten, and must not keep a reference to
+    /// them or act on them (no side effects, no panic on garbage): only a returned result is valid. This never
+    /// returns [`GetOutcome::BufferTooSmall`].
+    pub fn get_with<R>(
+        &mut self,
+        mode: ReadMode,
+        wait: Wait,
+        mut f: impl FnMut(&[u8]) -> R,
+    ) -> Result<GetOutcome<(MessageInfo, R)>, ShmError> {
+        // G5: run the caller's zero-copy closure over the bytes.
+        self.get_core(mode, wait, None, |memory, off, len| memory.view_data(off, len, &mut f))
+    }
+
+    /// G1-G6 with G-WAIT: find the message, validate its entry (G3), check the buffer (G4), read it with `read`
+    /// and validate the read (G5).
+    fn get_core<R>(
+        &mut self,
+        mode: ReadMode,
+        wait: Wait,
+        capacity: Option<usize>,
+        mut read: impl FnMut(&Memory, u64, usize) -> R,
+    ) -> Result<GetOutcome<(MessageInfo, R)>, ShmError> {
+        let shared = Arc::clone(&self.shared);
+        let h = shared.header();
+        let g = *shared.geometry();
+        let deadline = match wait {
+            Wait::Timeout(d) => Some(Instant::now().checked_add(d).unwrap_or_else(far_future)),
+            _ => None,
+        };
+        let mut failures = 0u32;
+        loop {
+            // G1: n = newest; nothing newer than last: return or wait (G-WAIT).
+            let n = h.newest.load(Ordering::Acquire);
+            if n <= self.last {
+                match wait {
+                    Wait::Poll => return Ok(GetOutcome::NothingNew),
+                    _ => {
+                        if !wait_once(&shared, self.last, deadline, self.spin) {
+                            return Ok(GetOutcome::TimedOut);
+                        }
+                        continue;
+                    }
+                }
+            }
+            // G2: pick want.
+            let want = match mode {
+                ReadMode::Next => {
+                    let oldest = n.saturating_sub(g.entries - 1).max(1);
+                    let next = self.last + 1;
+                    if next < oldest {
+                        self.pending_missed += oldest - next; // G2: fell behind: the difference is missed.
+                        oldest
+                    } else {
+                        next
+                    }
+                }
+                ReadMode::Newest => n,
+            };
+            // G3: read the index entry as a seqlock.
+            let e = shared.memory.entry(want);
+            let s1 = e.seq.load(Ordering::Acquire);
+            let start = e.start.load(Ordering::Relaxed);
+            let len = u64::from(e.len.load(Ordering::Relaxed));
+            let put_utime = e.put_utime.load(Ordering::Relaxed);
+            let origin = e.origin.load(Ordering::Relaxed);
+            fence(Ordering::Acquire); // G3
+            let s2 = e.seq.load(Ordering::Relaxed);
+            if s1 != want || s2 != want {
+                // G3: message `want` was overwritten: count it missed and go to G2 with last = want.
+                self.lost(want, mode);
+                failures += 1;
+                if failures >= RETRY_LIMIT {
+                    return Ok(GetOutcome::Retry);
+                }
+                continue;
+            }
+            let off = start % g.data_bytes;
+            if len > g.max_message || off + len > g.data_bytes {
+                return Err(shared.corrupt(format!("entry of message {want}: {len} bytes at {start}")));
+            }
+            let len = len as usize;
+            // G4: a buffer too small: say so and change nothing.
+            if capacity.is_some_and(|cap| len > cap) {
+                return Ok(GetOutcome::BufferTooSmall { needed: len });
+            }
+            // G5: read the bytes, then check that no writer freed them meanwhile.
+            let result = read(&shared.memory, off, len);
+            fence(Ordering::Acquire); // G5
+            let t = h.tail.load(Ordering::Relaxed);
+            if t > start {
+                // G5: the bytes may have been overwritten while read: discard them, count want missed, go to G2.
+                drop(result);
+                self.lost(want, mode);
+                failures += 1;
+                if failures >= RETRY_LIMIT {
+                    return Ok(GetOutcome::Retry);
+                }
+                continue;
+            }
+            // G6: last = want; return the message and how many were missed since the last get.
+            self.last = want;
+            let missed = std::mem::take(&mut self.pending_missed);
+            return Ok(GetOutcome::Message((MessageInfo { seq: want, len, missed, put_utime, origin }, result)));
+        }
+    }
+
+    /// A message `want` could not be read (G3/G5): in order, it is missed and skipped; newest-only just looks again.
+    fn lost(&mut self, want: u64, mode: ReadMode) {
+        if mode == ReadMode::Next {
+            self.pending_missed += 1;
+            self.last = want;
+        }
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86400 * 365)
+}
+
+/// G-WAIT, once: spin if asked, then register as a waiter, re-check G1 and sleep on the futex for at most one slice.
+/// Returns false if the deadline passed with nothing newer than `last`.
+pub(crate) fn wait_once(shared: &Shared, last: u64, deadline: Option<Instant>, spin: Duration) -> bool {
+    let h = shared.header();
+    let remaining = || deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    if remaining() == Some(Duration::ZERO) {
+        return false;
+    }
+    if !spin.is_zero() {
+        // G-WAIT: with spin asked for, poll newest for that long before sleeping (bounded by the spin and deadline).
+        let spin_end = Instant::now() + remaining().map_or(spin, |r| r.min(spin));
+        while Instant::now() < spin_end {
+            if h.newest.load(Ordering::Acquire) > last {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    // G-WAIT: w0 is read before registering and re-checking, so a put after the re-check changes the word.
+    let w0 = h.wake.load(Ordering::SeqCst);
+    h.waiters.fetch_add(1, Ordering::SeqCst); // G-WAIT: waiters += 1
+    if h.newest.load(Ordering::SeqCst) > last {
+        // G-WAIT: re-check G1.
+        h.waiters.fetch_sub(1, Ordering::SeqCst);
+        return true;
+    }
+    let slice = remaining().map_or(WAIT_SLICE, |r| r.min(WAIT_SLICE));
+    if !slice.is_zero() {
+        shared.memory.wait(w0, slice); // G-WAIT: futex_wait(wake, w0, min(timeout, slice))
+    }
+    h.waiters.fetch_sub(1, Ordering::SeqCst); // G-WAIT: waiters -= 1
+    true
+}

@@ -1,0 +1,308 @@
+//! The only unsafe code of nerve-shm: mapping a channel file (`mmap`), viewing the mapping as the protocol's
+//! [`Header`], index [`Entry`]s and data ring ([`Memory`]), the robust process-shared writer lock
+//! ([`RobustMutex`]), and the futex calls that put readers to sleep and wake them.
+//!
+//! Unsafe is allowed here because a channel is memory shared with other processes: it has to be reached through raw
+//! pointers, and its lock and wake-ups are libc and kernel calls. Everything above this module (the protocol in
+//! `ring`, the files in `channel`) is safe code over `&Header` / `&Entry` atomics and bounds-checked data offsets.
+//!
+//! Two things safe code cannot promise and this module documents instead: (1) the data ring's bytes are read while a
+//! writer (in this or another process) may be overwriting them - the protocol's seqlock pattern, whose `G5` check
+//! discards every such read; the reads are plain byte copies of `u8`s, for which every bit pattern is valid, and they
+//! are never trusted before that check (loom checks the same protocol with atomic data words); (2) a process with
+//! write access to the channel file can corrupt it or truncate it; corrupt values are bounds-checked before use, but
+//! a truncated file faults (`SIGBUS`) on access, as with every shared-memory IPC: only processes trusted not to do
+//! that may be given write access (the default mode is 0600).
+
+#![allow(unsafe_code)]
+
+use std::cell::UnsafeCell;
+use std::fs::File;
+use std::io;
+use std::mem::{size_of, MaybeUninit};
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+use crate::layout::{Entry, Geometry, Header, PREFIX_LEN};
+
+/// A process-shared, robust, error-checking pthread mutex, padded to a cache line.
+#[repr(C, align(64))]
+pub(crate) struct RobustMutex {
+    mutex: UnsafeCell<libc::pthread_mutex_t>,
+    _pad: [u8; 64 - size_of::<libc::pthread_mutex_t>()],
+}
+
+// SAFETY: a pthread mutex is made to be used from several threads (and, being process-shared, several processes)
+// at once; all access goes through the pthread calls below.
+unsafe impl Sync for RobustMutex {}
+// SAFETY: the mutex is never moved while in use: it lives in a mapping and is only ever reached by reference.
+unsafe impl Send for RobustMutex {}
+
+/// What `RobustMutex::lock` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Locked {
+    /// The lock was free or released normally.
+    Clean,
+    /// Its owner died holding it: the state it protects may be half-updated (run `REC`, then `consistent`).
+    OwnerDied,
+}
+
+impl RobustMutex {
+    /// Initialises the mutex at `this` (zeroed memory of a new channel file, not yet visible to other processes).
+    ///
+    /// # Safety
+    ///
+    /// `this` must point to writable memory that holds a `RobustMutex` no other thread or process uses yet.
+    unsafe fn init(this: *mut RobustMutex) -> io::Result<()> {
+        let mut attr = MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
+        let check = |rc: libc::c_int| if rc == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(rc)) };
+        // SAFETY: `attr` is initialised by pthread_mutexattr_init before any other use and destroyed after; the mutex
+        // pointer is valid and unshared (the caller's contract), and a process-shared mutex may live in a mapping.
+        unsafe {
+            check(libc::pthread_mutexattr_init(attr.as_mut_ptr()))?;
+            let result = (|| {
+                check(libc::pthread_mutexattr_setpshared(attr.as_mut_ptr(), libc::PTHREAD_PROCESS_SHARED))?;
+                check(libc::pthread_mutexattr_setrobust(attr.as_mut_ptr(), libc::PTHREAD_MUTEX_ROBUST))?;
+                check(libc::pthread_mutexattr_settype(attr.as_mut_ptr(), libc::PTHREAD_MUTEX_ERRORCHECK))?;
+                check(libc::pthread_mutex_init(UnsafeCell::raw_get(&raw const (*this).mutex), attr.as_ptr()))
+            })();
+            libc::pthread_mutexattr_destroy(attr.as_mut_ptr());
+            result
+        }
+    }
+
+    /// Locks, reporting whether the previous owner died holding the lock. Errors are pthread error numbers
+    /// (`ENOTRECOVERABLE`, `EDEADLK` when this thread already holds it, `EINVAL` for a corrupt mutex).
+    pub(crate) fn lock(&self) -> Result<Locked, i32> {
+        // SAFETY: the mutex was initialised when the channel file was made (or the file is corrupt, in which case
+        // glibc reports EINVAL or blocks: a trusted-writer assumption documented on this module).
+        match unsafe { libc::pthread_mutex_lock(self.mutex.get()) } {
+            0 => Ok(Locked::Clean),
+            libc::EOWNERDEAD => Ok(Locked::OwnerDied),
+            e => Err(e),
+        }
+    }
+
+    /// Marks the state consistent again after `REC` (only after `lock` returned `OwnerDied`, by the same thread).
+    pub(crate) fn consistent(&self) {
+        // SAFETY: called by the thread that holds the lock after EOWNERDEAD (the guard enforces it).
+        let rc = unsafe { libc::pthread_mutex_consistent(self.mutex.get()) };
+        debug_assert_eq!(rc, 0, "pthread_mutex_consistent");
+    }
+
+    /// Unlocks (only by the thread that locked it: the guard enforces it).
+    pub(crate) fn unlock(&self) {
+        // SAFETY: called once per successful lock, by the locking thread (the guard's drop).
+        let rc = unsafe { libc::pthread_mutex_unlock(self.mutex.get()) };
+        debug_assert_eq!(rc, 0, "pthread_mutex_unlock");
+    }
+}
+
+/// Sleeps while `*word == expected`, for at most `timeout` (FUTEX_WAIT, shared: no FUTEX_PRIVATE_FLAG, the word is in
+/// a mapping shared between processes). Returns early on a wake-up, a signal, or when the word already differs.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: the word is a live, aligned u32 for the duration of the call; the kernel only reads it. The timeout is
+    // relative (FUTEX_WAIT), and the unused arguments are null/0 as FUTEX_WAIT requires. EAGAIN, EINTR and
+    // ETIMEDOUT all mean "look again", so the result is not needed.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec, 0usize, 0u32);
+    }
+}
+
+/// Wakes every process and thread sleeping on `word`.
+pub(crate) fn futex_wake(word: &AtomicU32) {
+    // SAFETY: the word is a live, aligned u32; FUTEX_WAKE does not touch memory beyond looking up its address.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX, 0usize, 0usize, 0u32);
+    }
+}
+
+/// Proof that this thread holds the writer lock; unlocks when dropped (W9).
+pub(crate) struct WriterGuard<'a> {
+    lock: &'a RobustMutex,
+}
+
+impl WriterGuard<'_> {
+    /// After `REC`: the state the lock protects is consistent again.
+    pub(crate) fn mark_consistent(&self) {
+        self.lock.consistent()
+    }
+}
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        self.lock.unlock()
+    }
+}
+
+/// The MAP_SHARED mapping of a whole channel file, with its validated geometry.
+pub(crate) struct Memory {
+    base: NonNull<u8>,
+    geometry: Geometry,
+}
+
+// SAFETY: the mapping is process-wide memory; every shared field is an atomic or behind the pthread mutex, and the
+// data ring is accessed under the protocol's rules (see the module doc).
+unsafe impl Send for Memory {}
+// SAFETY: as for Send: concurrent use from several threads is what the protocol is for.
+unsafe impl Sync for Memory {}
+
+impl Memory {
+    fn map(file: &File, geometry: Geometry) -> io::Result<Memory> {
+        // SAFETY: mapping a file we opened read-write, for its validated length; the kernel chooses the address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                geometry.file_size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Memory { base, geometry })
+    }
+
+    /// Maps an existing channel file whose header prefix validated as `geometry` (and whose length is at least
+    /// `geometry.file_size`).
+    pub(crate) fn open(file: &File, geometry: Geometry) -> io::Result<Memory> {
+        Memory::map(file, geometry)
+    }
+
+    /// Maps a new, zero-filled file of `geometry.file_size` bytes that no other process can see yet, and writes a
+    /// fresh header: prefix, writer lock, `next_seq = 1`.
+    pub(crate) fn initialise(file: &File, geometry: Geometry, created_utime: i64) -> io::Result<Memory> {
+        let memory = Memory::map(file, geometry)?;
+        let prefix = geometry.prefix(created_utime);
+        let header = memory.base.as_ptr().cast::<Header>();
+        // SAFETY: the mapping is at least a Header long, page-aligned (so aligned for Header), and nobody else can
+        // reach it yet (the file has a temporary name). The prefix bytes are the header's first fields (magic to
+        // file_size, repr(C)); the mutex is initialised in place before the file is published.
+        unsafe {
+            std::ptr::copy_nonoverlapping(prefix.as_ptr(), memory.base.as_ptr(), PREFIX_LEN);
+            RobustMutex::init(&raw mut (*header).lock)?;
+        }
+        memory.header().next_seq.store(1, std::sync::atomic::Ordering::Release);
+        Ok(memory)
+    }
+
+    /// The channel's sizes (validated once, never re-read from the file).
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The header at offset 0.
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: the mapping is at least `size_of::<Header>()` bytes (validated geometry), page-aligned, and lives
+        // as long as `self`. Header is repr(C) atomics, plain integers and a pthread mutex: any bytes another
+        // process leaves there are a valid value of it (the fields read through the reference are atomics; the
+        // plain ones are not read after open).
+        unsafe { &*self.base.as_ptr().cast::<Header>() }
+    }
+
+    /// The index entry for sequence number `seq`: entry `seq % N`.
+    pub(crate) fn entry(&self, seq: u64) -> &Entry {
+        let i = (seq % self.geometry.entries) as usize;
+        // SAFETY: `i < N` and the index ring of N entries starts at the 64-aligned `index_offset` inside the mapping
+        // (validated geometry); Entry is repr(C) atomics and a plain u32 that is never read: any bytes are valid.
+        unsafe { &*self.base.as_ptr().add(self.geometry.index_offset).cast::<Entry>().add(i) }
+    }
+
+    /// A raw pointer to `len` bytes at ring offset `off`, after checking they lie inside the data ring.
+    fn data_ptr(&self, off: u64, len: usize) -> *mut u8 {
+        let end = off.checked_add(len as u64);
+        assert!(end.is_some_and(|e| e <= self.geometry.data_bytes), "data ring access out of bounds: {off}+{len}");
+        // SAFETY: `off + len <= C` (checked above), and the data ring of C bytes starts at `data_offset` inside the
+        // mapping (validated geometry), so the pointer and the `len` bytes after it are inside the mapping.
+        unsafe { self.base.as_ptr().add(self.geometry.data_offset + off as usize) }
+    }
+
+    /// W5: copies a message into the data ring at offset `off` (the caller holds the writer lock).
+    pub(crate) fn write_data(&self, off: u64, bytes: &[u8]) {
+        let dst = self.data_ptr(off, bytes.len());
+        // SAFETY: `dst..dst+len` is inside the mapping (data_ptr); `bytes` is a separate Rust slice, so the regions
+        // do not overlap. Readers may be reading these bytes concurrently; they discard what they read (G5).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) }
+    }
+
+    /// G5: copies `out.len()` bytes at ring offset `off` out of the data ring (validated afterwards by the caller).
+    pub(crate) fn read_data(&self, off: u64, out: &mut [u8]) {
+        let src = self.data_ptr(off, out.len());
+        // SAFETY: the source is inside the mapping (data_ptr) and `out` is a separate Rust slice. A writer may be
+        // overwriting the source: the caller validates (G5) and discards the bytes in that case (module doc).
+        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
+    }
+
+    /// G5, zero-copy: runs `f` over `len` bytes at ring offset `off`, in place.
+    pub(crate) fn view_data<R>(&self, off: u64, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let src = self.data_ptr(off, len);
+        // SAFETY: the bytes are inside the mapping (data_ptr), which outlives the call; the slice does not escape
+        // `f` (its lifetime is the closure call). They may change under `f` if a writer overwrites the frame: the
+        // caller validates (G5) after `f` returns and discards its result in that case (module doc).
+        f(unsafe { std::slice::from_raw_parts(src, len) })
+    }
+
+    /// Takes the writer lock (W1): the guard, and whether its previous owner died holding it. Errors are the
+    /// pthread error's description.
+    pub(crate) fn lock(&self) -> Result<(WriterGuard<'_>, bool), String> {
+        let lock = &self.header().lock;
+        match lock.lock() {
+            Ok(state) => Ok((WriterGuard { lock }, state == Locked::OwnerDied)),
+            Err(libc::EDEADLK) => Err("this thread already holds it (an uncommitted loan on this channel?)".into()),
+            Err(libc::ENOTRECOVERABLE) => Err("not recoverable (a recovery was abandoned)".into()),
+            Err(e) => Err(io::Error::from_raw_os_error(e).to_string()),
+        }
+    }
+
+    /// G-WAIT: sleeps on the `wake` futex word while it holds `expected`, for at most `timeout`.
+    pub(crate) fn wait(&self, expected: u32, timeout: Duration) {
+        futex_wait(&self.header().wake, expected, timeout)
+    }
+
+    /// W10: wakes every reader sleeping on the `wake` word.
+    pub(crate) fn wake(&self) {
+        futex_wake(&self.header().wake)
+    }
+
+    /// W5 as a loan: the `len` bytes at ring offset `off`, for the writer holding the lock to fill in place.
+    pub(crate) fn loan_data<'g>(&self, _proof: &'g mut WriterGuard<'_>, off: u64, len: usize) -> &'g mut [u8] {
+        let dst = self.data_ptr(off, len);
+        // SAFETY: the bytes are inside the mapping (data_ptr), which outlives the guard (the guard borrows the
+        // mapping's lock). Only the holder of the writer lock (`_proof`, borrowed mutably for as long as the slice
+        // lives, so there is one slice at a time) writes the data ring, and the frame at `off` is referenced by no index entry
+        // until commit, so no other writer aliases it; stale readers may read it and discard what they read (G5).
+        unsafe { std::slice::from_raw_parts_mut(dst, len) }
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the region mapped in `map`; no reference into it outlives `self` (every
+        // accessor borrows `self`).
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.geometry.file_size);
+        }
+    }
+}
+
+/// Reserves the file's blocks so a full tmpfs fails here (`ENOSPC`) rather than with a `SIGBUS` on first touch.
+/// Returns `Ok(false)` if the filesystem does not support it (the caller then only sets the length).
+pub(crate) fn allocate(file: &File, len: usize) -> io::Result<bool> {
+    // SAFETY: plain system call on an open file descriptor.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+    match rc {
+        0 => Ok(true),
+        libc::EOPNOTSUPP | libc::EINVAL => Ok(false),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
