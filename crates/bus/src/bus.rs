@@ -1,15 +1,27 @@
 //! [`Bus`]: subscriptions, their queues, and dispatch.
 //!
-//! Every subscription has its own bounded queue. A message that arrives is matched against the subscriptions
-//! (results cached per channel), shared by reference among the queues that match (no copy per subscription), and
-//! when a queue is full the oldest message in it goes by default (the newest sample wins), or the newest if the
-//! subscription asked for that; either way the drop is counted in its [`SubscriptionStats`].
+//! Every subscription has its own bounded queue. A message is matched against the subscriptions (results cached per
+//! channel) and pushed into the queue of each that matches; when a queue is full the oldest message in it goes by
+//! default (the newest sample wins), or the newest if the subscription asked for that, or (a keep-all typed
+//! subscription at its resource limit) the newest is refused and that is reported; every drop is counted in the
+//! subscription's [`SubscriptionStats`].
+//!
+//! A queue holds [`Item`]s: encoded bytes shared by every byte-level subscription that matched (one allocation per
+//! message, not per subscription), or a typed value, owned or shared, for the typed in-process subscriptions of
+//! `crate::inproc`. Every publication made through this bus, raw or typed, is delivered to this bus's own
+//! subscriptions here, directly, and sent through the transport only if it can reach another process; the
+//! transport never hands this bus's own messages back (see `crate::provider`), so no subscription sees a message
+//! twice.
 //!
 //! Callback subscriptions are drained by `handle()`: one call dispatches the oldest waiting message to every callback
 //! subscription that has it, in subscription order, as LCM does. Handlers run with no bus lock held, so they may
 //! publish, subscribe and unsubscribe (themselves or others); a subscription removed during a dispatch is skipped
-//! for the rest of it. Queue subscriptions ([`Subscriber`]) are drained by their owner instead.
+//! for the rest of it. Subscriptions made on an [`Executor`](crate::Executor) are drained by its threads instead, one
+//! message at a time per subscription, so a slow one holds up only itself. Queue subscriptions ([`Subscriber`]) are
+//! drained by their owner.
 
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,8 +33,11 @@ use nerve_codec::Message;
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
 use crate::error::{BusError, TypeError};
+use crate::executor::ExecShared;
+use crate::inproc::{PublisherStats, Take, TypedInfo};
 use crate::pattern::Pattern;
 use crate::provider::{self, Incoming, Provider, ProviderStats, Sink};
+use crate::qos;
 use crate::url::Url;
 
 /// LCM's default queue capacity per subscription.
@@ -45,12 +60,17 @@ pub struct Received {
 impl Received {
     /// Decodes it as `M`, checking the fingerprint first.
     pub fn decode<M: Message>(&self) -> Result<M, TypeError> {
-        let found = nerve_codec::fingerprint_of(&self.data);
-        if found != Some(M::FINGERPRINT) {
-            return Err(TypeError::WrongType { expected: M::TYPE_NAME, expected_fingerprint: M::FINGERPRINT, found });
-        }
-        M::decode(&self.data).map_err(TypeError::Decode)
+        decode_as(&self.data)
     }
+}
+
+/// Decodes `data` as `M`, checking the fingerprint first.
+pub(crate) fn decode_as<M: Message>(data: &[u8]) -> Result<M, TypeError> {
+    let found = nerve_codec::fingerprint_of(data);
+    if found != Some(M::FINGERPRINT) {
+        return Err(TypeError::WrongType { expected: M::TYPE_NAME, expected_fingerprint: M::FINGERPRINT, found });
+    }
+    M::decode(data).map_err(TypeError::Decode)
 }
 
 /// What a full queue gives up.
@@ -70,43 +90,152 @@ pub struct SubscriptionStats {
     pub received: u64,
     /// Messages handed to the handler or taken by the owner.
     pub delivered: u64,
-    /// Messages dropped because the queue was full.
+    /// Messages dropped because the queue was full (the oldest, or the newest with `Overflow::DropNewest`; for a
+    /// typed subscription: its keep-last ring overwriting the oldest).
     pub dropped_overflow: u64,
     /// Messages a typed subscription could not decode (wrong type or corrupt).
     pub decode_errors: u64,
+    /// Messages a keep-all subscription refused because it already held its resource limit (an error from
+    /// `publish` when the subscription is reliable).
+    pub dropped_limit: u64,
+    /// Publishers refused because their QoS could not serve this subscription (ROS 2's incompatible-QoS event).
+    pub incompatible_qos: u64,
+    /// Publishers refused because they publish another message type on this channel.
+    pub incompatible_type: u64,
 }
 
-type Handler = Box<dyn FnMut(&Received) -> Result<(), TypeError> + Send>;
+/// One queued message: encoded bytes, or a typed value for an in-process subscription.
+pub(crate) enum Item {
+    /// Encoded, shared by every byte-level subscription that matched.
+    Bytes(Arc<Received>),
+    /// A `T` this subscription owns.
+    Owned(Box<dyn Any + Send>),
+    /// An `Arc<T>` shared with other subscriptions (and maybe the publisher).
+    Shared(Arc<dyn Any + Send + Sync>),
+}
+
+pub(crate) type Handler = Box<dyn FnMut(Item) -> Result<(), TypeError> + Send>;
 
 enum Kind {
     Callback { handler: Arc<Mutex<Handler>>, active: Arc<AtomicBool> },
     Queue { cond: Arc<Condvar>, waker: Option<Waker> },
+    /// Run by an executor's threads; `scheduled` while it sits in the executor's ready queue or its handler runs,
+    /// so that no two threads ever run it at once.
+    Executor { handler: Arc<Mutex<Handler>>, active: Arc<AtomicBool>, exec: Weak<ExecShared>, scheduled: bool },
+}
+
+/// What a full queue does with the next message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Full {
+    DropOldest,
+    DropNewest,
+    /// Keep-all at its resource limit: refuse the newest and report it.
+    Refuse,
 }
 
 struct Entry {
     id: u64,
     pattern: Pattern,
-    queue: VecDeque<(u64, Arc<Received>)>,
+    queue: VecDeque<(u64, Item)>,
     capacity: usize,
-    overflow: Overflow,
+    full: Full,
     stats: SubscriptionStats,
     kind: Kind,
+    /// Present for typed in-process subscriptions.
+    typed: Option<TypedInfo>,
+}
+
+/// A typed publisher, as the bus knows it: for matching, QoS checks and the transient-local store.
+pub(crate) struct PubEntry {
+    pub(crate) id: u64,
+    pub(crate) info: TypedInfo,
+    /// The last `depth` messages of a transient-local publisher, with their place in the bus's publish order.
+    history: VecDeque<(u64, Arc<dyn Any + Send + Sync>)>,
+    pub(crate) stats: PublisherStats,
 }
 
 #[derive(Default)]
 struct State {
     subs: Vec<Entry>,
+    pubs: Vec<PubEntry>,
     /// channel -> indices into `subs` of the subscriptions it matches; cleared when `subs` changes.
     cache: HashMap<String, Vec<usize>>,
     next_id: u64,
     arrivals: u64,
+    /// Order of transient-local publications across publishers.
+    publish_seq: u64,
     /// Messages queued in callback subscriptions: the fd is readable while this is above 0.
     pending: usize,
     unmatched: u64,
 }
 
-struct Core {
-    provider: Box<dyn Provider>,
+impl State {
+    /// The index of subscription `id`, trying `hint` first.
+    fn find(&self, hint: usize, id: u64) -> Option<usize> {
+        if self.subs.get(hint).is_some_and(|s| s.id == id) {
+            return Some(hint);
+        }
+        self.subs.iter().position(|s| s.id == id)
+    }
+
+    fn matching(&mut self, channel: &str) -> Vec<usize> {
+        if let Some(m) = self.cache.get(channel) {
+            return m.clone();
+        }
+        let m: Vec<usize> = self
+            .subs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.pattern.matches(channel)
+                    && (channel != SELF_TEST_CHANNEL || s.pattern.literal() == Some(SELF_TEST_CHANNEL))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        self.cache.insert(channel.to_owned(), m.clone());
+        m
+    }
+}
+
+/// A subscription a publication is for, as found when it was planned.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target {
+    pub(crate) id: u64,
+    index: usize,
+    pub(crate) take: Take,
+    reliable: bool,
+}
+
+/// Typed subscriptions of one Rust type that need the encoded bytes (they are not of the publisher's type).
+pub(crate) struct Group {
+    pub(crate) ops: crate::inproc::Ops,
+    pub(crate) members: Vec<Target>,
+}
+
+/// Who a publication on a channel goes to.
+pub(crate) struct Plan {
+    /// Typed subscriptions of the publisher's own type, in subscription order.
+    pub(crate) own: Vec<Target>,
+    /// Other typed subscriptions, by type.
+    pub(crate) groups: Vec<Group>,
+    /// Whether any byte-level subscription matches.
+    pub(crate) byte_subs: bool,
+}
+
+/// What `commit` reports back to a publisher.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Committed {
+    /// Keep-all subscriptions that refused the message at their limit.
+    pub(crate) refused: usize,
+    /// Of those, the reliable ones.
+    pub(crate) refused_reliable: usize,
+    /// The smallest limit among the reliable refusals.
+    pub(crate) limit: usize,
+}
+
+pub(crate) struct Core {
+    pub(crate) provider: Box<dyn Provider>,
+    me: Weak<Core>,
     started: Mutex<bool>,
     state: Mutex<State>,
     ready: Condvar,
@@ -123,7 +252,7 @@ struct Core {
 /// Cheap to clone (all clones share one transport and one set of subscriptions) and usable from any thread.
 #[derive(Clone)]
 pub struct Bus {
-    core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 /// A callback subscription, for [`Bus::unsubscribe`] and its stats. Dropping it does not unsubscribe (as in LCM).
@@ -150,7 +279,7 @@ struct CoreSink(Weak<Core>);
 impl Sink for CoreSink {
     fn deliver(&self, msg: Incoming) {
         if let Some(core) = self.0.upgrade() {
-            core.deliver(msg);
+            core.route_bytes(&msg.channel, Cow::Owned(msg.data), msg.recv_utime);
         }
     }
 
@@ -158,6 +287,23 @@ impl Sink for CoreSink {
         self.0.upgrade().is_some_and(|core| core.dispatch_inline())
     }
 }
+
+/// Work to do once the state lock is released.
+#[derive(Default)]
+struct Wake {
+    /// Executor subscriptions that became ready.
+    schedule: Vec<(Arc<ExecShared>, u64)>,
+}
+
+/// What happened to one message offered to one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pushed {
+    Queued,
+    Refused,
+}
+
+/// An executor subscription taken out of its queue to run.
+type ExecTurn = (u64, Item, Arc<Mutex<Handler>>, Arc<AtomicBool>);
 
 impl Core {
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -182,91 +328,200 @@ impl Core {
         }
     }
 
-    fn deliver(&self, msg: Incoming) {
-        let mut st = self.lock();
-        st.arrivals += 1;
-        let arrival = st.arrivals;
-        let matching = match st.cache.get(&msg.channel) {
-            Some(m) => m.clone(),
-            None => {
-                let m: Vec<usize> = st
-                    .subs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| {
-                        s.pattern.matches(&msg.channel)
-                            && (msg.channel != SELF_TEST_CHANNEL || s.pattern.literal() == Some(SELF_TEST_CHANNEL))
-                    })
-                    .map(|(i, _)| i)
-                    .collect();
-                st.cache.insert(msg.channel.clone(), m.clone());
-                m
+    /// Offers `item` to subscription `i`'s queue, applying its full-queue policy.
+    fn enqueue(&self, st: &mut State, i: usize, arrival: u64, item: Item, wake: &mut Wake) -> Pushed {
+        let s = &mut st.subs[i];
+        s.stats.received += 1;
+        let mut pending_delta: isize = 0;
+        if s.capacity > 0 && s.queue.len() >= s.capacity {
+            match s.full {
+                Full::DropNewest => {
+                    s.stats.dropped_overflow += 1;
+                    return Pushed::Queued;
+                }
+                Full::Refuse => {
+                    s.stats.dropped_limit += 1;
+                    return Pushed::Refused;
+                }
+                Full::DropOldest => {
+                    s.stats.dropped_overflow += 1;
+                    s.queue.pop_front();
+                    if matches!(s.kind, Kind::Callback { .. }) {
+                        pending_delta -= 1;
+                    }
+                }
             }
-        };
-        if matching.is_empty() {
-            st.unmatched += 1;
-            return;
         }
-        let received = Arc::new(Received { channel: msg.channel, data: msg.data, recv_utime: msg.recv_utime });
-        let mut added_callback = 0usize;
-        let mut removed_callback = 0usize;
-        for i in matching {
-            let s = &mut st.subs[i];
-            s.stats.received += 1;
-            let full = s.capacity > 0 && s.queue.len() >= s.capacity;
-            if full {
-                s.stats.dropped_overflow += 1;
-                if s.overflow == Overflow::DropNewest {
-                    continue;
-                }
-                s.queue.pop_front();
-                if matches!(s.kind, Kind::Callback { .. }) {
-                    removed_callback += 1;
+        s.queue.push_back((arrival, item));
+        match &mut s.kind {
+            Kind::Callback { .. } => pending_delta += 1,
+            Kind::Queue { cond, waker } => {
+                cond.notify_all();
+                if let Some(w) = waker.take() {
+                    w.wake();
                 }
             }
-            s.queue.push_back((arrival, Arc::clone(&received)));
-            match &mut s.kind {
-                Kind::Callback { .. } => added_callback += 1,
-                Kind::Queue { cond, waker } => {
-                    cond.notify_all();
-                    if let Some(w) = waker.take() {
-                        w.wake();
+            Kind::Executor { exec, scheduled, .. } => {
+                if !*scheduled {
+                    if let Some(e) = exec.upgrade() {
+                        *scheduled = true;
+                        wake.schedule.push((e, s.id));
                     }
                 }
             }
         }
         let was_empty = st.pending == 0;
-        st.pending = st.pending + added_callback - removed_callback;
+        st.pending = st.pending.checked_add_signed(pending_delta).unwrap_or(0);
         if was_empty && st.pending > 0 {
             self.set_readable(true);
             self.ready.notify_all();
         }
+        Pushed::Queued
+    }
+
+    fn finish(&self, wake: Wake) {
+        for (exec, id) in wake.schedule {
+            exec.schedule(self.me.clone(), id);
+        }
+    }
+
+    /// Finds who a publication on `channel` goes to. `own_type` is the typed publisher's type (its subscriptions are
+    /// served the value itself); `history` is stored in that publisher's transient-local store in the same critical
+    /// section, so that a subscription joining concurrently gets the message exactly once: from the store or live.
+    pub(crate) fn plan(
+        &self,
+        channel: &str,
+        own_type: Option<TypeId>,
+        history: Option<(u64, Arc<dyn Any + Send + Sync>)>,
+    ) -> Plan {
+        let mut st = self.lock();
+        if let Some((pub_id, msg)) = history {
+            st.publish_seq += 1;
+            let seq = st.publish_seq;
+            if let Some(p) = st.pubs.iter_mut().find(|p| p.id == pub_id) {
+                let depth = p.info.qos.transient_depth().unwrap_or(0);
+                if p.history.len() >= depth {
+                    p.history.pop_front();
+                }
+                p.history.push_back((seq, msg));
+            }
+        }
+        let matching = st.matching(channel);
+        if matching.is_empty() && own_type.is_none() {
+            st.unmatched += 1;
+        }
+        let mut plan = Plan { own: Vec::new(), groups: Vec::new(), byte_subs: false };
+        for i in matching {
+            let s = &st.subs[i];
+            let Some(t) = &s.typed else {
+                plan.byte_subs = true;
+                continue;
+            };
+            let target = Target { id: s.id, index: i, take: t.take, reliable: t.qos.is_reliable() };
+            if Some(t.type_id) == own_type {
+                plan.own.push(target);
+            } else if let Some(g) = plan.groups.iter_mut().find(|g| g.ops.type_id == t.type_id) {
+                g.members.push(target);
+            } else {
+                plan.groups.push(Group { ops: t.ops, members: vec![target] });
+            }
+        }
+        plan
+    }
+
+    /// Pushes the planned items (and, to every matching byte-level subscription, `received`) into the queues, as
+    /// one arrival. `decode_failed` are typed subscriptions the bytes did not decode for. `publisher` is the typed
+    /// publisher's id and the copies it took, for its stats.
+    pub(crate) fn commit(
+        &self,
+        channel: &str,
+        items: Vec<(Target, Item)>,
+        received: Option<Arc<Received>>,
+        decode_failed: &[Target],
+        publisher: Option<(u64, u64, bool)>,
+    ) -> Committed {
+        let mut wake = Wake::default();
+        let mut done = Committed { limit: usize::MAX, ..Committed::default() };
+        {
+            let mut st = self.lock();
+            st.arrivals += 1;
+            let arrival = st.arrivals;
+            for (t, item) in items {
+                let Some(i) = st.find(t.index, t.id) else { continue };
+                if self.enqueue(&mut st, i, arrival, item, &mut wake) == Pushed::Refused {
+                    done.refused += 1;
+                    if t.reliable {
+                        done.refused_reliable += 1;
+                        done.limit = done.limit.min(st.subs[i].capacity);
+                    }
+                }
+            }
+            for t in decode_failed {
+                if let Some(i) = st.find(t.index, t.id) {
+                    st.subs[i].stats.received += 1;
+                    st.subs[i].stats.decode_errors += 1;
+                }
+            }
+            if let Some(r) = received {
+                for i in st.matching(channel) {
+                    if st.subs[i].typed.is_none() {
+                        self.enqueue(&mut st, i, arrival, Item::Bytes(Arc::clone(&r)), &mut wake);
+                    }
+                }
+            }
+            if let Some((id, copies, encoded)) = publisher {
+                if let Some(p) = st.pubs.iter_mut().find(|p| p.id == id) {
+                    p.stats.published += 1;
+                    p.stats.copies += copies;
+                    p.stats.encoded += encoded as u64;
+                    p.stats.limit_drops += done.refused as u64;
+                }
+            }
+        }
+        self.finish(wake);
+        done
+    }
+
+    /// Delivers encoded bytes (from the transport, or a raw publish of this bus) to this bus's subscriptions:
+    /// byte-level ones get them shared, typed ones a decoded value (decoded once per Rust type).
+    pub(crate) fn route_bytes(&self, channel: &str, data: Cow<'_, [u8]>, recv_utime: i64) {
+        let plan = self.plan(channel, None, None);
+        let mut items = Vec::new();
+        let mut failed = Vec::new();
+        for g in &plan.groups {
+            crate::inproc::decode_group(g, &data, &mut items, &mut failed);
+        }
+        if items.is_empty() && failed.is_empty() && !plan.byte_subs {
+            return;
+        }
+        let received = plan
+            .byte_subs
+            .then(|| Arc::new(Received { channel: channel.to_owned(), data: data.into_owned(), recv_utime }));
+        self.commit(channel, items, received, &failed, None);
     }
 
     /// Takes the oldest waiting message from every callback subscription that has it at the front.
-    fn pop_next(&self, st: &mut State) -> Option<(Arc<Received>, Vec<(u64, Arc<Mutex<Handler>>, Arc<AtomicBool>)>)> {
+    fn pop_next(&self, st: &mut State) -> Option<Vec<(u64, Arc<Mutex<Handler>>, Arc<AtomicBool>, Item)>> {
         let oldest = st
             .subs
             .iter()
             .filter(|s| matches!(s.kind, Kind::Callback { .. }))
             .filter_map(|s| s.queue.front().map(|(a, _)| *a))
             .min()?;
-        let mut msg = None;
         let mut targets = Vec::new();
         for s in st.subs.iter_mut() {
             let Kind::Callback { handler, active } = &s.kind else { continue };
             if s.queue.front().map(|(a, _)| *a) == Some(oldest) {
-                let (_, m) = s.queue.pop_front().expect("front exists");
+                let (_, item) = s.queue.pop_front().expect("front exists");
                 s.stats.delivered += 1;
-                targets.push((s.id, Arc::clone(handler), Arc::clone(active)));
-                msg = Some(m);
+                targets.push((s.id, Arc::clone(handler), Arc::clone(active), item));
             }
         }
         st.pending -= targets.len();
         if st.pending == 0 {
             self.set_readable(false);
         }
-        msg.map(|m| (m, targets))
+        Some(targets)
     }
 
     /// Runs the oldest waiting message's callbacks on this (the receive) thread, if a dispatcher asked for that;
@@ -283,29 +538,76 @@ impl Core {
         let _turn = self.dispatching.lock().expect("dispatch lock");
         let next = self.pop_next(&mut self.lock());
         match next {
-            Some((msg, targets)) => {
-                self.dispatch(&msg, targets);
+            Some(targets) => {
+                self.dispatch(targets);
                 true
             }
             None => false,
         }
     }
 
-    fn dispatch(&self, msg: &Received, targets: Vec<(u64, Arc<Mutex<Handler>>, Arc<AtomicBool>)>) {
+    fn dispatch(&self, targets: Vec<(u64, Arc<Mutex<Handler>>, Arc<AtomicBool>, Item)>) {
         IN_HANDLER.with(|f| f.set(true));
-        for (id, handler, active) in targets {
+        for (id, handler, active, item) in targets {
             // A subscription removed by an earlier handler of this same message is skipped, as in LCM 1.5.3.
             if !active.load(Ordering::Acquire) {
                 continue;
             }
-            let outcome = (handler.lock().expect("handler lock"))(msg);
+            let outcome = (handler.lock().expect("handler lock"))(item);
             if outcome.is_err() {
-                if let Some(s) = self.lock().subs.iter_mut().find(|s| s.id == id) {
-                    s.stats.decode_errors += 1;
-                }
+                self.count_decode_error(id);
             }
         }
         IN_HANDLER.with(|f| f.set(false));
+    }
+
+    fn count_decode_error(&self, id: u64) {
+        if let Some(s) = self.lock().subs.iter_mut().find(|s| s.id == id) {
+            s.stats.decode_errors += 1;
+        }
+    }
+
+    /// Takes the next message of executor subscription `id` (which must be scheduled).
+    fn exec_take(&self, id: u64) -> Option<ExecTurn> {
+        let mut st = self.lock();
+        let s = st.subs.iter_mut().find(|s| s.id == id)?;
+        let Kind::Executor { handler, active, scheduled, .. } = &mut s.kind else { return None };
+        match s.queue.pop_front() {
+            Some((_, item)) => {
+                s.stats.delivered += 1;
+                Some((id, item, Arc::clone(handler), Arc::clone(active)))
+            }
+            None => {
+                *scheduled = false;
+                None
+            }
+        }
+    }
+
+    /// Runs one message of executor subscription `id` on this (an executor's) thread, then puts the subscription
+    /// back in the executor's ready queue if more are waiting.
+    pub(crate) fn run_scheduled(&self, id: u64) {
+        let Some((id, item, handler, active)) = self.exec_take(id) else { return };
+        if active.load(Ordering::Acquire) && (handler.lock().expect("handler lock"))(item).is_err() {
+            self.count_decode_error(id);
+        }
+        let again = {
+            let mut st = self.lock();
+            match st.subs.iter_mut().find(|s| s.id == id) {
+                Some(Entry { kind: Kind::Executor { exec, scheduled, .. }, queue, .. }) => {
+                    if queue.is_empty() {
+                        *scheduled = false;
+                        None
+                    } else {
+                        exec.upgrade()
+                    }
+                }
+                _ => None,
+            }
+        };
+        if let Some(exec) = again {
+            exec.schedule(self.me.clone(), id);
+        }
     }
 
     fn remove(&self, id: u64) -> Result<(), BusError> {
@@ -313,42 +615,159 @@ impl Core {
         let i = st.subs.iter().position(|s| s.id == id).ok_or(BusError::NotSubscribed)?;
         let entry = st.subs.remove(i);
         st.cache.clear();
-        if let Kind::Callback { active, .. } = &entry.kind {
-            active.store(false, Ordering::Release);
-            st.pending -= entry.queue.len();
-            if st.pending == 0 {
-                self.set_readable(false);
+        match &entry.kind {
+            Kind::Callback { active, .. } => {
+                active.store(false, Ordering::Release);
+                st.pending -= entry.queue.len();
+                if st.pending == 0 {
+                    self.set_readable(false);
+                }
             }
+            Kind::Executor { active, .. } => active.store(false, Ordering::Release),
+            Kind::Queue { .. } => {}
         }
         Ok(())
     }
 
     fn add(
         self: &Arc<Self>,
-        pattern: &str,
+        pattern: Pattern,
         kind: Kind,
         capacity: usize,
-        overflow: Overflow,
+        full: Full,
+        typed: Option<TypedInfo>,
     ) -> Result<u64, BusError> {
-        let pattern = Pattern::new(pattern).map_err(BusError::Pattern)?;
         self.start()?;
         self.provider.subscribed(&pattern)?;
-        let mut st = self.lock();
-        st.next_id += 1;
-        let id = st.next_id;
-        st.subs.push(Entry {
-            id,
-            pattern,
-            queue: VecDeque::new(),
-            capacity,
-            overflow,
-            stats: SubscriptionStats::default(),
-            kind,
-        });
-        st.cache.clear();
+        let mut wake = Wake::default();
+        let id = {
+            let mut st = self.lock();
+            if let Some(t) = &typed {
+                check_new_subscription(&mut st, t)?;
+            }
+            st.next_id += 1;
+            let id = st.next_id;
+            st.subs.push(Entry {
+                id,
+                pattern,
+                queue: VecDeque::new(),
+                capacity,
+                full,
+                stats: SubscriptionStats::default(),
+                kind,
+                typed,
+            });
+            st.cache.clear();
+            self.serve_late_joiner(&mut st, &mut wake);
+            id
+        };
+        self.finish(wake);
         Ok(id)
     }
+
+    /// A transient-local subscription just added (the last entry) first receives the stored messages of every
+    /// transient-local publisher on its channel, oldest first in publish order, at most its own depth.
+    fn serve_late_joiner(&self, st: &mut State, wake: &mut Wake) {
+        let i = st.subs.len() - 1;
+        let Some(t) = &st.subs[i].typed else { return };
+        let Some(depth) = t.qos.transient_depth() else { return };
+        let (channel, take, ops) = (t.channel.clone(), t.take, t.ops);
+        let mut stored: Vec<(u64, Arc<dyn Any + Send + Sync>, crate::inproc::Ops)> = Vec::new();
+        for p in st.pubs.iter().filter(|p| p.info.channel == channel) {
+            stored.extend(p.history.iter().map(|(seq, m)| (*seq, Arc::clone(m), p.info.ops)));
+        }
+        stored.sort_by_key(|(seq, _, _)| *seq);
+        let skip = stored.len().saturating_sub(depth);
+        for (_, msg, pub_ops) in stored.into_iter().skip(skip) {
+            let Some(item) = crate::inproc::stored_item(&msg, pub_ops, ops, take) else {
+                st.subs[i].stats.decode_errors += 1;
+                continue;
+            };
+            st.arrivals += 1;
+            let arrival = st.arrivals;
+            self.enqueue(st, i, arrival, item, wake);
+        }
+    }
+
+    /// Registers a typed publisher, after checking it against the subscriptions already on its channel.
+    pub(crate) fn add_publisher(self: &Arc<Self>, info: TypedInfo) -> Result<u64, BusError> {
+        if let Some(policy) = self.provider.qos_support().refuses(&info.qos, false) {
+            return Err(unsupported(self.provider.name(), &info.channel, policy));
+        }
+        let mut st = self.lock();
+        for s in st.subs.iter_mut() {
+            let Some(t) = &s.typed else { continue };
+            if t.channel != info.channel {
+                continue;
+            }
+            if t.fingerprint != info.fingerprint {
+                s.stats.incompatible_type += 1;
+                return Err(type_mismatch(&info, t));
+            }
+            if let Err(why) = qos::check_compatible(&info.qos, &t.qos) {
+                s.stats.incompatible_qos += 1;
+                return Err(BusError::IncompatibleQos { channel: info.channel.clone(), policy: why.policy(), reason: why.to_string() });
+            }
+        }
+        st.next_id += 1;
+        let id = st.next_id;
+        st.pubs.push(PubEntry { id, info, history: VecDeque::new(), stats: PublisherStats::default() });
+        Ok(id)
+    }
+
+    pub(crate) fn remove_publisher(&self, id: u64) {
+        self.lock().pubs.retain(|p| p.id != id);
+    }
+
+    pub(crate) fn publisher_stats(&self, id: u64) -> PublisherStats {
+        let st = self.lock();
+        let Some(p) = st.pubs.iter().find(|p| p.id == id) else { return PublisherStats::default() };
+        let mut s = p.stats;
+        s.matched = st.subs.iter().filter(|e| e.typed.as_ref().is_some_and(|t| t.channel == p.info.channel)).count();
+        s.stored = p.history.len();
+        s
+    }
 }
+
+pub(crate) fn unsupported(provider: &'static str, channel: &str, policy: &'static str) -> BusError {
+    let reason = match policy {
+        "reliable" => "the transport may lose messages (UDP multicast is best effort; shared memory lets the newest \
+                       sample win over a slow reader): use best_effort, or an inproc:// bus for reliable delivery \
+                       inside one process",
+        _ => "the transport cannot hand a late subscription what other processes published before it: use volatile, \
+              or an inproc:// bus",
+    };
+    BusError::QosUnsupported { provider, channel: channel.to_owned(), policy, reason }
+}
+
+fn type_mismatch(new: &TypedInfo, old: &TypedInfo) -> BusError {
+    BusError::TypeMismatch {
+        channel: new.channel.clone(),
+        wanted: new.type_name,
+        wanted_fingerprint: new.fingerprint,
+        found: old.type_name,
+        found_fingerprint: old.fingerprint,
+    }
+}
+
+/// Checks a typed subscription against the publishers already on its channel; counts a refusal in theirs.
+fn check_new_subscription(st: &mut State, t: &TypedInfo) -> Result<(), BusError> {
+    for p in st.pubs.iter_mut().filter(|p| p.info.channel == t.channel) {
+        if p.info.fingerprint != t.fingerprint {
+            p.stats.incompatible_type += 1;
+            return Err(type_mismatch(t, &p.info));
+        }
+        if let Err(why) = qos::check_compatible(&p.info.qos, &t.qos) {
+            p.stats.incompatible_qos += 1;
+            return Err(BusError::IncompatibleQos { channel: t.channel.clone(), policy: why.policy(), reason: why.to_string() });
+        }
+    }
+    Ok(())
+}
+
+/// `inproc://NAME` buses of this process, by name: every `Bus::new` of the same name shares one bus, so components
+/// built apart still find each other (ROS 2's process-wide context).
+static INPROC_DOMAINS: Mutex<Vec<(String, Weak<Core>)>> = Mutex::new(Vec::new());
 
 impl Bus {
     /// A bus on `url`; with `None`, on `NERVE_URL`, then `LCM_DEFAULT_URL`, then `udpm://239.255.76.67:7667?ttl=0`.
@@ -374,10 +793,23 @@ impl Bus {
                     Box::new(provider::mpudpm::Mpudpm::open(config)?)
                 }
             }
-            "memq" => Box::new(provider::memq::Memq::default()),
+            "memq" => Box::new(provider::inproc::Inproc::memq()),
+            "inproc" => return Ok(Bus::inproc_domain(&url.network)),
             other => return Err(BusError::UnknownProvider { provider: other.to_owned() }),
         };
         Ok(Bus::with_provider(provider))
+    }
+
+    /// The process-wide `inproc://` bus called `name`, made on first use.
+    fn inproc_domain(name: &str) -> Bus {
+        let mut domains = INPROC_DOMAINS.lock().expect("inproc domains lock");
+        domains.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(core) = domains.iter().find(|(n, _)| n == name).and_then(|(_, w)| w.upgrade()) {
+            return Bus { core };
+        }
+        let bus = Bus::with_provider(Box::new(provider::inproc::Inproc::inproc()));
+        domains.push((name.to_owned(), Arc::downgrade(&bus.core)));
+        bus
     }
 
     /// A bus over a provider built elsewhere.
@@ -385,8 +817,9 @@ impl Bus {
         let notify = EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)
             .expect("creating an eventfd (needs Linux 2.6.30+)");
         Bus {
-            core: Arc::new(Core {
+            core: Arc::new_cyclic(|me| Core {
                 provider,
+                me: me.clone(),
                 started: Mutex::new(false),
                 state: Mutex::new(State::default()),
                 ready: Condvar::new(),
@@ -412,12 +845,17 @@ impl Bus {
         self.core.lock().unmatched
     }
 
-    /// Publishes raw bytes.
+    /// Publishes raw bytes: to this bus's own matching subscriptions directly (typed ones get the decoded value),
+    /// and through the transport when it can reach another process.
     pub fn publish_raw(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
-        self.core.provider.publish(channel, data)
+        self.core.route_bytes(channel, Cow::Borrowed(data), nerve_udpm::now_utime());
+        if self.core.provider.leaves_process() {
+            self.core.provider.publish(channel, data)?;
+        }
+        Ok(())
     }
 
-    /// Publishes a typed message.
+    /// Publishes a typed message (encoded; see [`Bus::publisher`] for in-process delivery without encoding).
     pub fn publish<M: Message>(&self, channel: &str, msg: &M) -> Result<(), BusError> {
         let bytes = msg.encode().map_err(BusError::Encode)?;
         self.publish_raw(channel, &bytes)
@@ -457,22 +895,63 @@ impl Bus {
         pattern: &str,
         capacity: usize,
         overflow: Overflow,
-        handler: impl FnMut(&Received) -> Result<(), TypeError> + Send + 'static,
+        mut handler: impl FnMut(&Received) -> Result<(), TypeError> + Send + 'static,
     ) -> Result<Subscription, BusError> {
-        let kind = Kind::Callback {
-            handler: Arc::new(Mutex::new(Box::new(handler))),
-            active: Arc::new(AtomicBool::new(true)),
+        let pattern = Pattern::new(pattern).map_err(BusError::Pattern)?;
+        let handler: Handler = Box::new(move |item| match item {
+            Item::Bytes(m) => handler(&m),
+            // Byte-level subscriptions only ever queue bytes.
+            Item::Owned(_) | Item::Shared(_) => Ok(()),
+        });
+        let full = match overflow {
+            Overflow::DropOldest => Full::DropOldest,
+            Overflow::DropNewest => Full::DropNewest,
         };
-        let id = self.core.add(pattern, kind, capacity, overflow)?;
+        self.add_callback(pattern, handler, capacity, FullPolicy(full), None, None)
+    }
+
+    /// Adds a callback subscription run by `handle()`, or by `exec`'s threads.
+    pub(crate) fn add_callback(
+        &self,
+        pattern: Pattern,
+        handler: Handler,
+        capacity: usize,
+        full: FullPolicy,
+        typed: Option<TypedInfo>,
+        exec: Option<&Arc<ExecShared>>,
+    ) -> Result<Subscription, BusError> {
+        let handler = Arc::new(Mutex::new(handler));
+        let active = Arc::new(AtomicBool::new(true));
+        let kind = match exec {
+            None => Kind::Callback { handler, active },
+            Some(e) => Kind::Executor { handler, active, exec: Arc::downgrade(e), scheduled: false },
+        };
+        let id = self.core.add(pattern, kind, capacity, full.0, typed)?;
         Ok(Subscription { id, bus: Arc::downgrade(&self.core) })
     }
 
     /// Subscribes a queue that the caller drains with [`Subscriber::recv`] (or as an async stream).
     pub fn subscriber(&self, pattern: &str, capacity: usize, overflow: Overflow) -> Result<Subscriber, BusError> {
+        let pattern = Pattern::new(pattern).map_err(BusError::Pattern)?;
+        let full = match overflow {
+            Overflow::DropOldest => Full::DropOldest,
+            Overflow::DropNewest => Full::DropNewest,
+        };
+        let (id, cond) = self.add_queue(pattern, capacity, FullPolicy(full), None)?;
+        Ok(Subscriber { id, core: Arc::clone(&self.core), cond })
+    }
+
+    pub(crate) fn add_queue(
+        &self,
+        pattern: Pattern,
+        capacity: usize,
+        full: FullPolicy,
+        typed: Option<TypedInfo>,
+    ) -> Result<(u64, Arc<Condvar>), BusError> {
         let cond = Arc::new(Condvar::new());
         let kind = Kind::Queue { cond: Arc::clone(&cond), waker: None };
-        let id = self.core.add(pattern, kind, capacity, overflow)?;
-        Ok(Subscriber { id, core: Arc::clone(&self.core), cond })
+        let id = self.core.add(pattern, kind, capacity, full.0, typed)?;
+        Ok((id, cond))
     }
 
     /// Removes a callback subscription; safe from inside any handler.
@@ -533,7 +1012,8 @@ impl Bus {
     /// message arrives: no hand-off to another thread, so no second wake-up per message (on a machine whose idle
     /// CPUs sleep, each wake-up costs tens of microseconds). Otherwise a dispatch thread runs `handle()`. Either
     /// way callbacks never run concurrently with each other or with `handle()` called elsewhere, and a slow
-    /// callback delays reading the socket (the kernel buffer and the subscription queues absorb it).
+    /// callback delays reading the socket (the kernel buffer and the subscription queues absorb it). For callbacks
+    /// that must not wait for each other, subscribe them on an [`Executor`](crate::Executor) instead.
     pub fn spawn_dispatcher(&self) -> Result<Dispatcher, BusError> {
         self.core.start()?;
         if self.core.provider.has_receive_thread() {
@@ -575,11 +1055,23 @@ impl Bus {
             s.stats.dropped_overflow += 1;
             dropped += 1;
         }
-        st.pending -= dropped;
-        if st.pending == 0 {
-            self.core.set_readable(false);
+        if matches!(s.kind, Kind::Callback { .. }) {
+            st.pending -= dropped;
+            if st.pending == 0 {
+                self.core.set_readable(false);
+            }
         }
         Ok(())
+    }
+}
+
+/// A queue's full policy, as the typed layer chooses it (a keep-all history refuses and reports).
+pub(crate) struct FullPolicy(Full);
+
+impl FullPolicy {
+    /// Keep-last (`refuse == false`: the ring drops the oldest) or keep-all (`refuse == true`).
+    pub(crate) fn history(refuse: bool) -> FullPolicy {
+        FullPolicy(if refuse { Full::Refuse } else { Full::DropOldest })
     }
 }
 
@@ -625,46 +1117,100 @@ impl Drop for Dispatcher {
     }
 }
 
-impl Subscriber {
-    fn take(&self, st: &mut State) -> Option<Arc<Received>> {
+/// The queue side shared by [`Subscriber`] and the typed queue subscribers: take, wait, stats, waker.
+pub(crate) struct QueueHandle<'a> {
+    pub(crate) id: u64,
+    pub(crate) core: &'a Core,
+    pub(crate) cond: &'a Condvar,
+}
+
+impl QueueHandle<'_> {
+    fn take(&self, st: &mut State) -> Option<Item> {
         let s = st.subs.iter_mut().find(|s| s.id == self.id)?;
         let (_, m) = s.queue.pop_front()?;
         s.stats.delivered += 1;
         Some(m)
     }
 
-    /// The next message, if one is waiting.
-    pub fn try_recv(&self) -> Option<Arc<Received>> {
+    pub(crate) fn try_recv(&self) -> Option<Item> {
         self.take(&mut self.core.lock())
     }
 
-    /// Waits for the next message.
-    pub fn recv(&self) -> Arc<Received> {
-        let mut st = self.core.lock();
-        loop {
-            if let Some(m) = self.take(&mut st) {
-                return m;
-            }
-            st = self.cond.wait(st).expect("bus state lock");
-        }
-    }
-
-    /// Waits up to `timeout` for the next message.
-    pub fn recv_timeout(&self, timeout: Duration) -> Option<Arc<Received>> {
-        let deadline = Instant::now() + timeout;
+    /// Waits for the next item, up to `timeout` (forever with `None`).
+    pub(crate) fn recv(&self, timeout: Option<Duration>) -> Option<Item> {
+        let deadline = timeout.map(|t| Instant::now() + t);
         let mut st = self.core.lock();
         loop {
             if let Some(m) = self.take(&mut st) {
                 return Some(m);
             }
-            let left = deadline.checked_duration_since(Instant::now()).filter(|l| !l.is_zero())?;
-            st = self.cond.wait_timeout(st, left).expect("bus state lock").0;
+            st = match deadline {
+                None => self.cond.wait(st).expect("bus state lock"),
+                Some(d) => {
+                    let left = d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero())?;
+                    self.cond.wait_timeout(st, left).expect("bus state lock").0
+                }
+            };
         }
+    }
+
+    pub(crate) fn stats(&self) -> SubscriptionStats {
+        self.core.lock().subs.iter().find(|s| s.id == self.id).map(|s| s.stats).unwrap_or_default()
+    }
+
+    /// The next item, or registers `waker` (under the same lock `enqueue` takes, so nothing slips in between).
+    pub(crate) fn poll(&self, waker: &Waker) -> Option<Item> {
+        let mut st = self.core.lock();
+        if let Some(m) = self.take(&mut st) {
+            return Some(m);
+        }
+        if let Some(s) = st.subs.iter_mut().find(|s| s.id == self.id) {
+            if let Kind::Queue { waker: w, .. } = &mut s.kind {
+                *w = Some(waker.clone());
+            }
+        }
+        None
+    }
+
+    pub(crate) fn remove(&self) {
+        let _ = self.core.remove(self.id);
+    }
+}
+
+fn bytes_of(item: Item) -> Option<Arc<Received>> {
+    match item {
+        Item::Bytes(m) => Some(m),
+        Item::Owned(_) | Item::Shared(_) => None,
+    }
+}
+
+impl Subscriber {
+    fn handle(&self) -> QueueHandle<'_> {
+        QueueHandle { id: self.id, core: &self.core, cond: &self.cond }
+    }
+
+    /// The next message, if one is waiting.
+    pub fn try_recv(&self) -> Option<Arc<Received>> {
+        self.handle().try_recv().and_then(bytes_of)
+    }
+
+    /// Waits for the next message.
+    pub fn recv(&self) -> Arc<Received> {
+        loop {
+            if let Some(m) = self.handle().recv(None).and_then(bytes_of) {
+                return m;
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the next message.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<Arc<Received>> {
+        self.handle().recv(Some(timeout)).and_then(bytes_of)
     }
 
     /// Counters of this subscription.
     pub fn stats(&self) -> SubscriptionStats {
-        self.core.lock().subs.iter().find(|s| s.id == self.id).map(|s| s.stats).unwrap_or_default()
+        self.handle().stats()
     }
 
     /// The messages as an async stream (it never ends while the bus lives).
@@ -675,7 +1221,7 @@ impl Subscriber {
 
 impl Drop for Subscriber {
     fn drop(&mut self) {
-        let _ = self.core.remove(self.id);
+        self.handle().remove();
     }
 }
 
@@ -688,16 +1234,9 @@ impl futures_core::Stream for MessageStream {
     type Item = Arc<Received>;
 
     fn poll_next(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
-        let mut st = self.sub.core.lock();
-        if let Some(m) = self.sub.take(&mut st) {
-            return std::task::Poll::Ready(Some(m));
+        match self.sub.handle().poll(cx.waker()).and_then(bytes_of) {
+            Some(m) => std::task::Poll::Ready(Some(m)),
+            None => std::task::Poll::Pending,
         }
-        // Register the waker under the same lock `deliver` takes, so no message can slip in between.
-        if let Some(s) = st.subs.iter_mut().find(|s| s.id == self.sub.id) {
-            if let Kind::Queue { waker, .. } = &mut s.kind {
-                *waker = Some(cx.waker().clone());
-            }
-        }
-        std::task::Poll::Pending
     }
 }

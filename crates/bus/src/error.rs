@@ -38,6 +38,59 @@ pub enum BusError {
     NotSubscribed,
     /// A typed message could not be encoded.
     Encode(nerve_codec::EncodeError),
+    /// A typed publisher or subscription's QoS has a size of 0 where it needs at least 1.
+    InvalidQos {
+        /// The channel.
+        channel: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The transport cannot honour a QoS policy asked for (e.g. reliable over UDP multicast): refused rather than
+    /// silently degraded.
+    QosUnsupported {
+        /// The provider.
+        provider: &'static str,
+        /// The channel.
+        channel: String,
+        /// The policy, `reliable` or `transient_local`.
+        policy: &'static str,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+    /// A typed publisher and subscription on one channel have QoS that cannot work together (ROS 2's rule); the
+    /// second one created is refused.
+    IncompatibleQos {
+        /// The channel.
+        channel: String,
+        /// The policy, `reliability` or `durability`.
+        policy: &'static str,
+        /// What each side has.
+        reason: String,
+    },
+    /// A typed publisher and subscription on one channel are of different message types; the second one created is
+    /// refused.
+    TypeMismatch {
+        /// The channel.
+        channel: String,
+        /// The type of the one being created.
+        wanted: &'static str,
+        /// Its fingerprint.
+        wanted_fingerprint: u64,
+        /// The type already on the channel.
+        found: &'static str,
+        /// Its fingerprint.
+        found_fingerprint: u64,
+    },
+    /// Reliable keep-all subscriptions were at their resource limit and could not take a message (every other
+    /// subscription did): the publisher is told rather than blocked.
+    LimitReached {
+        /// The channel.
+        channel: String,
+        /// How many subscriptions refused it.
+        subscriptions: usize,
+        /// The (smallest) limit they hold.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for BusError {
@@ -45,7 +98,7 @@ impl fmt::Display for BusError {
         match self {
             BusError::Url(e) => e.fmt(f),
             BusError::UnknownProvider { provider } => {
-                write!(f, "unknown provider '{provider}://' (this build has: udpm, mpudpm, memq)")
+                write!(f, "unknown provider '{provider}://' (this build has: udpm, mpudpm, memq, inproc)")
             }
             BusError::Config { url, reason } => write!(f, "{url}: {reason}"),
             BusError::Pattern(e) => e.fmt(f),
@@ -54,6 +107,23 @@ impl fmt::Display for BusError {
             BusError::HandleInsideHandler => write!(f, "handle() called from inside a message handler"),
             BusError::NotSubscribed => write!(f, "not subscribed (already unsubscribed?)"),
             BusError::Encode(_) => write!(f, "encoding the message"),
+            BusError::InvalidQos { channel, reason } => write!(f, "channel {channel}: {reason}"),
+            BusError::QosUnsupported { provider, channel, policy, reason } => {
+                write!(f, "channel {channel}: {policy} is not possible over {provider}://: {reason}")
+            }
+            BusError::IncompatibleQos { channel, policy, reason } => {
+                write!(f, "channel {channel}: incompatible {policy} QoS: {reason}")
+            }
+            BusError::TypeMismatch { channel, wanted, wanted_fingerprint, found, found_fingerprint } => write!(
+                f,
+                "channel {channel} carries {found} (fingerprint 0x{found_fingerprint:016x}), not {wanted} \
+                 (0x{wanted_fingerprint:016x})"
+            ),
+            BusError::LimitReached { channel, subscriptions, limit } => write!(
+                f,
+                "channel {channel}: {subscriptions} reliable keep_all subscription(s) at their limit of {limit} \
+                 messages did not take this one"
+            ),
         }
     }
 }

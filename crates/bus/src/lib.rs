@@ -28,13 +28,19 @@
 
 mod bus;
 mod error;
+mod executor;
+mod inproc;
 mod pattern;
 pub mod provider;
+pub mod qos;
 mod url;
 
 pub use bus::{
     Bus, Dispatcher, MessageStream, Overflow, Received, Subscriber, Subscription, SubscriptionStats, DEFAULT_CAPACITY,
 };
 pub use error::{BusError, TypeError};
+pub use executor::Executor;
+pub use inproc::{Publisher, PublisherStats, Take, TypedSubscriber};
 pub use pattern::{Pattern, PatternError};
+pub use qos::{Durability, History, Qos, Reliability};
 pub use url::{Url, UrlError, DEFAULT_URL};

@@ -11,6 +11,8 @@ use std::fmt;
 pub struct Pattern {
     text: String,
     regex: regex::Regex,
+    /// The one channel it matches, when it matches only one.
+    literal: Option<String>,
 }
 
 /// A pattern that is not a valid regular expression.
@@ -37,7 +39,17 @@ impl Pattern {
         // Checked alone first, so that an error points into the user's text rather than into our anchoring.
         regex::Regex::new(text).map_err(error)?;
         let regex = regex::Regex::new(&format!("^(?:{text})$")).map_err(error)?;
-        Ok(Pattern { text: text.to_owned(), regex })
+        let literal = (regex::escape(text) == text).then(|| text.to_owned());
+        Ok(Pattern { text: text.to_owned(), regex, literal })
+    }
+
+    /// The pattern that matches exactly `channel`, whatever characters it holds (typed in-process subscriptions).
+    /// Fails only when the name is too long for the regex engine's size limit.
+    pub fn exact(channel: &str) -> Result<Pattern, PatternError> {
+        let text = regex::escape(channel);
+        let regex = regex::Regex::new(&format!("^(?:{text})$"))
+            .map_err(|e| PatternError { pattern: channel.to_owned(), reason: e.to_string() })?;
+        Ok(Pattern { text, regex, literal: Some(channel.to_owned()) })
     }
 
     /// Whether the whole `channel` matches.
@@ -52,7 +64,7 @@ impl Pattern {
 
     /// Whether the pattern is a plain channel name (no regex metacharacters), so it matches only itself.
     pub fn literal(&self) -> Option<&str> {
-        (regex::escape(&self.text) == self.text).then_some(self.text.as_str())
+        self.literal.as_deref()
     }
 }
 
@@ -70,5 +82,8 @@ mod tests {
         assert!(Pattern::new("(").is_err());
         assert_eq!(Pattern::new("A_B").unwrap().literal(), Some("A_B"));
         assert_eq!(Pattern::new("A.B").unwrap().literal(), None);
+        let p = Pattern::exact("A.B|C").unwrap();
+        assert!(p.matches("A.B|C") && !p.matches("AXB|C") && !p.matches("C"));
+        assert_eq!(p.literal(), Some("A.B|C"));
     }
 }

@@ -1,4 +1,4 @@
-//! One behavioural suite for the bus, run over every provider (memq in-process, udpm and mpudpm over real
+//! One behavioural suite for the bus, run over every provider (inproc and memq in-process, udpm and mpudpm over real
 //! loopback multicast): anchored patterns, per-subscription drop-oldest queues, unsubscribe inside handlers, handle /
 //! handle_timeout / fileno, queue subscribers and async streams, typed delivery with wrong-type detection.
 
@@ -15,6 +15,8 @@ static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 fn bus(provider: &str) -> Bus {
     let url = match provider {
         "memq" => "memq://".to_owned(),
+        // inproc:// buses of one name are shared process-wide: a name per test.
+        "inproc" => format!("inproc://conformance-{}", NEXT_PORT.fetch_add(1, Ordering::Relaxed)),
         "udpm" => {
             // Ten ports per test process, in a block chosen by the process id.
             let port = 20000 + (std::process::id() % 4000) as u16 * 10 + NEXT_PORT.fetch_add(1, Ordering::Relaxed) % 10;
@@ -90,7 +92,7 @@ macro_rules! conformance {
     )*};
 }
 
-conformance!(memq, udpm, mpudpm);
+conformance!(inproc, memq, udpm, mpudpm);
 
 fn patterns_match_whole_names(p: &str) {
     let bus = bus(p);
@@ -290,7 +292,7 @@ fn dispatcher_thread_and_queued_messages(p: &str) {
         "mpudpm" => "nerve-mpudpm-rx",
         _ => "nerve-dispatch",
     };
-    assert_eq!(dispatcher.is_inline(), p != "memq");
+    assert_eq!(dispatcher.is_inline(), p == "udpm" || p == "mpudpm");
     assert!(seen.iter().all(|(_, t)| t == expected), "{seen:?}");
     drop(dispatcher);
 }

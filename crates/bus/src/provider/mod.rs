@@ -1,13 +1,25 @@
 //! The [`Provider`] trait: LCM's provider vtable (create, publish, subscribe, handle, fileno) in Rust form, and the
 //! providers this build has. A provider moves bytes; matching, queues and dispatch belong to the bus.
+//!
+//! # A bus's own messages
+//!
+//! The bus delivers every publication to its own subscriptions itself, directly (typed ones without encoding), and
+//! hands it to the provider only when [`Provider::leaves_process`] says it can reach someone else. So a provider
+//! must never hand the bus back a message that this same provider instance published: that would be a second copy
+//! to every subscription of the process (seed 003). udpm and mpudpm recognise their own datagrams by the source
+//! address (their send socket's; `own::OwnSender`); a transport that carries an origin with each message (shm's
+//! index entries) writes a [`new_origin`] id per provider instance and skips entries that bear it. Drops of the
+//! provider's own messages are counted in [`ProviderStats::own_dropped`].
 
 use std::sync::Arc;
 
 use crate::error::BusError;
 use crate::pattern::Pattern;
+pub use crate::qos::QosSupport;
 
-pub mod memq;
+pub mod inproc;
 pub mod mpudpm;
+mod own;
 mod thread;
 pub mod udpm;
 
@@ -47,6 +59,22 @@ pub struct ProviderStats {
     pub malformed: u64,
     /// Messages lost in the transport that it could detect (e.g. incomplete fragmented messages dropped).
     pub lost: u64,
+    /// Messages this provider published that came back to it and were not handed to the bus (which delivered them
+    /// in-process already).
+    pub own_dropped: u64,
+}
+
+/// A random 64-bit id, different on every call in every process (never 0): what a provider can stamp on what it
+/// sends so that it recognises its own messages when they come back (see the module doc).
+pub fn new_origin() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_i64(nerve_udpm::now_utime());
+    h.finish().max(1)
 }
 
 /// One transport.
@@ -66,5 +94,15 @@ pub trait Provider: Send + Sync {
     /// Whether messages arrive on a receive thread of the provider's own (so callbacks can run there).
     fn has_receive_thread(&self) -> bool {
         false
+    }
+    /// Whether what is published through this provider may reach anyone outside this bus (another process, a file).
+    /// When not (`inproc://`, `memq://`), the bus delivers in-process only and never encodes a typed message for it.
+    fn leaves_process(&self) -> bool {
+        true
+    }
+    /// Which QoS policies beyond best effort and volatile the transport can honour for messages from other
+    /// processes; typed publishers and subscriptions that ask for more are refused at creation.
+    fn qos_support(&self) -> QosSupport {
+        QosSupport::default()
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use nerve_udpm::multiport::{self, Update};
 use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
+use super::own::OwnSender;
 use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
 use crate::error::BusError;
@@ -76,6 +77,8 @@ struct Shared {
     /// Every port a socket has been opened for.
     listening: Mutex<BTreeSet<u16>>,
     stats: Mutex<Vec<RecvStats>>,
+    /// Recognises this provider's own datagrams (the bus delivered them in-process already).
+    own: OwnSender,
 }
 
 impl Shared {
@@ -117,6 +120,7 @@ impl Mpudpm {
             opened: Mutex::new(Vec::new()),
             listening: Mutex::new(BTreeSet::new()),
             stats: Mutex::new(Vec::new()),
+            own: OwnSender::default(),
         });
         Ok(Mpudpm {
             config,
@@ -171,6 +175,8 @@ impl Provider for Mpudpm {
             p.announce(start, nports).map_err(transport)?;
         }
         p.sender.send_to_port(port, channel, data).map_err(transport)?;
+        self.shared.own.note(&p.sender);
+        drop(p);
         self.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -199,7 +205,9 @@ impl Provider for Mpudpm {
         let mut p = self.shared.publishing.lock().expect("publishing lock");
         p.sender
             .send_to_port(start, multiport::REQUEST_CHANNEL, multiport::REQUEST_PAYLOAD)
-            .map_err(transport)
+            .map_err(transport)?;
+        self.shared.own.note(&p.sender);
+        Ok(())
     }
 
     fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError> {
@@ -230,6 +238,7 @@ impl Provider for Mpudpm {
             s.malformed += r.malformed_total() + r.reassembly.dropped_inconsistent;
             s.lost += r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large;
         }
+        s.own_dropped = self.shared.own.dropped();
         s
     }
 }
@@ -288,7 +297,7 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
                     if !p.channels.is_empty() {
                         let _ = p.announce(shared.start, shared.nports);
                     }
-                } else if !multiport::is_internal(&m.channel) {
+                } else if !multiport::is_internal(&m.channel) && !shared.own.is_own(m.sender) {
                     sink.deliver(Incoming {
                         channel: m.channel,
                         data: m.payload,

@@ -1,4 +1,5 @@
-//! The `udpm://` provider: nerve-udpm's sender, and a receive thread that hands whole messages to the bus.
+//! The `udpm://` provider: nerve-udpm's sender, and a receive thread that hands whole messages to the bus, except
+//! the ones this provider sent itself (multicast loops them back; the bus delivered them in-process already).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -6,6 +7,7 @@ use std::time::Duration;
 
 use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
+use super::own::OwnSender;
 use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
 use crate::error::BusError;
@@ -30,6 +32,7 @@ pub struct Udpm {
     published: AtomicU64,
     receive: Mutex<Option<ReceiveThread>>,
     recv_stats: Arc<Mutex<RecvStats>>,
+    own: Arc<OwnSender>,
 }
 
 impl Udpm {
@@ -43,6 +46,7 @@ impl Udpm {
             published: AtomicU64::new(0),
             receive: Mutex::new(None),
             recv_stats: Arc::new(Mutex::new(RecvStats::default())),
+            own: Arc::new(OwnSender::default()),
         })
     }
 
@@ -58,11 +62,10 @@ impl Provider for Udpm {
     }
 
     fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
-        self.sender
-            .lock()
-            .expect("sender lock")
-            .send(channel, data)
-            .map_err(transport)?;
+        let mut sender = self.sender.lock().expect("sender lock");
+        sender.send(channel, data).map_err(transport)?;
+        self.own.note(&sender);
+        drop(sender);
         self.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -77,18 +80,27 @@ impl Provider for Udpm {
         // loopback shows up now as an error, not later as silence.
         {
             let mut sender = self.sender.lock().expect("sender lock");
+            let own = &self.own;
             rx.self_test(&mut sender, SELF_TEST_WITHIN, |m| {
-                sink.deliver(Incoming {
-                    channel: m.channel,
-                    data: m.payload,
-                    recv_utime: m.recv_utime,
-                })
+                // The self-test sends before this first check, so the send socket's port is known by now.
+                if !own.is_own(m.sender) {
+                    sink.deliver(Incoming {
+                        channel: m.channel,
+                        data: m.payload,
+                        recv_utime: m.recv_utime,
+                    })
+                }
             })
             .map_err(transport)?;
+            own.note(&sender);
         }
         let stats = Arc::clone(&self.recv_stats);
+        let own = Arc::clone(&self.own);
         *slot = Some(ReceiveThread::spawn("udpm", "nerve-udpm-rx", move |stop_flag| {
             let deliver = |m: nerve_udpm::Message| {
+                if own.is_own(m.sender) {
+                    return;
+                }
                 sink.deliver(Incoming {
                     channel: m.channel,
                     data: m.payload,
@@ -129,6 +141,7 @@ impl Provider for Udpm {
             received: r.messages,
             malformed: r.malformed_total() + r.reassembly.dropped_inconsistent,
             lost: r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large,
+            own_dropped: self.own.dropped(),
         }
     }
 }

@@ -1,0 +1,540 @@
+//! Typed in-process delivery (seed 003): publishers and subscriptions in one process exchange typed values
+//! directly, with no encoding and no copy that ownership does not require.
+//!
+//! # Brief overview
+//!
+//! [`Bus::publisher`] makes a [`Publisher<T>`]: [`Publisher::publish`] hands over an owned `T` ("unique"),
+//! [`Publisher::publish_shared`] an `Arc<T>`. A subscription says how it takes messages: owned
+//! ([`Bus::subscribe_owned`], the handler gets a `T` it may mutate and keep) or shared ([`Bus::subscribe_shared`],
+//! an `Arc<T>`, read-only); [`Bus::subscriber_owned`] / [`Bus::subscriber_shared`] are the queue forms. Callbacks
+//! run on [`Bus::handle`] (or the bus's `Dispatcher`), or on an [`Executor`](crate::Executor)'s threads when made
+//! through it. Each publisher and subscription has a [`Qos`] (`crate::qos` says what each policy means here).
+//!
+//! ```
+//! use std::sync::Arc;
+//! # use nerve_codec::{Decode, DecodeError, Encode, EncodeError, Message, Reader, Writer};
+//! # #[derive(Clone)] struct Image { data: Vec<u8> }
+//! # impl Encode for Image { fn encoded_body_size(&self) -> usize { 4 + self.data.len() }
+//! #   fn encode_body(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> { w.put_i32(self.data.len() as i32)?; w.put_bytes(&self.data) } }
+//! # impl Decode for Image { fn decode_body(r: &mut Reader<'_>) -> Result<Self, DecodeError> { let n = r.get_i32()?; let n = r.count(n as i64)?; Ok(Image { data: r.get_bytes(n)?.to_vec() }) } }
+//! # impl Message for Image { const FINGERPRINT: u64 = 1; const TYPE_NAME: &'static str = "doc.image_t"; }
+//! let bus = nerve_bus::Bus::new(Some("inproc://"))?;
+//! let qos = nerve_bus::Qos::keep_last(4);
+//! let viewer = bus.subscribe_shared::<Image>("CAMERA", qos, |img: Arc<Image>| println!("{} bytes", img.data.len()))?;
+//! let camera = bus.publisher::<Image>("CAMERA", qos)?;
+//! camera.publish(Image { data: vec![0; 640 * 480 * 3] })?; // moved, never copied: one sharing subscription
+//! bus.handle()?;
+//! # Ok::<(), nerve_bus::BusError>(())
+//! ```
+//!
+//! # Design
+//!
+//! **One queue per subscription** (seed 003's proposal), the same queues the byte-level subscriptions use: so every
+//! subscription's history and full-queue policy is its own, subscriptions are drained independently (on an executor,
+//! in parallel), and a publisher only ever pushes: it never waits for a subscription. A queue holds what its
+//! subscription takes: an owned `T` or an `Arc<T>`, so taking a message never copies it.
+//!
+//! **The copies are decided when publishing**, from how many matching subscriptions own and how many share, by
+//! `copies::distribute`: exactly the seed's two tables. A transient-local publisher keeps every message it
+//! publishes as an `Arc<T>` for late joiners, so its owned publications follow the shared table.
+//!
+//! **Matching is by exact channel name and type.** A typed subscription is on one channel (no pattern), matched to a
+//! publisher when the channel is equal and the fingerprint too; a publisher and a subscription of different
+//! fingerprints (or incompatible QoS) on one channel are refused when the second is created, and counted in the
+//! first's stats. Two Rust types with the same fingerprint (the same LCM type generated twice) still talk, through
+//! the encoding.
+//!
+//! **The same publication reaches everything else once.** When byte-level subscriptions of this bus match the
+//! channel, or when the transport can reach other processes (udpm, mpudpm, shm), the message is encoded once, from
+//! a borrow before any subscription takes it, and the bytes go to those subscriptions and to the transport. The
+//! transport never hands this bus's own messages back (udpm recognises its own send socket's address, shm the
+//! writer's origin id), so a subscription inside the process never gets a second copy through the network (seed 003,
+//! "Problems when both inter and intra-process communication are needed"). Messages from other processes, and raw
+//! publishes, reach typed subscriptions decoded once per Rust type, then shared or copied by the same tables as an
+//! owned publication.
+
+mod copies;
+
+use std::any::{Any, TypeId};
+use std::marker::PhantomData;
+use std::sync::{Arc, Condvar};
+use std::time::Duration;
+
+use nerve_codec::{EncodeError, Message};
+
+use crate::bus::{decode_as, unsupported, Bus, Core, FullPolicy, Group, Handler, Item, QueueHandle, Target};
+use crate::error::{BusError, TypeError};
+use crate::executor::Executor;
+use crate::pattern::Pattern;
+use crate::qos::Qos;
+use crate::{Subscription, SubscriptionStats};
+
+use copies::{distribute, Msg};
+
+/// How a subscription takes its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// Each message is the subscription's own `T` (a copy when others also want it).
+    Owned,
+    /// Messages are `Arc<T>`s shared with the other sharing subscriptions (and the publisher).
+    Shared,
+}
+
+/// Counters of a typed publisher.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PublisherStats {
+    /// Messages published.
+    pub published: u64,
+    /// Deep copies (`T::clone`) the bus made of them for owning subscriptions.
+    pub copies: u64,
+    /// Messages encoded (for byte-level subscriptions, other Rust types of the same LCM type, or the transport).
+    pub encoded: u64,
+    /// Deliveries refused by keep-all subscriptions at their resource limit.
+    pub limit_drops: u64,
+    /// Subscriptions refused because this publisher's QoS could not serve them.
+    pub incompatible_qos: u64,
+    /// Subscriptions refused because they take another message type on this channel.
+    pub incompatible_type: u64,
+    /// Typed subscriptions of this bus on the channel now.
+    pub matched: usize,
+    /// Messages in the transient-local store now.
+    pub stored: usize,
+}
+
+/// Type-erased operations on one message type `T`, for paths that do not know `T` statically (bytes from the
+/// transport, a transient-local store read by another Rust type).
+#[derive(Clone, Copy)]
+pub(crate) struct Ops {
+    pub(crate) type_id: TypeId,
+    /// Decodes and hands the value to `owners` owning and `sharers` sharing subscriptions (seed 003's tables).
+    decode_distribute: fn(&[u8], usize, usize) -> Result<(Vec<Item>, Option<Arc<dyn Any + Send + Sync>>), TypeError>,
+    /// Encodes a `T` (the `Any` must be a `T`).
+    encode: fn(&(dyn Any + Send + Sync)) -> Option<Result<Vec<u8>, EncodeError>>,
+    /// Copies a `T` into an owned item.
+    copy: fn(&(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>>,
+}
+
+fn decode_distribute<T: Message + Clone + Send + Sync + 'static>(
+    data: &[u8],
+    owners: usize,
+    sharers: usize,
+) -> Result<(Vec<Item>, Option<Arc<dyn Any + Send + Sync>>), TypeError> {
+    let value = decode_as::<T>(data)?;
+    let d = distribute(Msg::Owned(value), owners, sharers);
+    let owned = d.owned.into_iter().map(|t| Item::Owned(Box::new(t))).collect();
+    Ok((owned, d.shared.map(|a| a as Arc<dyn Any + Send + Sync>)))
+}
+
+fn encode_any<T: Message + 'static>(v: &(dyn Any + Send + Sync)) -> Option<Result<Vec<u8>, EncodeError>> {
+    (v as &dyn Any).downcast_ref::<T>().map(Message::encode)
+}
+
+fn copy_any<T: Clone + Send + 'static>(v: &(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>> {
+    (v as &dyn Any).downcast_ref::<T>().map(|t| Box::new(t.clone()) as Box<dyn Any + Send>)
+}
+
+impl Ops {
+    fn of<T: Message + Clone + Send + Sync + 'static>() -> Ops {
+        Ops {
+            type_id: TypeId::of::<T>(),
+            decode_distribute: decode_distribute::<T>,
+            encode: encode_any::<T>,
+            copy: copy_any::<T>,
+        }
+    }
+}
+
+/// What the bus knows of a typed publisher or subscription.
+pub(crate) struct TypedInfo {
+    pub(crate) channel: String,
+    pub(crate) fingerprint: u64,
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+    pub(crate) take: Take,
+    pub(crate) qos: Qos,
+    pub(crate) ops: Ops,
+}
+
+impl TypedInfo {
+    fn of<T: Message + Clone + Send + Sync + 'static>(channel: &str, qos: Qos, take: Take) -> TypedInfo {
+        TypedInfo {
+            channel: channel.to_owned(),
+            fingerprint: T::FINGERPRINT,
+            type_id: TypeId::of::<T>(),
+            type_name: T::TYPE_NAME,
+            take,
+            qos,
+            ops: Ops::of::<T>(),
+        }
+    }
+}
+
+/// Decodes `data` once for a group of typed subscriptions of one Rust type and makes their items; on a decode
+/// error (wrong fingerprint, corrupt) every member is listed in `failed` instead.
+pub(crate) fn decode_group(g: &Group, data: &[u8], items: &mut Vec<(Target, Item)>, failed: &mut Vec<Target>) {
+    let owners = g.members.iter().filter(|t| t.take == Take::Owned).count();
+    let sharers = g.members.len() - owners;
+    match (g.ops.decode_distribute)(data, owners, sharers) {
+        Ok((owned, shared)) => assign(&g.members, owned, shared, items),
+        Err(_) => failed.extend(g.members.iter().copied()),
+    }
+}
+
+/// Pairs each target with its item: owning targets take the owned items in order, sharing ones the shared value.
+fn assign(
+    targets: &[Target],
+    owned: Vec<Item>,
+    shared: Option<Arc<dyn Any + Send + Sync>>,
+    items: &mut Vec<(Target, Item)>,
+) {
+    let mut owned = owned.into_iter();
+    for t in targets {
+        let item = match t.take {
+            Take::Owned => owned.next(),
+            Take::Shared => shared.as_ref().map(|a| Item::Shared(Arc::clone(a))),
+        };
+        if let Some(item) = item {
+            items.push((*t, item));
+        }
+    }
+}
+
+/// The item a late-joining subscription gets for one stored message of a transient-local publisher: the stored
+/// `Arc` itself when it shares, a copy when it owns (the store keeps its own), through the encoding when it is
+/// another Rust type of the same LCM type. `None` if the message cannot be converted.
+pub(crate) fn stored_item(msg: &Arc<dyn Any + Send + Sync>, from: Ops, to: Ops, take: Take) -> Option<Item> {
+    if from.type_id == to.type_id {
+        return match take {
+            Take::Shared => Some(Item::Shared(Arc::clone(msg))),
+            Take::Owned => (to.copy)(msg.as_ref()).map(Item::Owned),
+        };
+    }
+    let bytes = (from.encode)(msg.as_ref())?.ok()?;
+    let (owned, shared) = match take {
+        Take::Owned => (to.decode_distribute)(&bytes, 1, 0).ok()?,
+        Take::Shared => (to.decode_distribute)(&bytes, 0, 1).ok()?,
+    };
+    match take {
+        Take::Owned => owned.into_iter().next(),
+        Take::Shared => shared.map(Item::Shared),
+    }
+}
+
+fn into_owned<T: Message + Clone + Send + Sync + 'static>(item: Item) -> Option<T> {
+    match item {
+        Item::Owned(b) => b.downcast::<T>().ok().map(|b| *b),
+        Item::Shared(a) => a.downcast::<T>().ok().map(|a| Arc::try_unwrap(a).unwrap_or_else(|a| (*a).clone())),
+        Item::Bytes(r) => decode_as::<T>(&r.data).ok(),
+    }
+}
+
+fn into_shared<T: Message + Send + Sync + 'static>(item: Item) -> Option<Arc<T>> {
+    match item {
+        Item::Shared(a) => a.downcast::<T>().ok(),
+        Item::Owned(b) => b.downcast::<T>().ok().map(|b| Arc::new(*b)),
+        Item::Bytes(r) => decode_as::<T>(&r.data).ok().map(Arc::new),
+    }
+}
+
+/// A typed publisher on one channel. Dropping it unregisters it (and its transient-local store goes with it).
+pub struct Publisher<T> {
+    core: Arc<Core>,
+    id: u64,
+    channel: String,
+    transient: bool,
+    _type: PhantomData<fn(T)>,
+}
+
+impl<T> std::fmt::Debug for Publisher<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher").field("channel", &self.channel).field("id", &self.id).finish()
+    }
+}
+
+impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
+    /// Publishes an owned message: it moves to the subscriptions, copied only as seed 003's first table says.
+    ///
+    /// Returns [`BusError::LimitReached`] when a reliable keep-all subscription could not take it (every other
+    /// subscription did), and a transport error when sending to other processes failed (every subscription of this
+    /// process got it).
+    pub fn publish(&self, msg: T) -> Result<(), BusError> {
+        self.send(Msg::Owned(msg))
+    }
+
+    /// Publishes a shared message: sharing subscriptions get this very allocation, owning ones a copy each (seed
+    /// 003's second table).
+    pub fn publish_shared(&self, msg: Arc<T>) -> Result<(), BusError> {
+        self.send(Msg::Shared(msg))
+    }
+
+    fn send(&self, msg: Msg<T>) -> Result<(), BusError> {
+        let core = &self.core;
+        // A transient-local publisher stores every message shared; an owned one becomes shared without a copy.
+        let (msg, history) = if self.transient {
+            let arc = match msg {
+                Msg::Owned(t) => Arc::new(t),
+                Msg::Shared(a) => a,
+            };
+            let stored: Arc<dyn Any + Send + Sync> = arc.clone();
+            (Msg::Shared(arc), Some((self.id, stored)))
+        } else {
+            (msg, None)
+        };
+        let plan = core.plan(&self.channel, Some(TypeId::of::<T>()), history);
+        let to_transport = core.provider.leaves_process();
+        let bytes = if to_transport || plan.byte_subs || !plan.groups.is_empty() {
+            let value: &T = match &msg {
+                Msg::Owned(t) => t,
+                Msg::Shared(a) => a,
+            };
+            Some(value.encode().map_err(BusError::Encode)?)
+        } else {
+            None
+        };
+        let owners = plan.own.iter().filter(|t| t.take == Take::Owned).count();
+        let d = distribute(msg, owners, plan.own.len() - owners);
+        let mut items = Vec::with_capacity(plan.own.len());
+        let owned = d.owned.into_iter().map(|t| Item::Owned(Box::new(t))).collect();
+        assign(&plan.own, owned, d.shared.map(|a| a as Arc<dyn Any + Send + Sync>), &mut items);
+        let mut failed = Vec::new();
+        if let Some(b) = &bytes {
+            for g in &plan.groups {
+                decode_group(g, b, &mut items, &mut failed);
+            }
+        }
+        let (received, bytes) = match bytes {
+            Some(data) if plan.byte_subs => {
+                let r = Arc::new(crate::Received { channel: self.channel.clone(), data, recv_utime: nerve_udpm::now_utime() });
+                (Some(Arc::clone(&r)), Some(Bytes::Shared(r)))
+            }
+            other => (None, other.map(Bytes::Owned)),
+        };
+        let done = core.commit(&self.channel, items, received, &failed, Some((self.id, d.copies, bytes.is_some())));
+        if to_transport {
+            if let Some(b) = &bytes {
+                core.provider.publish(&self.channel, b.as_slice())?;
+            }
+        }
+        if done.refused_reliable > 0 {
+            return Err(BusError::LimitReached {
+                channel: self.channel.clone(),
+                subscriptions: done.refused_reliable,
+                limit: done.limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> PublisherStats {
+        self.core.publisher_stats(self.id)
+    }
+
+    /// The channel.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+}
+
+impl<T> Drop for Publisher<T> {
+    fn drop(&mut self) {
+        self.core.remove_publisher(self.id);
+    }
+}
+
+/// The encoded bytes of a publication, shared with byte-level subscriptions or not.
+enum Bytes {
+    Owned(Vec<u8>),
+    Shared(Arc<crate::Received>),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Shared(r) => &r.data,
+        }
+    }
+}
+
+/// A typed queue subscription: `M` is `T` (owned) or `Arc<T>` (shared). Dropping it unsubscribes.
+pub struct TypedSubscriber<M> {
+    id: u64,
+    core: Arc<Core>,
+    cond: Arc<Condvar>,
+    convert: fn(Item) -> Option<M>,
+}
+
+impl<M> TypedSubscriber<M> {
+    fn handle(&self) -> QueueHandle<'_> {
+        QueueHandle { id: self.id, core: &self.core, cond: &self.cond }
+    }
+
+    /// The next message, if one is waiting.
+    pub fn try_recv(&self) -> Option<M> {
+        self.handle().try_recv().and_then(self.convert)
+    }
+
+    /// Waits up to `timeout` for the next message.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<M> {
+        self.handle().recv(Some(timeout)).and_then(self.convert)
+    }
+
+    /// Waits for the next message.
+    pub fn recv(&self) -> M {
+        loop {
+            if let Some(m) = self.handle().recv(None).and_then(self.convert) {
+                return m;
+            }
+        }
+    }
+
+    /// Counters of this subscription.
+    pub fn stats(&self) -> SubscriptionStats {
+        self.handle().stats()
+    }
+}
+
+impl<M> Drop for TypedSubscriber<M> {
+    fn drop(&mut self) {
+        self.handle().remove();
+    }
+}
+
+fn checked<T: Message>(bus: &Bus, channel: &str, qos: &Qos, subscription: bool) -> Result<Pattern, BusError> {
+    qos.validate().map_err(|reason| BusError::InvalidQos { channel: channel.to_owned(), reason })?;
+    if subscription {
+        if let Some(policy) = bus.core.provider.qos_support().refuses(qos, true) {
+            return Err(unsupported(bus.core.provider.name(), channel, policy));
+        }
+    }
+    Pattern::exact(channel).map_err(BusError::Pattern)
+}
+
+fn subscribe_typed<T: Message + Clone + Send + Sync + 'static>(
+    bus: &Bus,
+    channel: &str,
+    qos: Qos,
+    take: Take,
+    handler: Handler,
+    exec: Option<&Executor>,
+) -> Result<Subscription, BusError> {
+    let pattern = checked::<T>(bus, channel, &qos, true)?;
+    let (capacity, refuse) = qos.queue();
+    let info = TypedInfo::of::<T>(channel, qos, take);
+    bus.add_callback(pattern, handler, capacity, FullPolicy::history(refuse), Some(info), exec.map(Executor::shared))
+}
+
+fn owned_handler<T: Message + Clone + Send + Sync + 'static>(mut handler: impl FnMut(T) + Send + 'static) -> Handler {
+    Box::new(move |item| {
+        if let Some(t) = into_owned::<T>(item) {
+            handler(t);
+        }
+        Ok(())
+    })
+}
+
+fn shared_handler<T: Message + Clone + Send + Sync + 'static>(
+    mut handler: impl FnMut(Arc<T>) + Send + 'static,
+) -> Handler {
+    Box::new(move |item| {
+        if let Some(t) = into_shared::<T>(item) {
+            handler(t);
+        }
+        Ok(())
+    })
+}
+
+impl Bus {
+    /// A typed publisher on `channel`. Refused ([`BusError::TypeMismatch`], [`BusError::IncompatibleQos`]) when a
+    /// typed subscription already on the channel takes another type or asks for more than `qos` offers, and
+    /// ([`BusError::QosUnsupported`]) when `qos` is reliable and the transport cannot be.
+    pub fn publisher<T: Message + Clone + Send + Sync + 'static>(
+        &self,
+        channel: &str,
+        qos: Qos,
+    ) -> Result<Publisher<T>, BusError> {
+        checked::<T>(self, channel, &qos, false)?;
+        let transient = qos.transient_depth().is_some();
+        let id = self.core.add_publisher(TypedInfo::of::<T>(channel, qos, Take::Shared))?;
+        Ok(Publisher { core: Arc::clone(&self.core), id, channel: channel.to_owned(), transient, _type: PhantomData })
+    }
+
+    /// Subscribes a callback, run by `handle()`, that takes each message of type `T` on `channel` as its own `T`.
+    /// Refused like [`Bus::publisher`] when a publisher on the channel cannot serve it, and when the transport
+    /// cannot honour `qos` (reliable or transient-local over udpm).
+    pub fn subscribe_owned<T: Message + Clone + Send + Sync + 'static>(
+        &self,
+        channel: &str,
+        qos: Qos,
+        handler: impl FnMut(T) + Send + 'static,
+    ) -> Result<Subscription, BusError> {
+        subscribe_typed::<T>(self, channel, qos, Take::Owned, owned_handler(handler), None)
+    }
+
+    /// Subscribes a callback, run by `handle()`, that takes each message of type `T` on `channel` shared, read-only.
+    pub fn subscribe_shared<T: Message + Clone + Send + Sync + 'static>(
+        &self,
+        channel: &str,
+        qos: Qos,
+        handler: impl FnMut(Arc<T>) + Send + 'static,
+    ) -> Result<Subscription, BusError> {
+        subscribe_typed::<T>(self, channel, qos, Take::Shared, shared_handler(handler), None)
+    }
+
+    /// A queue of the messages of type `T` on `channel`, each taken as the caller's own `T`.
+    pub fn subscriber_owned<T: Message + Clone + Send + Sync + 'static>(
+        &self,
+        channel: &str,
+        qos: Qos,
+    ) -> Result<TypedSubscriber<T>, BusError> {
+        self.typed_queue::<T, T>(channel, qos, Take::Owned, into_owned::<T>)
+    }
+
+    /// A queue of the messages of type `T` on `channel`, each taken shared.
+    pub fn subscriber_shared<T: Message + Clone + Send + Sync + 'static>(
+        &self,
+        channel: &str,
+        qos: Qos,
+    ) -> Result<TypedSubscriber<Arc<T>>, BusError> {
+        self.typed_queue::<T, Arc<T>>(channel, qos, Take::Shared, into_shared::<T>)
+    }
+
+    fn typed_queue<T: Message + Clone + Send + Sync + 'static, M>(
+        &self,
+        channel: &str,
+        qos: Qos,
+        take: Take,
+        convert: fn(Item) -> Option<M>,
+    ) -> Result<TypedSubscriber<M>, BusError> {
+        let pattern = checked::<T>(self, channel, &qos, true)?;
+        let (capacity, refuse) = qos.queue();
+        let info = TypedInfo::of::<T>(channel, qos, take);
+        let (id, cond) = self.add_queue(pattern, capacity, FullPolicy::history(refuse), Some(info))?;
+        Ok(TypedSubscriber { id, core: Arc::clone(&self.core), cond, convert })
+    }
+}
+
+impl Executor {
+    /// Like [`Bus::subscribe_owned`], with the callback run on this executor's threads.
+    pub fn subscribe_owned<T: Message + Clone + Send + Sync + 'static>(
+        &self,
+        bus: &Bus,
+        channel: &str,
+        qos: Qos,
+        handler: impl FnMut(T) + Send + 'static,
+    ) -> Result<Subscription, BusError> {
+        subscribe_typed::<T>(bus, channel, qos, Take::Owned, owned_handler(handler), Some(self))
+    }
+
+    /// Like [`Bus::subscribe_shared`], with the callback run on this executor's threads.
+    pub fn subscribe_shared<T: Message + Clone + Send + Sync + 'static>(
+        &self,
+        bus: &Bus,
+        channel: &str,
+        qos: Qos,
+        handler: impl FnMut(Arc<T>) + Send + 'static,
+    ) -> Result<Subscription, BusError> {
+        subscribe_typed::<T>(bus, channel, qos, Take::Shared, shared_handler(handler), Some(self))
+    }
+}

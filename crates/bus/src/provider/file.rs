@@ -1,0 +1,238 @@
+//! The `file://` provider (spec 4.5): `file://PATH?speed=S&start_timestamp=USEC` plays an LCM log as if it were a
+//! live bus; `mode=w` (or `a`, append) writes every publication to a log instead, as LCM's file provider does.
+//!
+//! **Reading.** A playback thread reads the log with nerve-log's reader (which resynchronises on damage) and hands
+//! each event to the bus at its time: the first at once, each later one at the playback's start plus its offset in
+//! the log divided by `speed` (an absolute schedule, so lateness never accumulates); `speed` <= 0 plays as fast as
+//! possible. As in LCM, a message's `recv_utime` is the wall time it was scheduled for, not the logged time, and
+//! events are never skipped: playback falls behind if handlers are slow. With a dispatcher
+//! ([`crate::Bus::spawn_dispatcher`]) the callbacks run on the playback thread, one event at a time, so no
+//! subscription queue ever overflows whatever the speed; code that calls `handle()` itself gets the events into
+//! the subscriptions' queues at their times, where a queue smaller than a burst at `speed=0` drops (and counts)
+//! as it would for live traffic. Playback starts when the bus starts receiving (the first subscription); it ends
+//! at the end of the log ([`Playback::finished`]). Damaged regions of the log are counted in
+//! `ProviderStats::malformed`. Publishing on a log being read is an error, as in LCM.
+//!
+//! **Writing.** Each publication is one event stamped with the wall time; event numbers start at 0 each time the
+//! file is opened (so append mode repeats them, as LCM's does). The file is flushed when the bus is dropped.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nerve_log::{LogReader, LogWriter};
+
+use super::thread::ReceiveThread;
+use super::{Incoming, Provider, ProviderStats, Sink};
+use crate::error::BusError;
+
+/// The longest the playback thread sleeps before looking at its stop flag.
+const SLICE: Duration = Duration::from_millis(50);
+
+fn transport(e: impl std::error::Error + Send + Sync + 'static) -> BusError {
+    BusError::Transport { provider: "file", source: Box::new(e) }
+}
+
+/// Playback progress, shared with whoever made the provider.
+#[derive(Debug, Default)]
+pub struct PlaybackState {
+    finished: AtomicBool,
+    delivered: AtomicU64,
+    damaged: AtomicU64,
+}
+
+/// A handle on a read-mode provider's playback.
+#[derive(Debug, Clone)]
+pub struct Playback(Arc<PlaybackState>);
+
+impl Playback {
+    /// Whether every event of the log has been handed to the bus.
+    pub fn finished(&self) -> bool {
+        self.0.finished.load(Ordering::Acquire)
+    }
+
+    /// Events handed to the bus so far.
+    pub fn delivered(&self) -> u64 {
+        self.0.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Damaged regions of the log skipped so far.
+    pub fn damaged(&self) -> u64 {
+        self.0.damaged.load(Ordering::Relaxed)
+    }
+}
+
+enum Mode {
+    Read { reader: Mutex<Option<LogReader<File>>>, speed: f64, start_utime: Option<i64>, thread: Mutex<Option<ReceiveThread>> },
+    Write { writer: Mutex<LogWriter<BufWriter<File>>> },
+}
+
+/// A log file as a bus.
+pub struct FileProvider {
+    path: PathBuf,
+    mode: Mode,
+    state: Arc<PlaybackState>,
+    published: AtomicU64,
+}
+
+impl FileProvider {
+    /// From a `file://` URL's path and options (`speed`, `mode`, `start_timestamp`); unknown options are returned
+    /// for the caller to warn about. The file is opened now, so a missing log is reported at creation.
+    pub fn open(url: &str, path: &str, options: &[(String, String)]) -> Result<(FileProvider, Vec<String>), BusError> {
+        let config = |reason: String| BusError::Config { url: url.to_owned(), reason };
+        if path.is_empty() {
+            return Err(config("missing filename: file://PATH (file:///abs/path for an absolute path)".into()));
+        }
+        let mut speed = 1.0;
+        let mut mode = "r".to_owned();
+        let mut start_utime = None;
+        let mut unknown = Vec::new();
+        for (k, v) in options {
+            match k.as_str() {
+                "speed" => {
+                    speed = v.parse::<f64>().ok().filter(|s| s.is_finite()).ok_or_else(|| config(format!("speed={v}: not a number")))?
+                }
+                "mode" => mode = v.clone(),
+                "start_timestamp" => {
+                    start_utime = Some(v.parse::<i64>().map_err(|_| config(format!("start_timestamp={v}: not microseconds")))?)
+                }
+                _ => unknown.push(k.clone()),
+            }
+        }
+        let mode = match mode.as_str() {
+            "r" => {
+                let reader = LogReader::open(path).map_err(transport)?;
+                Mode::Read { reader: Mutex::new(Some(reader)), speed, start_utime, thread: Mutex::new(None) }
+            }
+            "w" => Mode::Write { writer: Mutex::new(LogWriter::create(path, true).map_err(transport)?) },
+            "a" => Mode::Write { writer: Mutex::new(LogWriter::append(path).map_err(transport)?) },
+            other => return Err(config(format!("mode={other}: expected r, w or a"))),
+        };
+        let provider =
+            FileProvider { path: PathBuf::from(path), mode, state: Arc::default(), published: AtomicU64::new(0) };
+        Ok((provider, unknown))
+    }
+
+    /// The playback's progress (for a log being read).
+    pub fn playback(&self) -> Playback {
+        Playback(Arc::clone(&self.state))
+    }
+}
+
+impl Drop for FileProvider {
+    fn drop(&mut self) {
+        if let Mode::Write { writer } = &self.mode {
+            if let Ok(mut w) = writer.lock() {
+                if let Err(e) = w.flush() {
+                    eprintln!("nerve: file provider: {e}");
+                }
+            }
+        }
+    }
+}
+
+fn now_utime() -> i64 {
+    nerve_udpm::now_utime()
+}
+
+/// Sleeps until `due`, in slices, unless `stop` is set; false when stopped.
+fn sleep_until(due: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(SLICE));
+    }
+}
+
+impl Provider for FileProvider {
+    fn name(&self) -> &'static str {
+        "file"
+    }
+
+    fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
+        match &self.mode {
+            Mode::Read { .. } => Err(BusError::Config {
+                url: format!("file://{}", self.path.display()),
+                reason: "publishing on a log opened for reading (use mode=w to write one)".into(),
+            }),
+            Mode::Write { writer } => {
+                writer.lock().expect("log writer lock").write_event(now_utime(), channel, data).map_err(transport)?;
+                self.published.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+        }
+    }
+
+    fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError> {
+        let Mode::Read { reader, speed, start_utime, thread } = &self.mode else { return Ok(()) };
+        let mut slot = thread.lock().expect("playback lock");
+        let Some(mut reader) = reader.lock().expect("reader lock").take() else { return Ok(()) };
+        let (speed, start_utime, state) = (*speed, *start_utime, Arc::clone(&self.state));
+        *slot = Some(ReceiveThread::spawn("file", "nerve-file-play", move |stop| {
+            let mut origin: Option<(Instant, i64, i64)> = None; // (wall, wall µs, log µs) of the first event
+            loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let ev = match reader.next_event() {
+                    Ok(Some(ev)) => ev,
+                    Ok(None) => break,
+                    Err(e) => {
+                        eprintln!("nerve: file provider: {e}; playback stopped");
+                        break;
+                    }
+                };
+                if start_utime.is_some_and(|s| ev.utime < s) {
+                    continue;
+                }
+                let recv_utime = if speed > 0.0 {
+                    let (wall0, wall0_us, log0) = *origin.get_or_insert_with(|| (Instant::now(), now_utime(), ev.utime));
+                    let offset_us = (ev.utime.saturating_sub(log0)).max(0) as f64 / speed;
+                    if !sleep_until(wall0 + Duration::from_secs_f64(offset_us / 1e6), stop) {
+                        return;
+                    }
+                    wall0_us + offset_us as i64
+                } else {
+                    now_utime()
+                };
+                let msg = Incoming { channel: ev.channel().into_owned(), data: ev.data.to_vec(), recv_utime };
+                state.damaged.store(reader.damage_totals().regions, Ordering::Relaxed);
+                sink.deliver(msg);
+                state.delivered.fetch_add(1, Ordering::Relaxed);
+                // With an inline dispatcher, run every callback this event queued before the next one.
+                while sink.drained() {}
+            }
+            state.damaged.store(reader.damage_totals().regions, Ordering::Relaxed);
+            state.finished.store(true, Ordering::Release);
+            // Callbacks still queued run when the user's handle() or dispatcher gets to them; stay until stopped
+            // so that an inline dispatcher keeps being served.
+            while !stop.load(Ordering::Relaxed) {
+                if !sink.drained() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        })?);
+        Ok(())
+    }
+
+    fn has_receive_thread(&self) -> bool {
+        matches!(self.mode, Mode::Read { .. })
+    }
+
+    fn stats(&self) -> ProviderStats {
+        ProviderStats {
+            published: self.published.load(Ordering::Relaxed),
+            received: self.state.delivered.load(Ordering::Relaxed),
+            malformed: self.state.damaged.load(Ordering::Relaxed),
+            ..ProviderStats::default()
+        }
+    }
+}
