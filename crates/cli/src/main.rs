@@ -25,6 +25,12 @@ enum Command {
     Sub(cmd::sub::Args),
     /// Watch live traffic: per channel the type, count, rate, jitter, bandwidth; decode a channel's messages.
     Spy(cmd::spy::Args),
+    /// Record the bus to an LCM log file (lcm-logger's job).
+    Log(cmd::log::Args),
+    /// Play an LCM log file onto the bus (lcm-logplayer's job).
+    Play(cmd::play::Args),
+    /// Export an LCM log to MCAP, JSON lines or CSV.
+    Export(cmd::export::Args),
     /// Run a benchmark suite and print its table.
     Bench(cmd::bench::Args),
 }
@@ -36,6 +42,9 @@ fn main() -> ExitCode {
         Command::Pub(args) => cmd::publish::run(args),
         Command::Sub(args) => cmd::sub::run(args),
         Command::Spy(args) => cmd::spy::run(args),
+        Command::Log(args) => cmd::log::run(args),
+        Command::Play(args) => cmd::play::run(args),
+        Command::Export(args) => cmd::export::run(args),
         Command::Bench(args) => cmd::bench::run(args),
     };
     match result {

@@ -1,7 +1,10 @@
 //! One module per subcommand; each has `Args` (its command line) and `run`.
 
 pub mod bench;
+pub mod export;
 pub mod gen;
+pub mod log;
+pub mod play;
 pub mod publish;
 pub mod spy;
 pub mod sub;

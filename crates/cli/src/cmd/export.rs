@@ -1,0 +1,182 @@
+//! `nerve export LOG --to mcap|jsonl|csv`: a log to MCAP (a JSON schema per LCM type and JSON messages, for
+//! Foxglove), JSON lines, or a CSV file per channel with flattened field names. Types come from `--types DIR`
+//! (or `NERVE_TYPES`); messages no type decodes are exported raw with the reason. A progress bar shows on a
+//! terminal. A damaged log is exported up to and past the damage, which is reported (exit status 1).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use nerve_bus::Pattern;
+use nerve_log::export::{CsvExport, Decoder, ExportStats, JsonlExport, McapExport};
+use nerve_log::{EventRef, LogReader};
+
+use super::types_arg::{load_registry, type_dirs};
+
+/// Output formats.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// MCAP with a JSON schema per type and JSON messages (opens in Foxglove).
+    Mcap,
+    /// One JSON object per message.
+    Jsonl,
+    /// A CSV file per channel, columns named by field path (`pose.position[0]`).
+    Csv,
+}
+
+/// Arguments of `nerve export`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The log file.
+    log: PathBuf,
+    /// The output format.
+    #[arg(long, value_enum)]
+    to: Format,
+    /// Where to write: a file (mcap, jsonl; `-` is stdout for jsonl) or a directory (csv). Default: LOG.mcap,
+    /// LOG.jsonl or the directory LOG.csv.
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// A directory of .lcm files to decode messages with (repeatable; default NERVE_TYPES).
+    #[arg(long = "types", value_name = "DIR")]
+    types: Vec<PathBuf>,
+    /// Export only the channels this regular expression matches in full.
+    #[arg(long, short = 'c', value_name = "REGEX")]
+    channel: Option<String>,
+    /// No progress bar, no summary.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+fn default_output(log: &Path, to: Format) -> PathBuf {
+    let ext = match to {
+        Format::Mcap => "mcap",
+        Format::Jsonl => "jsonl",
+        Format::Csv => "csv",
+    };
+    let mut s = log.as_os_str().to_owned();
+    s.push(".");
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+/// Runs `nerve export`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let registry = load_registry(&type_dirs(&args.types))?;
+    let decoder = Decoder::new(registry);
+    let filter = match &args.channel {
+        Some(re) => Some(Pattern::new(re).with_context(|| format!("--channel {re}"))?),
+        None => None,
+    };
+    let output = args.output.clone().unwrap_or_else(|| default_output(&args.log, args.to));
+    let started = Instant::now();
+    let mut reader = LogReader::open(&args.log)?;
+    let passes = if args.to == Format::Csv { 2 } else { 1 };
+    let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(reader.len() * passes);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} [{elapsed_precise}, eta {eta}]")
+                .expect("a valid template"),
+        );
+        bar
+    });
+    let mut cache: std::collections::HashMap<Vec<u8>, bool> = std::collections::HashMap::new();
+    let mut wanted = |ev: &EventRef<'_>| -> bool {
+        let Some(f) = &filter else { return true };
+        if let Some(&w) = cache.get(ev.channel_bytes) {
+            return w;
+        }
+        let w = f.matches(&ev.channel());
+        cache.insert(ev.channel_bytes.to_vec(), w);
+        w
+    };
+    let mut count = 0u64;
+    let mut tick = |bar: Option<&ProgressBar>, pos: u64| {
+        count += 1;
+        if count % 4096 == 0 {
+            if let Some(b) = bar {
+                b.set_position(pos);
+            }
+        }
+    };
+    let stats: ExportStats = match args.to {
+        Format::Mcap => {
+            let mut x = McapExport::create(&output, &decoder)?;
+            while let Some(ev) = reader.next_event()? {
+                if wanted(&ev) {
+                    x.event(&ev)?;
+                }
+                let pos = ev.offset + ev.encoded_len();
+                tick(bar.as_ref(), pos);
+            }
+            x.finish()?
+        }
+        Format::Jsonl => {
+            let mut x = if output.as_os_str() == "-" {
+                JsonlExport::to_writer(Path::new("stdout"), Box::new(std::io::stdout().lock()), &decoder)
+            } else {
+                JsonlExport::create(&output, &decoder)?
+            };
+            while let Some(ev) = reader.next_event()? {
+                if wanted(&ev) {
+                    x.event(&ev)?;
+                }
+                let pos = ev.offset + ev.encoded_len();
+                tick(bar.as_ref(), pos);
+            }
+            x.finish()?
+        }
+        Format::Csv => {
+            let mut x = CsvExport::create(&output, &decoder)?;
+            while let Some(ev) = reader.next_event()? {
+                if wanted(&ev) {
+                    x.scan(&ev);
+                }
+                let pos = ev.offset + ev.encoded_len();
+                tick(bar.as_ref(), pos);
+            }
+            let len = reader.len();
+            // The second pass reads the file again: damage was reported by the first.
+            let mut again = LogReader::open(&args.log)?;
+            while let Some(ev) = again.next_event()? {
+                if wanted(&ev) {
+                    x.event(&ev)?;
+                }
+                let pos = len + ev.offset + ev.encoded_len();
+                tick(bar.as_ref(), pos);
+            }
+            x.finish()?
+        }
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if !args.quiet {
+        eprintln!(
+            "nerve export: {} messages ({} decoded, {} undecoded) to {} ({} bytes) in {secs:.3} s, {:.1} MB/s of log",
+            stats.messages,
+            stats.decoded,
+            stats.undecoded,
+            output.display(),
+            stats.bytes_out,
+            reader.len() as f64 / 1e6 / secs.max(1e-9)
+        );
+    }
+    let totals = reader.damage_totals();
+    if totals.regions > 0 {
+        eprintln!(
+            "nerve export: {}: damaged in {} place(s) ({} bytes skipped); every intact event was exported:",
+            args.log.display(),
+            totals.regions,
+            totals.bytes
+        );
+        for d in reader.damage() {
+            eprintln!("  {d}");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
