@@ -795,6 +795,13 @@ impl Bus {
             }
             "memq" => Box::new(provider::inproc::Inproc::memq()),
             "inproc" => return Ok(Bus::inproc_domain(&url.network)),
+            "file" => {
+                let (file, unknown) = provider::file::FileProvider::open(&text, &url.network, &url.options)?;
+                for key in unknown {
+                    eprintln!("nerve: {text}: unknown option '{key}' ignored");
+                }
+                Box::new(file)
+            }
             other => return Err(BusError::UnknownProvider { provider: other.to_owned() }),
         };
         Ok(Bus::with_provider(provider))

@@ -17,6 +17,7 @@ use crate::error::BusError;
 use crate::pattern::Pattern;
 pub use crate::qos::QosSupport;
 
+pub mod file;
 pub mod inproc;
 pub mod mpudpm;
 mod own;
