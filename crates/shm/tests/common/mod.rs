@@ -40,11 +40,18 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 
 /// A payload of `len` bytes (at least 24): writer id, counter, filler derived from both, and a checksum at the end.
 pub fn payload(writer: u64, counter: u64, len: usize) -> Vec<u8> {
-    assert!(len >= 24);
     let mut p = vec![0u8; len];
+    fill_payload(&mut p, writer, counter);
+    p
+}
+
+/// Writes a [`payload`] into `p` in place (into a loaned frame, say).
+pub fn fill_payload(p: &mut [u8], writer: u64, counter: u64) {
+    let len = p.len();
+    assert!(len >= 24);
     p[..8].copy_from_slice(&writer.to_le_bytes());
     p[8..16].copy_from_slice(&counter.to_le_bytes());
-    let mut x = writer.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ counter;
+    let mut x = writer.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ counter ^ 1;
     for b in &mut p[16..len - 8] {
         x ^= x << 13;
         x ^= x >> 7;
@@ -53,7 +60,6 @@ pub fn payload(writer: u64, counter: u64, len: usize) -> Vec<u8> {
     }
     let sum = checksum(&p[..len - 8]);
     p[len - 8..].copy_from_slice(&sum.to_le_bytes());
-    p
 }
 
 /// Checks a payload made by [`payload`]; returns (writer, counter) if it is intact.
