@@ -249,17 +249,10 @@ fn min_max(items: &[Value]) -> Option<(&Value, &Value)> {
         _ => None,
     };
     as_f64(&items[0])?;
-    let numbers = items.iter().filter_map(|x| as_f64(x).filter(|f| !f.is_nan()).map(|f| (f, x)));
-    let (mut lo, mut hi): (Option<(f64, &Value)>, Option<(f64, &Value)>) = (None, None);
-    for (f, x) in numbers {
-        if lo.is_none_or(|(l, _)| f < l) {
-            lo = Some((f, x));
-        }
-        if hi.is_none_or(|(h, _)| f > h) {
-            hi = Some((f, x));
-        }
-    }
-    Some((lo?.1, hi?.1))
+    let numbers = || items.iter().filter_map(|x| as_f64(x).filter(|f| !f.is_nan()).map(|f| (f, x)));
+    let lo = numbers().min_by(|a, b| a.0.total_cmp(&b.0))?.1;
+    let hi = numbers().max_by(|a, b| a.0.total_cmp(&b.0))?.1;
+    Some((lo, hi))
 }
 
 /// The element type's name, from the declaration, else from the first element.
@@ -392,6 +385,14 @@ pub(crate) mod tests {
                 "  … 47 more",
             ]
         );
+    }
+
+    #[test]
+    fn min_and_max_ignore_nan() {
+        let types = seed_types();
+        let json = r#"{"utime": 1, "ranges": ["NaN", 4, 2, "Infinity", 3, 1, 5, 6, 7], "rad0": 0, "radstep": 0}"#;
+        let lines = tree_of(&types, &encode(&types, "exlcm.laser_t", json));
+        assert_eq!(lines[2], "ranges: float[9] [NaN, 4.0, 2.0, …] min 1.0 max inf");
     }
 
     #[test]

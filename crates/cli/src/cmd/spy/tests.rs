@@ -80,10 +80,7 @@ fn table_shows_header_rows_and_help() {
     let mut app = App::new("memq://".into());
     app.update(&table, &types, T0 + 2_000_000);
     let lines = screen(&mut app, 110, 10);
-    assert_eq!(
-        lines[0],
-        "nerve spy  memq://  4 channels  86 msgs  drops: 0 queue, 0 lost, 0 malformed"
-    );
+    assert_eq!(lines[0], "nerve spy  memq://  4 channels  86 msgs  no drops");
     for col in ["Channel ▲", "Type", "Count", "Rate Hz", "Jitter", "Bandwidth", "Errors"] {
         assert!(lines[1].contains(col), "header lacks {col}: {}", lines[1]);
     }
@@ -201,6 +198,17 @@ fn a_known_fingerprint_that_does_not_decode_is_an_error_once() {
     app.update(&table, &types, T0 + 4000);
     let lines = screen(&mut app, 120, 8);
     assert!(lines[2].starts_with("> BROKEN") && lines[2].ends_with(" 2"), "{lines:#?}");
+}
+
+#[test]
+fn drops_are_named_in_the_title_when_there_are_some() {
+    let types = seed_types();
+    let table = known_channels(&types);
+    lock(&table).drops = super::stats::Drops { queue_overflow: 12, transport_lost: 3, malformed: 1 };
+    let mut app = App::new("memq://".into());
+    app.update(&table, &types, T0 + 2_000_000);
+    let lines = screen(&mut app, 110, 10);
+    assert_eq!(lines[0], "nerve spy  memq://  4 channels  86 msgs  DROPPED: 12 queue, 3 lost, 1 malformed");
 }
 
 #[test]

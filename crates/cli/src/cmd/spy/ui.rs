@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
-use ratatui::text::Line;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row as TableRow, Table as TableWidget, TableState};
 use ratatui::Frame;
 
@@ -269,16 +269,20 @@ impl App {
         let [top, main, help] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(0), Constraint::Length(1)]).areas(frame.area());
         let d = self.drops;
-        let title = format!(
-            "nerve spy  {}  {} channels  {} msgs  drops: {} queue, {} lost, {} malformed",
-            self.title,
-            self.rows.len(),
-            self.total,
-            d.queue_overflow,
-            d.transport_lost,
-            d.malformed
+        let head = format!("nerve spy  {}  {} channels  {} msgs  ", self.title, self.rows.len(), self.total);
+        // Losses are worth the room (and the colour) only when there are some.
+        let drops = if d == Drops::default() {
+            Span::raw("no drops")
+        } else {
+            Span::styled(
+                format!("DROPPED: {} queue, {} lost, {} malformed", d.queue_overflow, d.transport_lost, d.malformed),
+                Style::new().fg(Color::Red),
+            )
+        };
+        frame.render_widget(
+            Paragraph::new(Line::from(vec![Span::raw(head), drops])).style(Style::new().add_modifier(Modifier::BOLD)),
+            top,
         );
-        frame.render_widget(Paragraph::new(title).style(Style::new().add_modifier(Modifier::BOLD)), top);
         let keys = match self.mode {
             Mode::Table => "↑↓/jk select  Enter open  sort: n name  c count  r rate  b bandwidth (again: reverse)  q quit",
             Mode::Detail => "↑↓/jk scroll  PgUp/PgDn page  Esc/q back to the table  Ctrl-C quit",
