@@ -1,7 +1,9 @@
 //! `nerve export LOG --to mcap|jsonl|csv`: a log to MCAP (a JSON schema per LCM type and JSON messages, for
 //! Foxglove), JSON lines, or a CSV file per channel with flattened field names. Types come from `--types DIR`
 //! (or `NERVE_TYPES`); messages no type decodes are exported raw with the reason. A progress bar shows on a
-//! terminal. A damaged log is exported up to and past the damage, which is reported (exit status 1).
+//! terminal. A damaged log is exported up to and past the damage, which is reported (exit status 1). `--to lcm`
+//! copies the matching events into a new log with Nerve's writer (lcm-logfilter's job, and a repaired copy of a
+//! damaged log).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,8 @@ pub enum Format {
     Jsonl,
     /// A CSV file per channel, columns named by field path (`pose.position[0]`).
     Csv,
+    /// An LCM log again: the matching channels, renumbered from 0 (lcm-logfilter's job); damage is left behind.
+    Lcm,
 }
 
 /// Arguments of `nerve export`.
@@ -55,6 +59,7 @@ fn default_output(log: &Path, to: Format) -> PathBuf {
         Format::Mcap => "mcap",
         Format::Jsonl => "jsonl",
         Format::Csv => "csv",
+        Format::Lcm => "filtered.lcmlog",
     };
     let mut s = log.as_os_str().to_owned();
     s.push(".");
@@ -127,6 +132,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 tick(bar.as_ref(), pos);
             }
             x.finish()?
+        }
+        Format::Lcm => {
+            let mut w = nerve_log::LogWriter::create(&output, true)?;
+            let mut stats = ExportStats::default();
+            while let Some(ev) = reader.next_event()? {
+                if wanted(&ev) {
+                    w.write_numbered(w.next_number(), ev.utime, ev.channel_bytes, ev.data)?;
+                    stats.messages += 1;
+                }
+                let pos = ev.offset + ev.encoded_len();
+                tick(bar.as_ref(), pos);
+            }
+            w.sync()?;
+            stats.bytes_out = w.bytes_written();
+            stats
         }
         Format::Csv => {
             let mut x = CsvExport::create(&output, &decoder)?;
