@@ -305,6 +305,9 @@ enum Pushed {
 /// An executor subscription taken out of its queue to run.
 type ExecTurn = (u64, Item, Arc<Mutex<Handler>>, Arc<AtomicBool>);
 
+/// A callback subscription's turn in a dispatch: its id, handler, whether it is still subscribed, its message.
+type Turn = (u64, Arc<Mutex<Handler>>, Arc<AtomicBool>, Item);
+
 impl Core {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().expect("bus state lock poisoned by a panicking thread")
@@ -501,7 +504,7 @@ impl Core {
     }
 
     /// Takes the oldest waiting message from every callback subscription that has it at the front.
-    fn pop_next(&self, st: &mut State) -> Option<Vec<(u64, Arc<Mutex<Handler>>, Arc<AtomicBool>, Item)>> {
+    fn pop_next(&self, st: &mut State) -> Option<Vec<Turn>> {
         let oldest = st
             .subs
             .iter()
@@ -546,7 +549,7 @@ impl Core {
         }
     }
 
-    fn dispatch(&self, targets: Vec<(u64, Arc<Mutex<Handler>>, Arc<AtomicBool>, Item)>) {
+    fn dispatch(&self, targets: Vec<Turn>) {
         IN_HANDLER.with(|f| f.set(true));
         for (id, handler, active, item) in targets {
             // A subscription removed by an earlier handler of this same message is skipped, as in LCM 1.5.3.
@@ -814,7 +817,7 @@ impl Bus {
         if let Some(core) = domains.iter().find(|(n, _)| n == name).and_then(|(_, w)| w.upgrade()) {
             return Bus { core };
         }
-        let bus = Bus::with_provider(Box::new(provider::inproc::Inproc::inproc()));
+        let bus = Bus::with_provider(Box::new(provider::inproc::Inproc::new()));
         domains.push((name.to_owned(), Arc::downgrade(&bus.core)));
         bus
     }

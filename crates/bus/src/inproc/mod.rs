@@ -101,15 +101,22 @@ pub struct PublisherStats {
     pub stored: usize,
 }
 
+/// What decoding for a group of typed subscriptions gives: one item per owning subscription, and the value shared
+/// by the sharing ones.
+type Decoded = (Vec<Item>, Option<Arc<dyn Any + Send + Sync>>);
+
+/// An encoding of a type-erased `T`: `None` when the value is not a `T`.
+type ErasedEncode = Option<Result<Vec<u8>, EncodeError>>;
+
 /// Type-erased operations on one message type `T`, for paths that do not know `T` statically (bytes from the
 /// transport, a transient-local store read by another Rust type).
 #[derive(Clone, Copy)]
 pub(crate) struct Ops {
     pub(crate) type_id: TypeId,
     /// Decodes and hands the value to `owners` owning and `sharers` sharing subscriptions (seed 003's tables).
-    decode_distribute: fn(&[u8], usize, usize) -> Result<(Vec<Item>, Option<Arc<dyn Any + Send + Sync>>), TypeError>,
+    decode_distribute: fn(&[u8], usize, usize) -> Result<Decoded, TypeError>,
     /// Encodes a `T` (the `Any` must be a `T`).
-    encode: fn(&(dyn Any + Send + Sync)) -> Option<Result<Vec<u8>, EncodeError>>,
+    encode: fn(&(dyn Any + Send + Sync)) -> ErasedEncode,
     /// Copies a `T` into an owned item.
     copy: fn(&(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>>,
 }
@@ -118,14 +125,14 @@ fn decode_distribute<T: Message + Clone + Send + Sync + 'static>(
     data: &[u8],
     owners: usize,
     sharers: usize,
-) -> Result<(Vec<Item>, Option<Arc<dyn Any + Send + Sync>>), TypeError> {
+) -> Result<Decoded, TypeError> {
     let value = decode_as::<T>(data)?;
     let d = distribute(Msg::Owned(value), owners, sharers);
     let owned = d.owned.into_iter().map(|t| Item::Owned(Box::new(t))).collect();
     Ok((owned, d.shared.map(|a| a as Arc<dyn Any + Send + Sync>)))
 }
 
-fn encode_any<T: Message + 'static>(v: &(dyn Any + Send + Sync)) -> Option<Result<Vec<u8>, EncodeError>> {
+fn encode_any<T: Message + 'static>(v: &(dyn Any + Send + Sync)) -> ErasedEncode {
     (v as &dyn Any).downcast_ref::<T>().map(Message::encode)
 }
 
@@ -401,7 +408,7 @@ impl<M> Drop for TypedSubscriber<M> {
     }
 }
 
-fn checked<T: Message>(bus: &Bus, channel: &str, qos: &Qos, subscription: bool) -> Result<Pattern, BusError> {
+fn checked(bus: &Bus, channel: &str, qos: &Qos, subscription: bool) -> Result<Pattern, BusError> {
     qos.validate().map_err(|reason| BusError::InvalidQos { channel: channel.to_owned(), reason })?;
     if subscription {
         if let Some(policy) = bus.core.provider.qos_support().refuses(qos, true) {
@@ -419,7 +426,7 @@ fn subscribe_typed<T: Message + Clone + Send + Sync + 'static>(
     handler: Handler,
     exec: Option<&Executor>,
 ) -> Result<Subscription, BusError> {
-    let pattern = checked::<T>(bus, channel, &qos, true)?;
+    let pattern = checked(bus, channel, &qos, true)?;
     let (capacity, refuse) = qos.queue();
     let info = TypedInfo::of::<T>(channel, qos, take);
     bus.add_callback(pattern, handler, capacity, FullPolicy::history(refuse), Some(info), exec.map(Executor::shared))
@@ -454,7 +461,7 @@ impl Bus {
         channel: &str,
         qos: Qos,
     ) -> Result<Publisher<T>, BusError> {
-        checked::<T>(self, channel, &qos, false)?;
+        checked(self, channel, &qos, false)?;
         let transient = qos.transient_depth().is_some();
         let id = self.core.add_publisher(TypedInfo::of::<T>(channel, qos, Take::Shared))?;
         Ok(Publisher { core: Arc::clone(&self.core), id, channel: channel.to_owned(), transient, _type: PhantomData })
@@ -507,7 +514,7 @@ impl Bus {
         take: Take,
         convert: fn(Item) -> Option<M>,
     ) -> Result<TypedSubscriber<M>, BusError> {
-        let pattern = checked::<T>(self, channel, &qos, true)?;
+        let pattern = checked(self, channel, &qos, true)?;
         let (capacity, refuse) = qos.queue();
         let info = TypedInfo::of::<T>(channel, qos, take);
         let (id, cond) = self.add_queue(pattern, capacity, FullPolicy::history(refuse), Some(info))?;

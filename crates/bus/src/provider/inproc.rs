@@ -21,7 +21,8 @@ pub struct Inproc {
 
 impl Inproc {
     /// The `inproc://` provider.
-    pub fn inproc() -> Inproc {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Inproc {
         Inproc { name: "inproc", published: AtomicU64::new(0) }
     }
 
