@@ -22,11 +22,16 @@ fn encode(events: &[Event]) -> (Vec<u8>, Vec<usize>) {
 }
 
 fn read_all(bytes: Vec<u8>) -> (Vec<Event>, Vec<Damage>, LogReader<Cursor<Vec<u8>>>) {
+    let len = bytes.len() as u64;
     let mut r = LogReader::new(Cursor::new(bytes)).unwrap();
     let mut out = Vec::new();
+    let mut event_bytes = 0;
     while let Some(e) = r.next_event().unwrap() {
+        event_bytes += e.encoded_len();
         out.push(e.to_owned());
     }
+    // Every byte is accounted for: inside an event or in a damaged region.
+    assert_eq!(event_bytes + r.damage_totals().bytes, len);
     let d = r.damage().to_vec();
     (out, d, r)
 }
