@@ -100,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut count = 0u64;
     let mut tick = |bar: Option<&ProgressBar>, pos: u64| {
         count += 1;
-        if count % 4096 == 0 {
+        if count.is_multiple_of(4096) {
             if let Some(b) = bar {
                 b.set_position(pos);
             }

@@ -104,11 +104,11 @@ struct WriterTotals {
 /// Runs `nerve log`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let split_bytes = match args.split_mb {
-        Some(mb) if !(mb > 0.0) => bail!("--split-mb must be more than 0"),
+        Some(mb) if mb.is_nan() || mb <= 0.0 => bail!("--split-mb must be more than 0"),
         Some(mb) => Some((mb * 1024.0 * 1024.0) as u64),
         None => None,
     };
-    if !(args.max_unwritten_mb > 0.0) {
+    if args.max_unwritten_mb.is_nan() || args.max_unwritten_mb <= 0.0 {
         bail!("--max-unwritten-mb must be more than 0");
     }
     let filter = match (&args.channel, args.invert) {

@@ -1,0 +1,456 @@
+//! `nerve-bench log`: the log tools' figures (issue 6, "Measured"), each next to its peer in the same run.
+//!
+//! - **logger keep-up**: a source process publishes 800-byte messages over udpm at the echo suite's highest target
+//!   rate (50 MB/s, 62,500 msg/s) and as fast as it can; `nerve log` and the real `lcm-logger` each record it (one
+//!   at a time); the row counts the messages in the file against those sent.
+//! - **player**: a log of small messages (8-byte payloads) played at `--speed 0` by `nerve play` to `memq://` (no
+//!   transport: the reader and the play loop alone), by `nerve play` to udpm, and by the real `lcm-logplayer -s 0`
+//!   to udpm; messages per second of wall time, process start included.
+//! - **export**: a mixed log (seed types: image_t, laser_t, path_t, lidar_t) exported by `nerve export` to each
+//!   format, in MB of log per second, against copying the same file (page cache, and with fsync: "disk speed").
+//!
+//! The programs measured are the `nerve` binary next to this one (`cargo build --release -p nerve-cli`) and the
+//! venv's LCM tools; anything missing makes its row say so.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::data;
+
+/// The echo suite's message size and highest target rate (bench/src/echo: 50 MB/s of 800-byte messages).
+const MSG_SIZE: usize = 800;
+const TOP_RATE: u64 = 50_000_000 / MSG_SIZE as u64;
+const GROUP: &str = "239.255.76.98";
+const CHANNEL: &str = "LOGBENCH";
+
+fn base_port() -> u16 {
+    // Below the ephemeral range; apart from the echo suite's 10000-31999 blocks.
+    32_000 - 200 + (std::process::id() % 100) as u16 * 2
+}
+
+/// The hidden role `nerve-bench log-source URL RATE COUNT`: publishes COUNT numbered 800-byte messages at RATE
+/// messages per second (0: as fast as it can), then a few spaced tail messages (lcm-logger writes an event only
+/// when a later one arrives), and prints `sent N SECONDS`.
+pub fn hidden_role(args: &[String]) -> Option<ExitCode> {
+    if args.get(1).map(String::as_str) != Some("log-source") {
+        return None;
+    }
+    Some(match source(&args[2..]) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nerve-bench log-source: {e}");
+            ExitCode::from(3)
+        }
+    })
+}
+
+fn source(args: &[String]) -> Result<(), String> {
+    let [url, rate, count] = args else { return Err("usage: log-source URL RATE COUNT".into()) };
+    let rate: u64 = rate.parse().map_err(|e| format!("rate: {e}"))?;
+    let count: u64 = count.parse().map_err(|e| format!("count: {e}"))?;
+    let bus = nerve_bus::Bus::new(Some(url)).map_err(|e| e.to_string())?;
+    let mut msg = vec![0u8; MSG_SIZE];
+    let start = Instant::now();
+    for i in 0..count {
+        if rate > 0 {
+            let due = Duration::from_secs_f64(i as f64 / rate as f64);
+            let now = start.elapsed();
+            if due > now + Duration::from_micros(200) {
+                std::thread::sleep(due - now);
+            }
+        }
+        msg[..8].copy_from_slice(&i.to_be_bytes());
+        bus.publish_raw(CHANNEL, &msg).map_err(|e| e.to_string())?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(200));
+        bus.publish_raw("LOGBENCH_TAIL", b"x").map_err(|e| e.to_string())?;
+    }
+    println!("sent {count} {secs:.6}");
+    Ok(())
+}
+
+struct Tools {
+    nerve: Result<PathBuf, String>,
+    lcm_logger: Result<PathBuf, String>,
+    lcm_logplayer: Result<PathBuf, String>,
+}
+
+fn tools() -> Tools {
+    let exe = std::env::current_exe().ok();
+    let nerve = exe
+        .map(|e| e.with_file_name("nerve"))
+        .filter(|p| p.exists())
+        .ok_or_else(|| "no nerve binary next to nerve-bench (cargo build --release -p nerve-cli)".to_string());
+    let venv = std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
+    let find = |name: &str| {
+        let p = venv.join("bin").join(name);
+        if p.exists() {
+            Ok(p)
+        } else {
+            Err(format!("{} missing (scripts/setup)", p.display()))
+        }
+    };
+    Tools { nerve, lcm_logger: find("lcm-logger"), lcm_logplayer: find("lcm-logplayer") }
+}
+
+/// Counts the events on `channel` in a log (a plain walk over the headers; the file is ours and intact).
+fn count_events(path: &Path, channel: &str) -> Result<u64, String> {
+    let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut i, mut n) = (0usize, 0u64);
+    while i + 28 <= b.len() {
+        let ch = i32::from_be_bytes(b[i + 20..i + 24].try_into().expect("4")) as usize;
+        let dl = i32::from_be_bytes(b[i + 24..i + 28].try_into().expect("4")) as usize;
+        if b.get(i + 28..i + 28 + ch) == Some(channel.as_bytes()) {
+            n += 1;
+        }
+        i += 28 + ch + dl;
+    }
+    Ok(n)
+}
+
+fn sigint(pid: u32) {
+    // lcm-logger from the wheel is a Python wrapper around the C program: the child gets the signal first.
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    for c in children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()) {
+        // SAFETY: kill(2) with a PID this process started (or that one's child) and a valid signal number.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(c, libc::SIGINT);
+        }
+    }
+    // SAFETY: as above, our own child.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(pid as i32, libc::SIGINT);
+    }
+}
+
+fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> Result<(), String> {
+    let end = Instant::now() + limit;
+    loop {
+        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+            return Ok(());
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("did not exit in time (killed)".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Out {
+    json: bool,
+}
+
+impl Out {
+    fn text(&self, s: &str) {
+        if !self.json {
+            println!("{s}");
+        }
+    }
+    fn row(&self, text: String, value: serde_json::Value) {
+        if self.json {
+            println!("{value}");
+        } else {
+            println!("{text}");
+        }
+    }
+}
+
+/// Runs the suite; the exit code.
+pub fn run(quick: bool, json: bool) -> i32 {
+    let out = Out { json };
+    let t = tools();
+    let dir = std::env::temp_dir().join(format!("nerve-bench-log-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("nerve-bench log: {}: {e}", dir.display());
+        return 2;
+    }
+    out.text("log: issue 6's figures; each row's peer measured in the same run (bench/README.md, \"log\")");
+    out.text(&format!(
+        "load average at start: {}",
+        std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+    ));
+    logger_rows(&out, &t, &dir, quick);
+    player_rows(&out, &t, &dir, quick);
+    export_rows(&out, &t, &dir, quick);
+    let _ = std::fs::remove_dir_all(&dir);
+    0
+}
+
+fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
+    let secs = if quick { 1.0 } else { 4.0 };
+    out.text("");
+    out.text(&format!(
+        "logger keep-up: {MSG_SIZE}-byte messages over udpm (recv_buf_size=2 MB, as the echo suite), {secs} s at the echo suite's \
+         top target (50 MB/s = {TOP_RATE} msg/s) and as fast as the source publishes"
+    ));
+    out.text(&format!("{:<12} {:>10} {:>10} {:>10} {:>10} {:>9}", "logger", "target/s", "sent/s", "sent", "recorded", "missed%"));
+    let me = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return out.text(&format!("  unavailable: {e}")),
+    };
+    let mut port = base_port();
+    for rate in [TOP_RATE, 0] {
+        let count = if rate > 0 { (rate as f64 * secs) as u64 } else { (150_000.0 * secs) as u64 };
+        for system in ["nerve log", "lcm-logger"] {
+            port += 1;
+            let url = format!("udpm://{GROUP}:{port}?ttl=0&recv_buf_size=2097152");
+            let file = dir.join(format!("keepup-{port}.lcmlog"));
+            let mut cmd = match system {
+                "nerve log" => match &t.nerve {
+                    Ok(n) => {
+                        let mut c = Command::new(n);
+                        c.args(["log", "-q", "-f", "--url", &url]).arg(&file);
+                        c
+                    }
+                    Err(e) => {
+                        out.text(&format!("{system:<12} unavailable: {e}"));
+                        continue;
+                    }
+                },
+                _ => match &t.lcm_logger {
+                    Ok(l) => {
+                        let mut c = Command::new(l);
+                        c.args(["-q", "-f", &format!("--lcm-url={url}")]).arg(&file);
+                        c
+                    }
+                    Err(e) => {
+                        out.text(&format!("{system:<12} unavailable: {e}"));
+                        continue;
+                    }
+                },
+            };
+            let point = (|| -> Result<(u64, f64, u64), String> {
+                let mut logger =
+                    cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("starting: {e}"))?;
+                std::thread::sleep(Duration::from_millis(1000));
+                let src = Command::new(&me)
+                    .args(["log-source", &url, &rate.to_string(), &count.to_string()])
+                    .output()
+                    .map_err(|e| format!("source: {e}"))?;
+                std::thread::sleep(Duration::from_millis(300));
+                sigint(logger.id());
+                wait_bounded(&mut logger, Duration::from_secs(30))?;
+                let text = String::from_utf8_lossy(&src.stdout);
+                let mut w = text.split_whitespace().skip(1);
+                let sent: u64 = w.next().and_then(|s| s.parse().ok()).ok_or(format!("source said {text:?}"))?;
+                let s: f64 = w.next().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+                let recorded = count_events(&file, CHANNEL)?;
+                let _ = std::fs::remove_file(&file);
+                Ok((sent, sent as f64 / s, recorded))
+            })();
+            let target = if rate > 0 { rate.to_string() } else { "max".into() };
+            match point {
+                Ok((sent, per_s, recorded)) => {
+                    let missed = 100.0 * (sent.saturating_sub(recorded)) as f64 / sent.max(1) as f64;
+                    out.row(
+                        format!("{system:<12} {target:>10} {per_s:>10.0} {sent:>10} {recorded:>10} {missed:>9.3}"),
+                        json!({"suite": "log", "figure": "logger", "system": system, "target_msgs_per_s": target,
+                               "sent_msgs_per_s": per_s, "sent": sent, "recorded": recorded, "missed_pct": missed}),
+                    );
+                }
+                Err(e) => out.text(&format!("{system:<12} {target:>10} failed: {e}")),
+            }
+        }
+    }
+}
+
+fn timed(cmd: &mut Command) -> Result<f64, String> {
+    let start = Instant::now();
+    let o = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output().map_err(|e| e.to_string())?;
+    let secs = start.elapsed().as_secs_f64();
+    if !o.status.success() {
+        return Err(format!("exit {}: {}", o.status, String::from_utf8_lossy(&o.stderr).trim()));
+    }
+    Ok(secs)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn write_log(path: &Path, events: impl Iterator<Item = (i64, String, Vec<u8>)>) -> std::io::Result<u64> {
+    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let mut n = 0i64;
+    let mut bytes = 0u64;
+    for (t, ch, data) in events {
+        w.write_all(&0xEDA1_DA01u32.to_be_bytes())?;
+        w.write_all(&n.to_be_bytes())?;
+        w.write_all(&t.to_be_bytes())?;
+        w.write_all(&(ch.len() as i32).to_be_bytes())?;
+        w.write_all(&(data.len() as i32).to_be_bytes())?;
+        w.write_all(ch.as_bytes())?;
+        w.write_all(&data)?;
+        bytes += (28 + ch.len() + data.len()) as u64;
+        n += 1;
+    }
+    w.flush()?;
+    Ok(bytes)
+}
+
+fn player_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
+    let n: u64 = if quick { 300_000 } else { 3_000_000 };
+    let reps = if quick { 1 } else { 3 };
+    let file = dir.join("small.lcmlog");
+    let made =
+        write_log(&file, (0..n).map(|i| (1_700_000_000_000_000 + i as i64, "PLAY".to_owned(), (i as u64).to_be_bytes().to_vec())));
+    out.text("");
+    out.text(&format!(
+        "player: {n} messages of 8 bytes at speed 0 (as fast as possible), wall time of the process; median of {reps}"
+    ));
+    if let Err(e) = made {
+        return out.text(&format!("  unavailable: writing the log: {e}"));
+    }
+    out.text(&format!("{:<44} {:>12} {:>8}", "player", "msgs/s", "vs lcm"));
+    let port = base_port() + 100;
+    let udpm = format!("udpm://{GROUP}:{port}?ttl=0");
+    let mut rows: Vec<(String, Result<f64, String>)> = Vec::new();
+    let run = |mut c: Command| -> Result<f64, String> {
+        let mut v = Vec::new();
+        for _ in 0..reps {
+            v.push(n as f64 / timed(&mut c)?);
+        }
+        Ok(median(v))
+    };
+    let lcm = match &t.lcm_logplayer {
+        Ok(p) => {
+            let mut c = Command::new(p);
+            c.args(["-s", "0", "-l", &udpm]).arg(&file);
+            run(c)
+        }
+        Err(e) => Err(e.clone()),
+    };
+    for (name, url) in [("nerve play --url memq:// (no transport)", "memq://"), ("nerve play --url udpm://", udpm.as_str())] {
+        let r = match &t.nerve {
+            Ok(nv) => {
+                let mut c = Command::new(nv);
+                c.args(["play", "-q", "--speed", "0", "--url", url]).arg(&file);
+                run(c)
+            }
+            Err(e) => Err(e.clone()),
+        };
+        rows.push((name.to_owned(), r));
+    }
+    rows.push(("lcm-logplayer -s 0 -l udpm://".to_owned(), lcm.clone()));
+    for (name, r) in rows {
+        match r {
+            Ok(rate) => {
+                let ratio = lcm.as_ref().map(|l| format!("{:.2}x", rate / l)).unwrap_or_else(|_| "-".into());
+                out.row(
+                    format!("{name:<44} {rate:>12.0} {ratio:>8}"),
+                    json!({"suite": "log", "figure": "player", "system": name, "msgs_per_s": rate, "messages": n,
+                           "vs_lcm_logplayer": lcm.as_ref().ok().map(|l| rate / l)}),
+                );
+            }
+            Err(e) => out.text(&format!("{name:<44} unavailable: {e}")),
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+}
+
+fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
+    let reps = if quick { 1 } else { 3 };
+    let cycles = if quick { 40 } else { 300 };
+    let cases = data::cases();
+    let file = dir.join("mixed.lcmlog");
+    // Per cycle: 1 image_t (300 KB), 40 laser_t, 10 path_t, 10 lidar_t of 1000 points and 10 of 100.
+    let events = (0..cycles).flat_map(|c| {
+        let mut v = Vec::new();
+        for (i, case) in cases.iter().enumerate() {
+            let times = match case.name().as_str() {
+                "image_t" => 1,
+                "laser_t" => 40,
+                "path_t" => 10,
+                "lidar_1000" | "lidar_100" => 10,
+                _ => 0,
+            };
+            for k in 0..times {
+                v.push((1_700_000_000_000_000 + c * 100_000 + (i * 100 + k) as i64, case.name().to_uppercase(), case.lcm_bytes()));
+            }
+        }
+        v
+    });
+    let bytes = match write_log(&file, events) {
+        Ok(b) => b,
+        Err(e) => return out.text(&format!("export: unavailable: writing the log: {e}")),
+    };
+    let mb = bytes as f64 / 1e6;
+    out.text("");
+    out.text(&format!(
+        "export: a {mb:.0} MB log of seed types (image_t, laser_t, path_t, lidar_t) from the page cache; MB of log per \
+         second; median of {reps}"
+    ));
+    out.text(&format!("{:<40} {:>10} {:>10} {:>12}", "what", "MB/s", "vs copy", "vs copy+sync"));
+    let copy_to = dir.join("copy.lcmlog");
+    let copy = |sync: bool| -> Result<f64, String> {
+        let start = Instant::now();
+        std::fs::copy(&file, &copy_to).map_err(|e| e.to_string())?;
+        if sync {
+            std::fs::File::open(&copy_to).and_then(|f| f.sync_all()).map_err(|e| e.to_string())?;
+        }
+        let s = start.elapsed().as_secs_f64();
+        let _ = std::fs::remove_file(&copy_to);
+        Ok(mb / s)
+    };
+    let copy_rate = (0..reps).map(|_| copy(false)).collect::<Result<Vec<_>, _>>().map(median);
+    let sync_rate = (0..reps).map(|_| copy(true)).collect::<Result<Vec<_>, _>>().map(median);
+    let types = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("types");
+    let mut rows: Vec<(String, Result<f64, String>)> =
+        vec![("copy (std::fs::copy)".into(), copy_rate.clone()), ("copy + fsync (disk speed)".into(), sync_rate.clone())];
+    for (to, extra) in [("lcm", false), ("mcap", true), ("jsonl", true), ("csv", true)] {
+        let target = dir.join(format!("out.{to}"));
+        let r = match &t.nerve {
+            Ok(nv) => {
+                let mut v = Vec::new();
+                let mut err = None;
+                for _ in 0..reps {
+                    let mut c = Command::new(nv);
+                    c.args(["export", "-q", "--to", to, "-o"]).arg(&target).arg(&file);
+                    if extra {
+                        c.arg("--types").arg(&types);
+                    }
+                    match timed(&mut c) {
+                        Ok(s) => v.push(mb / s),
+                        Err(e) => err = Some(e),
+                    }
+                    let _ = std::fs::remove_file(&target);
+                    let _ = std::fs::remove_dir_all(&target);
+                }
+                match err {
+                    Some(e) => Err(e),
+                    None => Ok(median(v)),
+                }
+            }
+            Err(e) => Err(e.clone()),
+        };
+        rows.push((format!("nerve export --to {to}"), r));
+    }
+    for (name, r) in rows {
+        match r {
+            Ok(rate) => {
+                let vs = |base: &Result<f64, String>| base.as_ref().map(|b| rate / b).ok();
+                out.row(
+                    format!(
+                        "{name:<40} {rate:>10.1} {:>10} {:>12}",
+                        vs(&copy_rate).map_or("-".into(), |x| format!("{x:.2}x")),
+                        vs(&sync_rate).map_or("-".into(), |x| format!("{x:.2}x"))
+                    ),
+                    json!({"suite": "log", "figure": "export", "what": name, "mb_per_s": rate, "log_mb": mb,
+                           "vs_copy": vs(&copy_rate), "vs_copy_sync": vs(&sync_rate)}),
+                );
+            }
+            Err(e) => out.text(&format!("{name:<40} unavailable: {e}")),
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+}
