@@ -2,19 +2,22 @@
 //! under its name), opening one (validating its header before mapping it), listing, removing and chmod-ing them, and
 //! their [`ChannelStats`].
 
-use std::fs::{self, File, OpenOptions};
-use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering as StdOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::ShmError;
-use crate::layout::{Geometry, PREFIX_LEN};
-use crate::memory::Memory;
 use crate::ring::{wait_once, Reader, Shared, Writer};
 use crate::sync::Ordering;
+#[cfg(not(loom))]
+use {
+    crate::layout::{Geometry, PREFIX_LEN},
+    crate::memory::Memory,
+    std::fs::{self, File, OpenOptions},
+    std::io,
+    std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt},
+    std::sync::atomic::{AtomicU64, Ordering as StdOrdering},
+};
 
 /// Where channels live unless told otherwise.
 pub const DEFAULT_DIR: &str = "/dev/shm";
@@ -147,73 +150,13 @@ impl std::fmt::Debug for Channel {
     }
 }
 
+#[cfg(not(loom))]
 fn now_utime() -> i64 {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
 impl Channel {
-    /// Makes a new channel. Fails with [`ShmError::SizeMismatch`] if one exists under this name with other sizes,
-    /// and [`ShmError::AlreadyExists`] if one exists with the same sizes (use [`Channel::open_or_create`] to reuse
-    /// it). Other processes never see a half-made channel: the file is made and initialised under a temporary name,
-    /// then linked under its own.
-    pub fn create(name: &str, config: &ChannelConfig) -> Result<Channel, ShmError> {
-        match Channel::create_or_existing(name, config)? {
-            (channel, true) => Ok(channel),
-            (channel, false) => Err(ShmError::AlreadyExists { path: channel.shared.path.clone() }),
-        }
-    }
-
-    /// Opens the channel if it exists with these sizes, or makes it. [`ShmError::SizeMismatch`] if it exists with
-    /// other sizes.
-    pub fn open_or_create(name: &str, config: &ChannelConfig) -> Result<Channel, ShmError> {
-        match Channel::open(name, config.dir.as_deref()) {
-            Ok(channel) => channel.check_sizes(config),
-            Err(ShmError::NotFound { .. }) => Ok(Channel::create_or_existing(name, config)?.0),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Opens an existing channel, checking its header (magic, layout version, sizes against the file's length).
-    pub fn open(name: &str, dir: Option<&Path>) -> Result<Channel, ShmError> {
-        let path = channel_path(name, dir)?;
-        Channel::open_path(name, path)
-    }
-
-    /// Removes a channel's file. Processes that have it open keep working on it; new ones no longer find it.
-    pub fn remove(name: &str, dir: Option<&Path>) -> Result<(), ShmError> {
-        let path = channel_path(name, dir)?;
-        fs::remove_file(&path).map_err(|e| ShmError::io(path, "removing the channel", e))
-    }
-
-    /// Sets a channel file's permission bits (like `chmod`).
-    pub fn set_mode(name: &str, dir: Option<&Path>, mode: u32) -> Result<(), ShmError> {
-        check_mode(mode)?;
-        let path = channel_path(name, dir)?;
-        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).map_err(|e| ShmError::io(path, "chmod", e))
-    }
-
-    /// Every channel file in the directory (see [`channel_dir`]), sorted by name, each with its statistics or the
-    /// error that kept it from opening. Other files are skipped.
-    pub fn list(dir: Option<&Path>) -> Result<Vec<ListedChannel>, ShmError> {
-        let dir = channel_dir(dir);
-        let entries = fs::read_dir(&dir).map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
-        let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
-            let file_name = entry.file_name();
-            let Some(name) = file_name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else { continue };
-            if check_name(name).is_err() {
-                continue;
-            }
-            let path = entry.path();
-            let stats = Channel::open_path(name, path.clone()).map(|c| c.stats());
-            out.push(ListedChannel { name: name.to_string(), path, stats });
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
-    }
-
     /// The channel's name.
     pub fn name(&self) -> &str {
         &self.shared.name
@@ -301,6 +244,77 @@ impl Channel {
         }
     }
 
+    /// Under loom there is no file.
+    #[cfg(loom)]
+    fn file_facts(&self) -> (i64, u32) {
+        (0, 0)
+    }
+}
+
+#[cfg(not(loom))]
+impl Channel {
+    /// Makes a new channel. Fails with [`ShmError::SizeMismatch`] if one exists under this name with other sizes,
+    /// and [`ShmError::AlreadyExists`] if one exists with the same sizes (use [`Channel::open_or_create`] to reuse
+    /// it). Other processes never see a half-made channel: the file is made and initialised under a temporary name,
+    /// then linked under its own.
+    pub fn create(name: &str, config: &ChannelConfig) -> Result<Channel, ShmError> {
+        match Channel::create_or_existing(name, config)? {
+            (channel, true) => Ok(channel),
+            (channel, false) => Err(ShmError::AlreadyExists { path: channel.shared.path.clone() }),
+        }
+    }
+
+    /// Opens the channel if it exists with these sizes, or makes it. [`ShmError::SizeMismatch`] if it exists with
+    /// other sizes.
+    pub fn open_or_create(name: &str, config: &ChannelConfig) -> Result<Channel, ShmError> {
+        match Channel::open(name, config.dir.as_deref()) {
+            Ok(channel) => channel.check_sizes(config),
+            Err(ShmError::NotFound { .. }) => Ok(Channel::create_or_existing(name, config)?.0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens an existing channel, checking its header (magic, layout version, sizes against the file's length).
+    pub fn open(name: &str, dir: Option<&Path>) -> Result<Channel, ShmError> {
+        let path = channel_path(name, dir)?;
+        Channel::open_path(name, path)
+    }
+
+    /// Removes a channel's file. Processes that have it open keep working on it; new ones no longer find it.
+    pub fn remove(name: &str, dir: Option<&Path>) -> Result<(), ShmError> {
+        let path = channel_path(name, dir)?;
+        fs::remove_file(&path).map_err(|e| ShmError::io(path, "removing the channel", e))
+    }
+
+    /// Sets a channel file's permission bits (like `chmod`).
+    pub fn set_mode(name: &str, dir: Option<&Path>, mode: u32) -> Result<(), ShmError> {
+        check_mode(mode)?;
+        let path = channel_path(name, dir)?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).map_err(|e| ShmError::io(path, "chmod", e))
+    }
+
+    /// Every channel file in the directory (see [`channel_dir`]), sorted by name, each with its statistics or the
+    /// error that kept it from opening. Other files are skipped.
+    pub fn list(dir: Option<&Path>) -> Result<Vec<ListedChannel>, ShmError> {
+        let dir = channel_dir(dir);
+        let entries = fs::read_dir(&dir).map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
+            let file_name = entry.file_name();
+            let Some(name) = file_name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else { continue };
+            if check_name(name).is_err() {
+                continue;
+            }
+            let path = entry.path();
+            let stats = Channel::open_path(name, path.clone()).map(|c| c.stats());
+            out.push(ListedChannel { name: name.to_string(), path, stats });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// When the file was made, and its permission bits.
     fn file_facts(&self) -> (i64, u32) {
         let mut created = [0u8; 8];
         let created = match self.shared.file.read_exact_at(&mut created, 40) {
@@ -406,6 +420,7 @@ impl Channel {
     }
 }
 
+#[cfg(not(loom))]
 fn check_mode(mode: u32) -> Result<(), ShmError> {
     if mode > 0o777 {
         return Err(ShmError::InvalidConfig { reason: format!("mode {mode:o} has bits beyond 0777") });

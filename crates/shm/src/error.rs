@@ -120,6 +120,7 @@ pub enum ShmError {
 }
 
 impl ShmError {
+    #[cfg_attr(loom, allow(dead_code))]
     /// Maps an I/O error, turning "permission denied" and "not found" into their own variants.
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> ShmError {
         let path = path.into();

@@ -13,6 +13,7 @@ pub const MAGIC: [u8; 8] = *b"NERVESHM";
 /// The layout version this library reads and writes. Any change to the file's layout or protocol bumps it.
 pub const VERSION: u32 = 1;
 /// How many bytes of the header are read (with `pread`) and validated before the file is mapped.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const PREFIX_LEN: usize = 64;
 /// Frames are placed at multiples of this many bytes.
 pub(crate) const FRAME_ALIGN: u64 = 8;
@@ -155,6 +156,7 @@ impl Geometry {
         })
     }
 
+    #[cfg_attr(loom, allow(dead_code))]
     /// Validates a file's header prefix (its first [`PREFIX_LEN`] bytes, host byte order) against the file's length.
     pub(crate) fn from_prefix(path: &Path, prefix: &[u8], file_len: u64) -> Result<Geometry, ShmError> {
         if prefix.len() < PREFIX_LEN || file_len < PREFIX_LEN as u64 {
@@ -202,6 +204,7 @@ impl Geometry {
         Ok(g)
     }
 
+    #[cfg_attr(loom, allow(dead_code))]
     /// The header prefix a new channel file of this geometry starts with.
     pub(crate) fn prefix(&self, created_utime: i64) -> [u8; PREFIX_LEN] {
         let mut p = [0u8; PREFIX_LEN];

@@ -219,12 +219,13 @@ impl Writer {
         slot.seq
     }
 
-    /// Test hook for the loom model: a put that stops after `step` (1 to 8: after W1..W8) as if its process had
-    /// been killed there, leaving the writer lock to be recovered (REC) by the next writer.
+    /// Test hook for the loom model: a put that stops after `step` (1 to 7: after W1..W7; 8: after W8's
+    /// `data_head` store; 9: after all of W8) as if its process had been killed there, holding the writer lock, to
+    /// be recovered (REC) by the next writer.
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn put_and_die_after(&mut self, bytes: &[u8], step: u32) {
-        let (mut guard, slot) = self.begin(bytes.len()).expect("begin");
+        let (guard, slot) = self.begin(bytes.len()).expect("begin");
         if step >= 5 {
             self.shared.memory.write_data(slot.pos % self.shared.geometry().data_bytes, bytes); // W5
         }
@@ -242,6 +243,9 @@ impl Writer {
         }
         if step >= 8 {
             h.data_head.store(align_up(slot.pos + slot.len, FRAME_ALIGN), Ordering::Relaxed); // W8
+        }
+        if step >= 9 {
+            h.next_seq.store(slot.seq + 1, Ordering::Relaxed); // W8
         }
         guard.die();
     }

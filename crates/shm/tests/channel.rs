@@ -2,6 +2,8 @@
 //! permissions, list, remove), put/get semantics (order, newest, missed counts, buffer too small, waiting and
 //! wake-up, loans) and typed messages.
 
+#![cfg(not(loom))]
+
 mod common;
 
 use std::fs::OpenOptions;

@@ -5,6 +5,8 @@
 //! a get succeed, recoveries are counted), and at the end the newest message is reachable. Bounded: at most 200
 //! kills and about 25 s of killing; every child is killed or stopped by PID.
 
+#![cfg(not(loom))]
+
 mod common;
 
 use std::collections::HashMap;
