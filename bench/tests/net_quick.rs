@@ -129,8 +129,57 @@ fn echo_quick_json_has_every_system_and_metric() {
 fn latency_quick_json_has_every_system_and_metric() {
     let lines = run("latency");
     let units: BTreeMap<&str, &str> =
-        [("mean", "us"), ("p50", "us"), ("p99", "us"), ("max", "us"), ("loss_pct", "%")].into();
-    let (metrics, unavailable, _) = check("latency", &lines, &units);
+        [("mean", "us"), ("p50", "us"), ("p99", "us"), ("max", "us"), ("loss_pct", "%"), ("lost", "msgs")].into();
+    let (metrics, unavailable, ratios) = check("latency", &lines, &units);
     let metric_names: Vec<&str> = units.keys().copied().collect();
-    complete(&["64B_1kHz"], &["nerve-udpm", "lcm-c-udpm"], &metric_names, &metrics, &unavailable);
+    // Issue 4's rows: every one measured or unavailable with a reason, in each part of the suite (not their speed).
+    let table = [
+        "spin floor",
+        "futex floor",
+        "nerve-shm (poll)",
+        "nerve-shm (wait)",
+        "iceoryx2 (poll)",
+        "iceoryx2 (event)",
+        "pipe",
+        "posix-mq",
+        "unix-stream",
+        "unix-dgram",
+        "udp",
+        "tcp",
+        "nerve-udpm",
+        "lcm-c-udpm",
+    ];
+    let sweep = ["nerve-shm (wait)", "nerve-shm (poll)", "futex floor", "pipe"];
+    let chain = ["nerve-shm (wait)", "pipe"];
+    let parts: [(Vec<&str>, &[&str]); 3] = [
+        (vec!["64B_1kHz", "64B_1kHz_2rx"], &table),
+        (vec!["sweep_1kHz", "sweep_10kHz", "sweep_100kHz"], &sweep),
+        (vec!["hops_1", "hops_2", "hops_4", "hops_8"], &chain),
+    ];
+    for (cases, systems) in &parts {
+        let of_part = |c: &String| cases.contains(&c.as_str());
+        let m = metrics.iter().filter(|((c, _), _)| of_part(c)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let u = unavailable.iter().filter(|(c, _)| of_part(c)).cloned().collect();
+        complete(cases, systems, &metric_names, &m, &u);
+    }
+    let all_cases: Vec<&str> = parts.iter().flat_map(|(c, _)| c.iter().copied()).collect();
+    for (c, s) in metrics.keys().chain(unavailable.iter()) {
+        assert!(all_cases.contains(&c.as_str()), "unexpected case {c} ({s})");
+    }
+    // Issue 4's bars: each printed for both table cases, with a verdict or the reason there is none.
+    for case in ["64B_1kHz", "64B_1kHz_2rx"] {
+        let bars: BTreeSet<&str> =
+            ratios.iter().filter(|r| r["case"] == case).map(|r| r["bar"].as_str().unwrap()).collect();
+        for bar in [
+            "wait p50 vs futex floor",
+            "wait p99 vs futex floor",
+            "wait below kernel IPC",
+            "poll p50 vs iceoryx2 (poll)",
+            "no loss (reader keeps up)",
+        ] {
+            assert!(bars.contains(bar), "{case}: no {bar:?} line in {bars:?}");
+        }
+        let vs_kernel = ratios.iter().filter(|r| r["case"] == case && r["bar"] == "wait below kernel IPC").count();
+        assert_eq!(vs_kernel, 12, "{case}: six kernel rows x p50, p99");
+    }
 }

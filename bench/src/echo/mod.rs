@@ -9,7 +9,7 @@
 //! nerve-bench (`nerve.rs`), lcm-c's are `csrc/lcm_echo.c` built by build.rs against the wheel's liblcm. Both print
 //! the same lines and the driver computes every statistic with one piece of code ([`Latencies`]).
 
-mod clock;
+pub(crate) mod clock;
 mod echo_suite;
 mod latency;
 mod nerve;
