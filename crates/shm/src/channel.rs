@@ -208,9 +208,7 @@ impl Channel {
     /// Waits until the channel's newest sequence number is above `last` or `timeout` passes; returns whether it is.
     /// Sleeps on the channel's futex (in slices of [`crate::WAIT_SLICE`]), so it costs no CPU while waiting.
     ///
-    /// This is how one thread can serve several channels: keep each channel's last sequence number, sleep on the
-    /// busiest channel with a short timeout, and poll the others' [`Channel::newest_seq`] between sleeps (a plain
-    /// atomic load). A futex word is per channel, so sleeping on several at once would need `futex_waitv`.
+    /// To serve several channels from one thread, see [`Channel::wait_any`].
     pub fn wait_for_newer(&self, last: u64, timeout: Duration) -> bool {
         let deadline = Instant::now().checked_add(timeout);
         loop {
@@ -219,6 +217,43 @@ impl Channel {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) || !wait_once(&self.shared, last, deadline, Duration::ZERO) {
                 return self.newest_seq() > last;
+            }
+        }
+    }
+
+    /// Waits until one of several channels has a message newer than the sequence number paired with it, or
+    /// `timeout` passes: returns the index of the first such channel, or `None`. One thread sleeps on every
+    /// channel's futex word at once (`futex_waitv`, Linux 5.16; up to 128 channels, more are polled between
+    /// sleeps), in slices of at most [`crate::WAIT_SLICE`]; on an older kernel it sleeps on the first channel
+    /// in 1 ms slices and polls the others. This is how a bus provider serves many channels from one thread.
+    #[cfg(not(loom))]
+    pub fn wait_any(channels: &[(&Channel, u64)], timeout: Duration) -> Option<usize> {
+        let ready = || channels.iter().position(|(c, last)| c.newest_seq() > *last);
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            if let Some(i) = ready() {
+                return Some(i);
+            }
+            let remaining = deadline.map_or(crate::WAIT_SLICE, |d| d.saturating_duration_since(Instant::now()));
+            if remaining.is_zero() || channels.is_empty() {
+                return None;
+            }
+            let sleepers = &channels[..channels.len().min(crate::sys::FUTEX_WAITV_MAX)];
+            // G-WAIT for each: read the word, register as a waiter, re-check, then sleep on all words at once.
+            let words: Vec<_> = sleepers.iter().map(|(c, _)| c.shared.header().wake.load(Ordering::SeqCst)).collect();
+            for (c, _) in sleepers {
+                c.shared.header().waiters.fetch_add(1, Ordering::SeqCst);
+            }
+            let slice = remaining.min(crate::WAIT_SLICE);
+            if ready().is_none() {
+                let pairs: Vec<_> = sleepers.iter().zip(&words).map(|((c, _), &w)| (&c.shared.header().wake, w)).collect();
+                if crate::sys::futex_waitv(&pairs, slice).is_err() {
+                    // No futex_waitv (Linux before 5.16): sleep on the first channel only, briefly.
+                    channels[0].0.shared.memory.wait(words[0], slice.min(Duration::from_millis(1)));
+                }
+            }
+            for (c, _) in sleepers {
+                c.shared.header().waiters.fetch_sub(1, Ordering::SeqCst);
             }
         }
     }
@@ -297,10 +332,16 @@ impl Channel {
     /// error that kept it from opening. Other files are skipped.
     pub fn list(dir: Option<&Path>) -> Result<Vec<ListedChannel>, ShmError> {
         let dir = channel_dir(dir);
-        let entries = fs::read_dir(&dir).map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
+        let op = "listing the channel directory";
+        // Not `ShmError::io`: a missing directory is not a missing channel.
+        let dir_error = |e: io::Error| match e.kind() {
+            io::ErrorKind::PermissionDenied => ShmError::PermissionDenied { path: dir.clone(), op },
+            _ => ShmError::Io { path: dir.clone(), op, source: e },
+        };
+        let entries = fs::read_dir(&dir).map_err(dir_error)?;
         let mut out = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| ShmError::io(dir.clone(), "listing the channel directory", e))?;
+            let entry = entry.map_err(dir_error)?;
             let file_name = entry.file_name();
             let Some(name) = file_name.to_str().and_then(|n| n.strip_prefix(FILE_PREFIX)) else { continue };
             if check_name(name).is_err() {

@@ -61,7 +61,7 @@ impl Shared {
         let next = h.next_seq.load(Ordering::Relaxed);
         let e = self.memory.entry(next);
         // REC: the dead writer finished W6 iff the entry it reused holds its sequence number.
-        if next != 0 && e.seq.load(Ordering::Acquire) == next {
+        if next != 0 && next < u64::MAX / 2 && e.seq.load(Ordering::Acquire) == next {
             let start = e.start.load(Ordering::Relaxed);
             let len = u64::from(e.len.load(Ordering::Relaxed));
             // Only a well-formed entry is adopted (a corrupt one would poison data_head); a bad one stays unpublished.
@@ -174,7 +174,7 @@ impl Writer {
         }
         let seq = h.next_seq.load(Ordering::Relaxed);
         let head = h.data_head.load(Ordering::Relaxed);
-        if seq == 0 || head > u64::MAX / 2 {
+        if seq == 0 || seq > u64::MAX / 2 || head > u64::MAX / 2 {
             return Err(shared.corrupt(format!("writer state next_seq {seq}, data_head {head}")));
         }
         // W2: pos = data_head; a frame that would cross the end of the ring starts at the next multiple of C.
@@ -253,7 +253,15 @@ impl Writer {
 
 /// A frame of the data ring lent to a writer: fill [`Loan::bytes_mut`], then [`Loan::commit`]. Dropping it without
 /// committing publishes nothing (the frame's bytes stay unreferenced); to make room, the oldest messages the put
-/// would have replaced may already be gone. It holds the channel's writer lock, so commit or drop it promptly.
+/// would have replaced may already be gone. It holds the channel's writer lock, so commit or drop it promptly. It
+/// stays on the thread that made it (the lock is released by the thread that took it):
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// fn lend(w: &mut nerve_shm::Writer) {
+///     send(w.loan(8).unwrap());
+/// }
+/// ```
 pub struct Loan<'w> {
     writer: &'w Writer,
     guard: Option<WriterGuard<'w>>,
@@ -493,9 +501,10 @@ impl Reader {
             let want = match mode {
                 ReadMode::Next => {
                     let oldest = n.saturating_sub(g.entries - 1).max(1);
-                    let next = self.last + 1;
+                    let next = self.last.saturating_add(1);
                     if next < oldest {
-                        self.pending_missed += oldest - next; // G2: fell behind: the difference is missed.
+                        // G2: fell behind: the difference is missed.
+                        self.pending_missed = self.pending_missed.saturating_add(oldest - next);
                         oldest
                     } else {
                         next
@@ -554,7 +563,7 @@ impl Reader {
     /// A message `want` could not be read (G3/G5): in order, it is missed and skipped; newest-only just looks again.
     fn lost(&mut self, want: u64, mode: ReadMode) {
         if mode == ReadMode::Next {
-            self.pending_missed += 1;
+            self.pending_missed = self.pending_missed.saturating_add(1);
             self.last = want;
         }
     }

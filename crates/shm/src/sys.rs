@@ -19,6 +19,7 @@
 use std::cell::UnsafeCell;
 use std::fs::File;
 use std::io;
+use std::marker::PhantomData;
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
@@ -123,9 +124,11 @@ pub(crate) fn futex_wake(word: &AtomicU32) {
     }
 }
 
-/// Proof that this thread holds the writer lock; unlocks when dropped (W9).
+/// Proof that this thread holds the writer lock; unlocks when dropped (W9). Not `Send`: a pthread mutex must be
+/// unlocked by the thread that locked it (so a [`crate::Loan`] cannot move to another thread either).
 pub(crate) struct WriterGuard<'a> {
     lock: &'a RobustMutex,
+    _same_thread: PhantomData<*const ()>,
 }
 
 impl WriterGuard<'_> {
@@ -138,6 +141,64 @@ impl WriterGuard<'_> {
 impl Drop for WriterGuard<'_> {
     fn drop(&mut self) {
         self.lock.unlock()
+    }
+}
+
+/// One entry of `futex_waitv`'s array (linux/futex.h `struct futex_waitv`).
+#[repr(C)]
+struct FutexWaitv {
+    val: u64,
+    uaddr: u64,
+    flags: u32,
+    reserved: u32,
+}
+
+/// The most words one `futex_waitv` call takes (linux/futex.h `FUTEX_WAITV_MAX`).
+pub(crate) const FUTEX_WAITV_MAX: usize = 128;
+
+/// Sleeps until one of `words` no longer holds its expected value (checked atomically by the kernel), any of them is
+/// woken, or `timeout` passes: `futex_waitv` (Linux 5.16), shared futexes of 32 bits. `Err` with `ENOSYS` on older
+/// kernels; at most [`FUTEX_WAITV_MAX`] words.
+pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Duration) -> io::Result<()> {
+    const FUTEX2_SIZE_U32: u32 = 0x02;
+    assert!(words.len() <= FUTEX_WAITV_MAX);
+    let waiters: Vec<FutexWaitv> = words
+        .iter()
+        .map(|(word, expected)| FutexWaitv {
+            val: u64::from(*expected),
+            uaddr: word.as_ptr() as u64,
+            flags: FUTEX2_SIZE_U32,
+            reserved: 0,
+        })
+        .collect();
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into `now`, which is valid for writes.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
+    let deadline = libc::timespec {
+        tv_sec: now.tv_sec.saturating_add(timeout.as_secs().min(i32::MAX as u64) as libc::time_t + (nanos / 1_000_000_000) as libc::time_t),
+        tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `waiters` is a live array of `len` futex_waitv entries whose addresses are live, aligned u32 words (the
+    // caller's borrows outlive the call); the kernel only reads them. The timeout is absolute on CLOCK_MONOTONIC, as
+    // futex_waitv requires; flags are 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex_waitv,
+            waiters.as_ptr(),
+            waiters.len() as libc::c_uint,
+            0u32,
+            &deadline as *const libc::timespec,
+            libc::CLOCK_MONOTONIC,
+        )
+    };
+    if rc >= 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::ETIMEDOUT | libc::EINTR) => Ok(()),
+        _ => Err(e),
     }
 }
 
@@ -257,7 +318,7 @@ impl Memory {
     pub(crate) fn lock(&self) -> Result<(WriterGuard<'_>, bool), String> {
         let lock = &self.header().lock;
         match lock.lock() {
-            Ok(state) => Ok((WriterGuard { lock }, state == Locked::OwnerDied)),
+            Ok(state) => Ok((WriterGuard { lock, _same_thread: PhantomData }, state == Locked::OwnerDied)),
             Err(libc::EDEADLK) => Err("this thread already holds it (an uncommitted loan on this channel?)".into()),
             Err(libc::ENOTRECOVERABLE) => Err("not recoverable (a recovery was abandoned)".into()),
             Err(e) => Err(io::Error::from_raw_os_error(e).to_string()),

@@ -509,3 +509,39 @@ fn typed_channels_encode_in_place_and_refuse_other_types() {
     assert!(matches!(r.get(ReadMode::Next, Wait::Poll), Err(ShmError::Decode { seq: 3, .. })));
     assert_eq!(r.get(ReadMode::Next, Wait::Poll).unwrap(), GetOutcome::NothingNew);
 }
+
+#[test]
+fn wait_any_sleeps_on_several_channels_and_names_the_one_that_got_a_message() {
+    let dir = TestDir::new("waitany");
+    let chans: Vec<_> = (0..3).map(|k| Channel::create(&format!("c{k}"), &config(&dir, 4, 64)).unwrap()).collect();
+    chans[0].writer().put(b"old").unwrap();
+    // Already newer: returns at once.
+    let pairs: Vec<_> = chans.iter().map(|c| (c, 0)).collect();
+    assert_eq!(Channel::wait_any(&pairs, Duration::from_secs(5)), Some(0));
+    // Nothing newer: times out after a bounded time.
+    let pairs: Vec<_> = chans.iter().map(|c| (c, c.newest_seq())).collect();
+    let t0 = Instant::now();
+    assert_eq!(Channel::wait_any(&pairs, Duration::from_millis(50)), None);
+    assert!(t0.elapsed() >= Duration::from_millis(50) && t0.elapsed() < Duration::from_secs(10));
+    // A put on the third channel wakes the waiter.
+    let target = chans[2].clone();
+    let put = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while target.stats().waiting_readers == 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        target.writer().put(b"here").unwrap();
+    });
+    assert_eq!(Channel::wait_any(&pairs, Duration::from_secs(20)), Some(2));
+    put.join().unwrap();
+    assert!(chans.iter().all(|c| c.stats().waiting_readers == 0));
+    assert_eq!(Channel::wait_any(&[], Duration::from_millis(1)), None);
+}
+
+#[test]
+fn listing_a_missing_directory_is_an_io_error_naming_it() {
+    let dir = TestDir::new("nodir");
+    let missing = dir.path().join("absent");
+    let err = Channel::list(Some(&missing)).unwrap_err();
+    assert!(matches!(err, ShmError::Io { ref path, .. } if *path == missing), "{err}");
+}
