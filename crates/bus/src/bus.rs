@@ -805,6 +805,13 @@ impl Bus {
                 }
                 Box::new(file)
             }
+            "shm" => {
+                let (config, unknown) = provider::shm::ShmConfig::from_url(&text, &url.network, &url.options)?;
+                for key in unknown {
+                    eprintln!("nerve: {text}: unknown option '{key}' ignored");
+                }
+                Box::new(provider::shm::Shm::open(config)?)
+            }
             other => return Err(BusError::UnknownProvider { provider: other.to_owned() }),
         };
         Ok(Bus::with_provider(provider))

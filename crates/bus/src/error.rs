@@ -98,7 +98,7 @@ impl fmt::Display for BusError {
         match self {
             BusError::Url(e) => e.fmt(f),
             BusError::UnknownProvider { provider } => {
-                write!(f, "unknown provider '{provider}://' (this build has: udpm, mpudpm, memq, inproc)")
+                write!(f, "unknown provider '{provider}://' (this build has: udpm, mpudpm, memq, inproc, file, shm)")
             }
             BusError::Config { url, reason } => write!(f, "{url}: {reason}"),
             BusError::Pattern(e) => e.fmt(f),

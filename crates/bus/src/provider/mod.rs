@@ -21,6 +21,7 @@ pub mod file;
 pub mod inproc;
 pub mod mpudpm;
 mod own;
+pub mod shm;
 mod thread;
 pub mod udpm;
 
