@@ -33,6 +33,8 @@ enum Command {
     Export(cmd::export::Args),
     /// Run a benchmark suite and print its table.
     Bench(cmd::bench::Args),
+    /// Make, remove, list, dump and chmod shared-memory channels (ach's job).
+    Chan(cmd::chan::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Play(args) => cmd::play::run(args),
         Command::Export(args) => cmd::export::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Chan(args) => cmd::chan::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! One module per subcommand; each has `Args` (its command line) and `run`.
 
 pub mod bench;
+pub mod chan;
 pub mod export;
 pub mod gen;
 pub mod log;
