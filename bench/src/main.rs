@@ -4,6 +4,7 @@
 //! nerve-bench marshalling [--quick] [--json]
 //! nerve-bench echo [--quick] [--json]
 //! nerve-bench latency [--quick] [--json]
+//! nerve-bench intraprocess [--quick] [--json]
 //! ```
 //!
 //! `nerve bench SUITE` runs this program. Figures are medians measured in this run; ratios against the peers measured
@@ -12,6 +13,7 @@
 mod data;
 mod echo;
 mod harness;
+mod intraprocess;
 mod log;
 mod ipc;
 mod suite;
@@ -22,7 +24,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: nerve-bench SUITE [--quick] [--json]\n\nsuites:\n  marshalling  seed 000 Fig. 6 and seed 002 \
 Table 1: encode, decode and projections for Nerve's Rust, C and Python, real LCM C and Python, flatbuffers, bincode \
 and a memcpy floor\n  echo         seed 000 Figs. 4-5: 800-byte messages echoed by 1/2/4 client processes over udpm, nerve vs real \
-LCM C: bandwidth, loss, round trip\n  latency      seed 001 Fig. 8: one-way latency of 64-byte messages between processes at 1 kHz (one and two receivers), a 0.1-100 kHz sweep and a 1-64 hop chain: nerve-shm, futex and spin floors, iceoryx2, pipe, POSIX mq, Unix sockets, UDP, TCP, nerve-udpm, real LCM C\n  log          nerve log keep-up at the echo suite's top rate vs lcm-logger, nerve play msgs/s vs lcm-logplayer, nerve export MB/s vs a file copy\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
+LCM C: bandwidth, loss, round trip\n  latency      seed 001 Fig. 8: one-way latency of 64-byte messages between processes at 1 kHz (one and two receivers), a 0.1-100 kHz sweep and a 1-64 hop chain: nerve-shm, futex and spin floors, iceoryx2, pipe, POSIX mq, Unix sockets, UDP, TCP, nerve-udpm, real LCM C\n  log          nerve log keep-up at the echo suite's top rate vs lcm-logger, nerve play msgs/s vs lcm-logplayer, nerve export MB/s vs a file copy\n  intraprocess seed 003: image pipeline, Sierra Nevada, Mont Blanc in one process, nerve inproc vs the same graph over shm and udpm\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         }
         Some("echo") => ExitCode::from(echo::run_echo(quick, json) as u8),
         Some("latency") => ExitCode::from(echo::run_latency(quick, json) as u8),
+        Some("intraprocess") => ExitCode::from(intraprocess::run(quick, json) as u8),
         Some("log") => ExitCode::from(log::run(quick, json) as u8),
         Some(other) => {
             eprint!("nerve-bench: unknown suite {other:?}\n{USAGE}");
