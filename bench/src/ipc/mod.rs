@@ -24,6 +24,7 @@
 mod floor;
 mod iox;
 mod kernel;
+mod shm;
 mod sys;
 
 use std::fmt;
@@ -61,6 +62,8 @@ pub enum IpcErrorKind {
     Bad,
     /// iceoryx2 refused (its error, printed with `Debug`: its `Display` names only the variant).
     Iceoryx(String),
+    /// The Nerve shared-memory channel refused.
+    Shm(nerve_shm::ShmError),
 }
 
 impl IpcError {
@@ -83,6 +86,7 @@ impl fmt::Display for IpcError {
             IpcErrorKind::Os(e) => write!(f, "{}: {e}", self.what),
             IpcErrorKind::Bad => write!(f, "{}", self.what),
             IpcErrorKind::Iceoryx(e) => write!(f, "{}: iceoryx2: {e}", self.what),
+            IpcErrorKind::Shm(e) => write!(f, "{}: {e}", self.what),
         }
     }
 }
@@ -141,14 +145,6 @@ fn one(addr: &str) -> Result<(&str, &str), IpcError> {
     }
 }
 
-/// Why a scheme cannot run in this build (`None`: it can).
-pub fn unavailable(scheme: &str) -> Option<String> {
-    match scheme {
-        "shm-wait" | "shm-poll" => Some("the Nerve shared-memory channel (crates/shm) is not in this build yet".into()),
-        _ => None,
-    }
-}
-
 /// Creates a receiver's endpoint for `addr`.
 pub fn open_rx(addr: &str) -> Result<Box<dyn Rx>, IpcError> {
     let (scheme, target) = one(addr)?;
@@ -159,6 +155,8 @@ pub fn open_rx(addr: &str) -> Result<Box<dyn Rx>, IpcError> {
         "udgram" => Box::new(kernel::UnixDgramRx::create(target)?),
         "udp" => Box::new(kernel::UdpRx::create(target)?),
         "tcp" => Box::new(kernel::TcpRx::create(target)?),
+        "shm-wait" => Box::new(shm::ShmRx::open(target, false)?),
+        "shm-poll" => Box::new(shm::ShmRx::open(target, true)?),
         "futex" => Box::new(floor::FloorRx::open(target, true)?),
         "spin" => Box::new(floor::FloorRx::open(target, false)?),
         "iox-poll" => Box::new(iox::IoxRx::open(target, false)?),
@@ -183,6 +181,7 @@ pub fn open_tx(addr: &str) -> Result<Box<dyn Tx>, IpcError> {
         "udgram" => Box::new(kernel::UnixDgramTx::open(&targets)?),
         "udp" => Box::new(kernel::UdpTx::open(&targets)?),
         "tcp" => Box::new(kernel::TcpTx::open(&targets)?),
+        "shm-wait" | "shm-poll" => Box::new(shm::ShmTx::open(single()?)?),
         "futex" => Box::new(floor::FloorTx::open(single()?, true)?),
         "spin" => Box::new(floor::FloorTx::open(single()?, false)?),
         "iox-poll" => Box::new(iox::IoxTx::open(single()?, false)?),
@@ -363,6 +362,8 @@ mod tests {
             format!("udgram:{d}/dgram.sock"),
             format!("udp:127.0.0.1:{port}"),
             format!("tcp:127.0.0.1:{}", port + 1),
+            format!("shm-wait:{d}/wait"),
+            format!("shm-poll:{d}/poll"),
             format!("futex:{d}/futex.page"),
             format!("spin:{d}/spin.page"),
             format!("iox-poll:nerve-bench/test/{pid}/poll"),
