@@ -13,7 +13,8 @@
 //! ([`Writer::loan`], then [`Loan::commit`]); a [`Reader`] gets them ([`Reader::get`] into a buffer, or
 //! [`Reader::get_with`] zero-copy) as a [`GetOutcome`] with [`MessageInfo`] (sequence number, missed count, put time,
 //! the writer's origin id). [`TypedWriter`] and [`TypedReader`] do the same for LCM message types.
-//! [`Channel::stats`], [`Channel::list`], [`Channel::remove`] and [`Channel::set_mode`] serve `nerve chan`.
+//! [`Channel::stats`], [`Channel::list`], [`Channel::remove`] and [`Channel::set_mode`] serve `nerve chan`;
+//! [`Channel::wait_any`] lets one thread sleep on many channels at once.
 //!
 //! ```
 //! use nerve_shm::{Channel, ChannelConfig, GetOutcome, ReadMode, Wait};
