@@ -14,24 +14,24 @@
  *     again, as the kernel does.
  *   - NW writers doing PUTS (writer 0) and PUTS1 (the other) puts. A put is a copy or a loan (W1-W4, the caller
  *     fills the frame, commit W6-W10, or drop: unlock without publishing). Writer 0 may die before any step of put,
- *     loan or REC: every step is ST(...), "die here or do the step".
+ *     loan or REC: every step is ST(...), "die here or do the step"; with RESTARTS it comes back as a new process
+ *     that may find the lock owner-dead, run REC and die again.
  *   - NR readers, in order (G2: last + 1, raised when it fell behind) or newest-only; each does gets until it
- *     closes the channel; reader MORTAL_READER may die before any step. A get polls or waits (G-WAIT). The futex
+ *     closes the channel; reader MORTAL_READER may die before any step. A get polls or waits (G-WAIT); it may
+ *     return "buffer too small" (G4) for a message of M cells, and "retry" after MAXTRY failures. The futex
  *     is modelled as the kernel does it: futex_wait sleeps only if `wake` still equals w0, futex_wake(all) wakes
  *     every sleeper; the slice (or the caller's deadline) is a timer that may fire at any moment of a sleep.
  *   - memory: Promela is sequentially consistent and every shared load and store is its own step, except where a
  *     comment says why two are one. The fences of the page (W3/G5, W4/W6/G3) are what make the real code keep this
  *     program order; the BUG_ switches model what it would do without them (W3's store after the copy, G5's load
- *     before it). The waiters/wake handshake of W10 and G-WAIT is the store-buffering pattern: the model's
- *     sequential consistency holds for it only if both sides order their store before their load (SeqCst
- *     operations or fences in the code).
+ *     before it). The waiters/wake handshake of W10 and G-WAIT is the store-buffering pattern: sequential
+ *     consistency holds for it because crates/shm makes those accesses SeqCst (the page says Release).
  *   - sizes, in cells (a cell stands for 8 bytes, the frame alignment, so align8 is the identity): N index
  *     entries, a data ring of C = 3M cells, messages of 1 or M = 2 cells. A message's content is MSG(seq, len) in
  *     each of its cells, so a torn or misattributed read shows as a cell that is not MSG(want, len). Byte
  *     positions are monotonic counters; position p lives in cell p % C.
  *   - not modelled: put_utime and origin (stored and loaded like start and len, between the same seqlock accesses,
- *     so the same argument covers them), statistics counters, G4's buffer-too-small return (it changes nothing),
- *     polling before sleeping.
+ *     so the same argument covers them), statistics counters, corrupt files, polling before sleeping.
  *
  * Properties (spec/check runs each; a BUG_ variant shows that each one can fail)
  *   (1) no torn read: at G6 the cells a reader accepts are all MSG(want, len)                      assert at G6
@@ -70,6 +70,9 @@
 #endif
 #ifndef PUTS1
 #define PUTS1 PUTS     /* puts by each other writer */
+#endif
+#ifndef RESTARTS
+#define RESTARTS 0     /* times writer 0 restarts after dying */
 #endif
 #ifndef NR
 #define NR 1           /* readers (1 or 2) */
@@ -122,10 +125,12 @@ byte w0st[NR];         /* reader r: 0 = holds no w0, W0SAME = wake == w0, W0CHAN
 #define W0SAME    1
 #define W0CHANGED 2
 bit asleep[NR];        /* the kernel's futex queue: reader r sleeps in futex_wait */
-/* ghost: pend[w] = writer w published a message (W7, or REC for a dead writer) and has not finished the W10 that
-   announces it; a sleeping reader with something new is only excusable while some pend is set */
+/* ghost: pend[w] = writer w published a message (W7, or REC's W7) and has not finished the W10 that announces it.
+   When a writer dies its pend bit becomes `orphan`; the next W10's fetch_add covers what was published before it,
+   so that writer takes the orphan over. A sleeping reader with something new is only excusable while some pend bit
+   (or the orphan) is set. */
 bit pend[NW];
-bit wdead[NW];
+bit orphan;
 
 #define NEWEST_OK (newest == 0 || \
     (idx_seq[E(newest)] == newest && tail <= idx_start[E(newest)] && \
@@ -139,9 +144,9 @@ bit wdead[NW];
 #define NO_STUCK_READER (!STUCK(0) && !STUCK(1))
 #endif
 #if NW == 1
-#define ANY_PEND (pend[0])
+#define ANY_PEND (pend[0] || orphan)
 #else
-#define ANY_PEND (pend[0] || pend[1])
+#define ANY_PEND (pend[0] || pend[1] || orphan)
 #endif
 
 /* Every step of a mortal process may instead be its death: `ST(stmt)` is "die here, or do stmt"; STB(guard -> stmt)
@@ -150,15 +155,8 @@ bit wdead[NW];
 #define ST(...) if :: mortal -> goto died :: atomic { true; __VA_ARGS__ } fi
 #define STB(...) if :: mortal -> goto died :: atomic { __VA_ARGS__ } fi
 
-/* W10 (and REC's wake): wake.fetch_add(1, Release); if waiters.load() > 0, futex_wake(wake, all).
-   After the fetch_add this writer's futex_wake also announces what writers that died earlier published: their
-   pend bits pass to it. */
-#if NW == 1
-#define CLEAR_DEAD_PEND skip
-#else
-#define CLEAR_DEAD_PEND pend[me] = pend[me] || (pend[0] && wdead[0]) || (pend[1] && wdead[1]); \
-                        pend[0] = pend[0] && !wdead[0]; pend[1] = pend[1] && !wdead[1]
-#endif
+/* W10 (and REC's wake): wake.fetch_add(1, SeqCst); if waiters.load(SeqCst) > 0: futex_wake(wake, all) */
+#define PEND_TAKE pend[me] = pend[me] || orphan; orphan = 0
 #if NR == 1
 #define FUTEX_WAKE_ALL asleep[0] = 0
 #define WAKE_ADD if :: w0st[0] == W0SAME -> w0st[0] = W0CHANGED :: else fi
@@ -168,17 +166,18 @@ bit wdead[NW];
                  if :: w0st[1] == W0SAME -> w0st[1] = W0CHANGED :: else fi
 #endif
 #define WAKE_READERS \
-    ST(WAKE_ADD; CLEAR_DEAD_PEND);                                  /* W10: wake.fetch_add(1, Release) */ \
-    ST(if :: waiters > 0 -> FUTEX_WAKE_ALL :: else fi; pend[me] = 0) /* W10: if waiters > 0: futex_wake(all) */
+    ST(WAKE_ADD; PEND_TAKE);                                        /* W10: wake.fetch_add(1, SeqCst) */ \
+    ST(if :: waiters > 0 -> FUTEX_WAKE_ALL :: else fi; pend[me] = 0) /* W10: if waiters.load(SeqCst) > 0: futex_wake */
 
-proctype writer(byte me; bool mortal)
+/* writer `me` doing `todo` puts; if mortal, it may die at any step, and then restart `lives` times (a new process
+   with the same role, which may find the lock owner-dead and run REC, and die again, during REC too) */
+proctype writer(byte me; bool mortal; byte todo; byte lives)
 {
-    byte puts = 0;
     byte pos, mlen, e;
     bool rec;
 
     do
-    :: puts < (me == 0 -> PUTS : PUTS1) ->
+    :: todo > 0 ->
         /* W1: lock; EOWNERDEAD if its owner died */
 #ifdef BUG_NOT_ROBUST
         STB(lock == FREE -> lock = me + 1; rec = 0);                  /* W1 (BUG: a plain mutex) */
@@ -216,12 +215,12 @@ proctype writer(byte me; bool mortal)
 #else
         ST(STEP_W2);                                                 /* W2 */
 #endif
-        /* W4: invalidate the entry this put reuses */
-        ST(e = E(next_seq); idx_seq[e] = 0);
+        /* W4: invalidate the entry this put reuses: e.seq.store(0, Relaxed); fence(Release) */
+        ST(e = E(next_seq); idx_seq[e] = 0);                         /* W4 */
         /* W5: copy the message (or the caller fills the loan), one cell at a time */
         ST(data[pos % C] = MSG(next_seq, mlen));                      /* W5 */
         if
-        :: mlen == 2 -> ST(data[(pos + 1) % C] = MSG(next_seq, mlen)) /* W5 */
+        :: mlen == M -> ST(data[(pos + 1) % C] = MSG(next_seq, mlen)) /* W5 */
         :: else
         fi;
 #ifdef BUG_W3_LATE
@@ -231,7 +230,7 @@ proctype writer(byte me; bool mortal)
         /* a put is a copy (W5 above) or a loan: W1-W4, the caller fills the frame (W5), then commit (W6-W10) or drop.
            The mortal writer's loans are its puts (it may die at any step of either); the other may drop a loan. */
         if
-        :: !mortal -> lock = FREE;                                   /* loan dropped: unlock without publishing */
+        :: !mortal -> lock = FREE;                                   /* loan dropped: W9 without W6-W8 */
            goto next
         :: skip                                                      /* copy put, or loan committed: W6.. */
         fi;
@@ -250,13 +249,18 @@ proctype writer(byte me; bool mortal)
         ST(lock = FREE);                                             /* W9: unlock */
         WAKE_READERS;                                                /* W10 */
 next:
-        atomic { puts++; pos = 0; mlen = 0; e = 0 }
+        atomic { todo--; pos = 0; mlen = 0; e = 0 }
     :: else -> break
     od;
     goto done;
 died:
     /* killed: the kernel marks a held robust mutex owner-dead */
-    atomic { wdead[me] = 1; if :: lock == me + 1 -> lock = OWNERDEAD :: else fi; pos = 0; mlen = 0; e = 0; rec = 0 }
+    atomic {
+        if :: lock == me + 1 -> lock = OWNERDEAD :: else fi;
+        orphan = orphan || pend[me]; pend[me] = 0;
+        if :: lives > 0 -> run writer(me, mortal, todo, lives - 1) :: else fi;   /* restarted: the put is tried again */
+        pos = 0; mlen = 0; e = 0; rec = 0; todo = 0
+    }
 done:
     skip
 }
@@ -298,18 +302,20 @@ G1:     /* G1: n = newest.load(Acquire); anything newer than last? G2: pick want
         :: goto returned
         :: skip
         fi;
-        /* G-WAIT */
-        ST(waiters++);                                               /* G-WAIT: waiters.fetch_add(1) */
+        /* G-WAIT (the order of crates/shm: w0, register, re-check, sleep) */
 #ifndef BUG_W0_LATE
-        ST(w0st[me] = W0SAME);                                            /* G-WAIT: w0 = wake.load(), before the re-check */
+        ST(w0st[me] = W0SAME);                                       /* G-WAIT: w0 = wake.load(SeqCst) */
 #endif
+        ST(waiters++);                                               /* G-WAIT: waiters.fetch_add(1, SeqCst) */
 #ifndef BUG_NO_RECHECK
-        ST(if :: newest > last[me] -> waiters--; w0st[me] = 0; goto G1 :: else fi);   /* G-WAIT: re-check G1 */
+        /* G-WAIT: re-check G1 (newest.load(SeqCst)); if newer: waiters.fetch_sub(1), go to G1 (one step here: the
+           early fetch_sub can only make a writer call futex_wake for nobody) */
+        ST(if :: newest > last[me] -> waiters--; w0st[me] = 0; goto G1 :: else fi);
 #endif
 #ifdef BUG_W0_LATE
-        ST(w0st[me] = W0SAME);                                            /* G-WAIT (BUG: w0 read after the re-check) */
+        ST(w0st[me] = W0SAME);                                       /* G-WAIT (BUG: w0 read after the re-check) */
 #endif
-         ST(asleep[me] = (w0st[me] == W0SAME); w0st[me] = 0);                   /* G-WAIT: futex_wait(wake, w0, ...) */
+        ST(asleep[me] = (w0st[me] == W0SAME); w0st[me] = 0);         /* G-WAIT: futex_wait(wake, w0, slice) */
 end_sleep:
         if
         :: !asleep[me] -> skip                                       /* G-WAIT: woken by W10's futex_wake */
@@ -337,13 +343,27 @@ G3:     /* G3: the index entry of want as a seqlock */
         :: else
         fi;
 #endif
-        /* G4: len fits the caller's buffer (not modelled: otherwise get returns and changes nothing) */
+        /* G4: a message longer than the caller's buffer (here: M cells, a buffer of 1 cell, when the caller says so):
+           return "buffer too small" and change nothing. The model counted G2's skip at once; it takes it back here
+           (the code must count it only once the reader moves past it). */
+        if
+        :: ln == M ->
+            if
+            :: atomic {
+#ifndef BUG_G4_KEEPS_COUNT
+                   if :: inorder -> missed = missed - (want - last[me] - 1) :: else fi;
+#endif
+                   goto returned }                                   /* G4: buffer too small */
+            :: skip
+            fi
+        :: else
+        fi;
 #ifdef BUG_G5_EARLY
         ST(bad = (tail > st));                                       /* G5 (BUG: tail loaded before the copy) */
 #endif
         ST(torn = (data[st % C] != MSG(want, ln)));                  /* G5: copy */
         if
-        :: ln == 2 -> ST(torn = torn || data[(st + 1) % C] != MSG(want, ln))  /* G5: copy */
+        :: ln == M -> ST(torn = torn || data[(st + 1) % C] != MSG(want, ln))  /* G5: copy */
         :: else
         fi;
 #if !defined(BUG_G5_EARLY) && !defined(BUG_NO_G5)
@@ -369,10 +389,10 @@ G3:     /* G3: the index entry of want as a seqlock */
             goto returned
         }
 failed:
-        /* G3/G5 failed: count want missed, last = want, try again from G1 (bounded) */
+        /* G3/G5 failed: in order, count want missed and set last = want; newest-only changes nothing (crates/shm:
+           Reader::lost); then try again from G1, "retry" after MAXTRY failures in a row */
         atomic {
-            if :: inorder -> missed++ :: else fi;
-            last[me] = want;
+            if :: inorder -> missed++; last[me] = want :: else fi;
             tries++;
             want = 0; st = 0; ln = 0; bad = 0; torn = 0;
             if
@@ -415,7 +435,7 @@ init
     byte w = 0;
     atomic {
         do
-        :: w < NW -> run writer(w, w == 0 && MORTAL_WRITER); w++
+        :: w < NW -> run writer(w, w == 0 && MORTAL_WRITER, (w == 0 -> PUTS : PUTS1), (w == 0 -> RESTARTS : 0)); w++
         :: else -> break
         od;
         w = 0;
