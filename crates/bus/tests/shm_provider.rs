@@ -357,15 +357,14 @@ fn bad_urls_are_refused_at_creation() {
     assert!(err.to_string().contains("does not exist"), "{err}");
 }
 
-/// Round trips through two buses of one process (ping on one channel, the other bus's callback answers on another,
-/// callbacks inline on the provider's threads), beside the same round trips through raw nerve-shm readers that
-/// sleep on the futex. Prints both and the ratio: what the bus's queues and dispatch add. Nothing is asserted about
-/// time (a shared machine); only that every round trip completed.
-#[test]
-fn latency_added_by_the_bus_is_printed() {
-    const TRIPS: usize = 300;
+const TRIPS: usize = 300;
+
+/// Round-trip times through two buses of one process on `extra`'s receive threads (ping on one channel, the other
+/// bus's callback answers on another, callbacks inline on the provider's threads): alone, then with 100 idle
+/// channels read by the same buses.
+fn bus_round_trips(extra: &str) -> (Vec<Duration>, Vec<Duration>) {
     let dir = TestDir::new("latency");
-    let (a, b) = (dir.bus(""), dir.bus(""));
+    let (a, b) = (dir.bus(extra), dir.bus(extra));
     // Make both channels first, so neither side waits for discovery.
     a.publish_raw("PING", b"warm").unwrap();
     b.publish_raw("PONG", b"warm").unwrap();
@@ -376,15 +375,30 @@ fn latency_added_by_the_bus_is_printed() {
     .unwrap();
     let _db = b.spawn_dispatcher().unwrap();
     let pongs = a.subscriber("PONG", 16, Overflow::DropOldest).unwrap();
-    let mut bus_rtt = Vec::with_capacity(TRIPS);
-    for i in 0..TRIPS {
-        let t = Instant::now();
-        a.publish_raw("PING", &(i as u64).to_le_bytes()).unwrap();
-        let m = pongs.recv_timeout(Duration::from_secs(5)).expect("a pong");
-        assert_eq!(m.data, (i as u64).to_le_bytes());
-        bus_rtt.push(t.elapsed());
+    let trips = || {
+        let mut rtt = Vec::with_capacity(TRIPS);
+        for i in 0..TRIPS {
+            let t = Instant::now();
+            a.publish_raw("PING", &(i as u64).to_le_bytes()).unwrap();
+            let m = pongs.recv_timeout(Duration::from_secs(5)).expect("a pong");
+            assert_eq!(m.data, (i as u64).to_le_bytes());
+            rtt.push(t.elapsed());
+        }
+        rtt
+    };
+    let alone = trips();
+    for i in 0..100 {
+        Channel::create(&format!("IDLE_{i}"), &ChannelConfig::new(4, 64).dir(dir.path())).unwrap();
     }
+    let _idle_a = a.subscriber("IDLE_.*", 4, Overflow::DropOldest).unwrap();
+    let _idle_b = b.subscriber("IDLE_.*", 4, Overflow::DropOldest).unwrap();
+    std::thread::sleep(Duration::from_millis(100)); // picked up within one wait slice
+    (alone, trips())
+}
 
+/// The same round trips through raw nerve-shm channels, each side a reader that sleeps on its channel's futex.
+fn raw_round_trips() -> Vec<Duration> {
+    let dir = TestDir::new("latency-raw");
     let ping = Channel::create("RAW_PING", &ChannelConfig::new(64, 64).dir(dir.path())).unwrap();
     let pong = Channel::create("RAW_PONG", &ChannelConfig::new(64, 64).dir(dir.path())).unwrap();
     let (mut ping_r, mut pong_w) = (ping.reader_after_newest(), pong.writer());
@@ -400,25 +414,39 @@ fn latency_added_by_the_bus_is_printed() {
         }
     });
     let (mut ping_w, mut pong_r) = (ping.writer(), pong.reader_after_newest());
-    let mut raw_rtt = Vec::with_capacity(TRIPS);
+    let mut rtt = Vec::with_capacity(TRIPS);
     let mut buf = [0u8; 64];
     for i in 0..TRIPS {
         let t = Instant::now();
         ping_w.put(&(i as u64).to_le_bytes()).unwrap();
         let got = pong_r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_secs(5))).unwrap();
         assert!(matches!(got, GetOutcome::Message(info) if buf[..info.len] == (i as u64).to_le_bytes()), "{got:?}");
-        raw_rtt.push(t.elapsed());
+        rtt.push(t.elapsed());
     }
     echo.join().unwrap();
+    rtt
+}
 
-    let summary = |v: &mut Vec<Duration>| {
+/// What the bus adds to raw nerve-shm, and what serving many channels from one thread costs: prints the median and
+/// p99 round trip of raw channels, and of the bus with a receive thread per channel and with 128 channels per
+/// thread, each alone and with 100 idle channels. Nothing is asserted about time (a shared machine); only that
+/// every round trip completed.
+#[test]
+fn latency_added_by_the_bus_is_printed() {
+    let summary = |mut v: Vec<Duration>| {
         v.sort();
         (v[v.len() / 2], v[v.len() * 99 / 100])
     };
-    let ((bus_med, bus_p99), (raw_med, raw_p99)) = (summary(&mut bus_rtt), summary(&mut raw_rtt));
-    println!(
-        "shm round trip over {TRIPS} trips: bus median {bus_med:?} p99 {bus_p99:?}; raw nerve-shm median {raw_med:?} \
-         p99 {raw_p99:?}; bus/raw median ratio {:.2}",
-        bus_med.as_secs_f64() / raw_med.as_secs_f64().max(1e-9)
-    );
+    let (raw_med, raw_p99) = summary(raw_round_trips());
+    println!("shm round trips, {TRIPS} each: raw nerve-shm median {raw_med:?} p99 {raw_p99:?}");
+    for (label, extra) in [("a thread per channel", ""), ("128 channels per thread", "&channels_per_thread=128")] {
+        let (alone, crowded) = bus_round_trips(extra);
+        for (what, v) in [("2 channels", alone), ("+100 idle channels", crowded)] {
+            let (med, p99) = summary(v);
+            println!(
+                "  bus, {label}, {what}: median {med:?} p99 {p99:?} (median x{:.2} raw)",
+                med.as_secs_f64() / raw_med.as_secs_f64().max(1e-9)
+            );
+        }
+    }
 }

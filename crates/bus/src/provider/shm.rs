@@ -1,6 +1,7 @@
 //! The `shm://` provider: nerve-shm channels as a bus, one channel per bus channel, in one directory.
 //!
-//! `shm://?frames=64&frame_size=64K&mode=0600&dir=/dev/shm&spin_us=0` (every option optional; see [`ShmConfig`]).
+//! `shm://?frames=64&frame_size=64K&mode=0600&dir=/dev/shm&spin_us=0&channels_per_thread=1` (every option optional;
+//! see [`ShmConfig`]).
 //!
 //! **Names.** Bus channel `NAME` is the channel file `nerve-ENC` where `ENC` is [`encode_channel`]`(NAME)`: `%`, `/`
 //! and control characters percent-encoded (and a whole name of `.` or `..`), everything else as it is, so the common
@@ -12,18 +13,24 @@
 //! size is an error naming the channel and both sizes ([`ShmProviderError::MessageTooLarge`]); publishing never waits
 //! for a reader. Every message carries this provider's [`new_origin`](super::new_origin) id.
 //!
-//! **Receiving: one thread per channel.** A futex word is per channel and nerve-shm has no way to sleep on several
-//! at once, so each channel read gets a thread of its own that sleeps on that channel's futex
-//! ([`Reader::get_with`] with a timeout) and hands each message to the bus as it comes. The alternative, one thread
-//! polling every channel's `newest` between short sleeps, costs up to one sleep period of latency on every channel
-//! but the one it sleeps on; a thread per channel costs a small stack per channel instead and keeps the futex
-//! wake-up latency on all of them (fine for the tens or hundreds of channels a robot has). Each thread reads in
-//! order ([`ReadMode::Next`]), so a reader that keeps up loses nothing; messages a reader missed because writers
-//! overwrote them first are counted in [`ProviderStats::lost`]. Entries written by this provider (its origin) are
-//! skipped and counted in [`ProviderStats::own_dropped`]: the bus delivered them in-process already. Between batches
-//! (at most one ring's worth of messages) a thread calls [`Sink::drained`], so an inline dispatcher's callbacks run
-//! on it; the directory watcher calls it too when idle, so in-process messages are dispatched even while no channel
-//! is read.
+//! **Receiving: a thread per channel by default, or one thread for up to 128.** A futex word is per channel. By
+//! default each channel read gets a receive thread of its own that sleeps on that channel's futex (as a lone
+//! nerve-shm reader does), so the latency does not depend on how many channels a process reads; the cost is a
+//! thread per channel and its idle wake-ups (nerve-shm's 20 ms wait slices: 50 a second). With
+//! `channels_per_thread=N` (up to [`MAX_CHANNELS_PER_THREAD`]) one thread serves N channels, sleeping on all their
+//! futex words at once ([`Channel::wait_any`], `futex_waitv`): fewer threads, but every wake-up then costs the
+//! kernel time in proportion to the channels it sleeps on. `latency_added_by_the_bus_is_printed` in
+//! `tests/shm_provider.rs` prints both beside raw nerve-shm (three release runs on the shared 2-core machine, median
+//! round trip between two buses: raw nerve-shm 5 us; the bus 10-15 us either way; with 100 idle channels read by
+//! the same buses still 10-15 us with a thread per channel, 90-120 us with 128 per thread). After a wake-up a thread reads every channel it has that has something, in order ([`ReadMode::Next`])
+//! and at most one ring's worth per channel at a time, so a reader that keeps up loses nothing and no channel starves
+//! the others; messages it missed because writers overwrote them first are counted in [`ProviderStats::lost`].
+//! Entries written by this provider (its origin) are skipped and counted in [`ProviderStats::own_dropped`]: the bus
+//! delivered them in-process already. Between rounds a thread calls [`Sink::drained`], so an inline dispatcher's
+//! callbacks run on it (a slow callback holds up the channels of its thread, as on udpm; the rings absorb that up to
+//! their size). A channel handed to a thread that is asleep is picked up when it next wakes, within
+//! [`nerve_shm::WAIT_SLICE`] (its reader already exists, so nothing is missed). The directory watcher calls
+//! [`Sink::drained`] too when idle, so in-process messages are dispatched even while no channel is read.
 //!
 //! **Discovery.** The provider reads only channels whose bus name matches a subscribed pattern. A new subscription
 //! scans the directory and reads the matching channels that exist from their next message on (only what is
@@ -31,8 +38,10 @@
 //! the directory for new names; the watch is set before any scan, so nothing falls between) and reads those from
 //! their oldest message, so nothing published on them after the subscription is missed. Without inotify (a per-user
 //! limit reached) it rescans every [`RESCAN`] instead. A channel removed and made again under the same name (a new
-//! file) replaces the old one: its reader is retired and the new file is read from its oldest message. A channel
-//! file that cannot be opened (permissions, another layout version) is reported once on stderr and skipped.
+//! file) replaces the old one: its reader is retired and the new file is read from its oldest message (a writer still
+//! on the removed file is not heard any more). A channel file that cannot be opened (permissions, another layout
+//! version) is reported once on stderr and skipped. Unsubscribing does not stop reading a channel (the provider is
+//! not told); its messages then match no subscription and are counted as unmatched by the bus.
 //!
 //! **QoS.** Best effort and volatile only ([`QosSupport::default`]): a writer never waits, so a reader that falls
 //! more than a ring behind loses the oldest messages (counted), which is not reliable delivery; and a channel's ring
@@ -61,8 +70,10 @@ pub const DEFAULT_FRAMES: u64 = 64;
 /// ordinary state or command message; image channels need a `frame_size` of their own (or `nerve chan mk`).
 /// The file of a default channel reserves about `frames * frame_size` = 4 MiB of memory.
 pub const DEFAULT_FRAME_SIZE: u64 = 64 * 1024;
-/// How long a channel's reader thread sleeps at most before it looks at its stop flag.
+/// How long the directory watcher sleeps at most before it looks at its stop flag.
 const POLL: Duration = Duration::from_millis(100);
+/// The most channels one receive thread may serve (`futex_waitv` takes at most 128 words).
+pub const MAX_CHANNELS_PER_THREAD: usize = 128;
 /// How often the directory is rescanned when inotify is not available.
 pub const RESCAN: Duration = Duration::from_millis(500);
 /// How many times opening a channel is retried when its file is replaced while being opened.
@@ -196,9 +207,12 @@ pub struct ShmConfig {
     pub mode: u32,
     /// `dir=/path`: the channel directory (default: `NERVE_SHM_DIR`, else `/dev/shm`).
     pub dir: Option<PathBuf>,
-    /// `spin_us=U`: readers poll this long before they sleep (costs a CPU per channel being read; saves the
-    /// wake-up of a sleeping thread).
+    /// `spin_us=U`: a receive thread polls its channels this long before it sleeps (keeps a CPU busy while it
+    /// waits; saves the wake-up of a sleeping thread).
     pub spin: Duration,
+    /// `channels_per_thread=N`: how many channels one receive thread serves (1, the default, to
+    /// [`MAX_CHANNELS_PER_THREAD`]); see the module doc for the latency this trades for threads.
+    pub channels_per_thread: usize,
 }
 
 impl Default for ShmConfig {
@@ -209,6 +223,7 @@ impl Default for ShmConfig {
             mode: nerve_shm::DEFAULT_MODE,
             dir: None,
             spin: Duration::ZERO,
+            channels_per_thread: 1,
         }
     }
 }
@@ -242,6 +257,13 @@ impl ShmConfig {
                 "mode" => config.mode = parse_mode(v).ok_or_else(|| bad(format!("mode={v}: expected octal bits like 0600")))?,
                 "dir" if v.is_empty() => return Err(bad("dir= is empty".into())),
                 "dir" => config.dir = Some(PathBuf::from(v)),
+                "channels_per_thread" => {
+                    config.channels_per_thread = v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=MAX_CHANNELS_PER_THREAD).contains(n))
+                        .ok_or_else(|| bad(format!("channels_per_thread={v}: expected 1 to {MAX_CHANNELS_PER_THREAD}")))?
+                }
                 "spin_us" => {
                     let us = v.parse::<u64>().map_err(|_| bad(format!("spin_us={v}: expected microseconds")))?;
                     config.spin = Duration::from_micros(us);
@@ -285,11 +307,27 @@ struct Counters {
     own_dropped: AtomicU64,
 }
 
-/// A channel being read: which file (device, inode), and its thread.
+/// A channel being read, as the provider keeps track of it: which file (device, inode), its receive thread, and
+/// the flag that retires it.
 struct ChannelReader {
     file: (u64, u64),
+    group: usize,
     retire: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
+}
+
+/// A channel being read, as its receive thread holds it.
+struct Member {
+    channel: String,
+    ch: Channel,
+    reader: Reader,
+    retire: Arc<AtomicBool>,
+}
+
+/// A receive thread: its inbox of channels to add, and how many channels are assigned to it.
+struct Group {
+    inbox: Arc<Mutex<Vec<Member>>>,
+    assigned: usize,
+    thread: Option<JoinHandle<()>>,
 }
 
 #[derive(Default)]
@@ -298,8 +336,7 @@ struct RecvState {
     patterns: Vec<Pattern>,
     /// Bus channel -> its reader.
     readers: HashMap<String, ChannelReader>,
-    /// Threads of replaced channels, joined by the watcher (never by a thread that may be one of them).
-    retired: Vec<JoinHandle<()>>,
+    groups: Vec<Group>,
     /// Channel files already reported as unreadable (each is reported once).
     warned: std::collections::HashSet<PathBuf>,
 }
@@ -309,6 +346,7 @@ struct RecvShared {
     dir: PathBuf,
     origin: u64,
     spin: Duration,
+    per_thread: usize,
     stop: AtomicBool,
     counters: Counters,
     state: Mutex<RecvState>,
@@ -349,6 +387,7 @@ impl Shm {
                 dir,
                 origin,
                 spin: config.spin,
+                per_thread: config.channels_per_thread,
                 stop: AtomicBool::new(false),
                 counters: Counters::default(),
                 state: Mutex::new(RecvState::default()),
@@ -407,8 +446,7 @@ impl Drop for Shm {
         }
         {
             let mut st = self.recv.lock();
-            threads.extend(st.readers.drain().map(|(_, r)| r.thread));
-            threads.append(&mut st.retired);
+            threads.extend(st.groups.iter_mut().filter_map(|g| g.thread.take()));
         }
         for t in threads {
             join_unless_current(t);
@@ -434,8 +472,7 @@ impl RecvShared {
     }
 
     /// Starts reading `file_name` (a directory entry) if it is a channel a subscription wants and is not read yet
-    /// (or is a new file under a name being read: the old reader is retired, its thread left for the watcher to
-    /// join).
+    /// (or is a new file under a name being read: the old reader is retired), on a receive thread with room.
     fn consider(self: &Arc<Self>, st: &mut RecvState, file_name: &str, start: Start) {
         let Some(encoded) = file_name.strip_prefix(nerve_shm::FILE_PREFIX) else { return };
         let Some(channel) = decode_channel(encoded) else { return };
@@ -458,23 +495,33 @@ impl RecvShared {
         };
         reader.set_spin(self.spin);
         let retire = Arc::new(AtomicBool::new(false));
-        let me = Arc::clone(self);
-        let (flag, name) = (Arc::clone(&retire), channel.clone());
-        let spawned = std::thread::Builder::new()
-            .name("nerve-shm-rx".into())
-            .stack_size(256 * 1024)
-            .spawn(move || me.read_channel(name, ch, reader, &flag, sink));
-        let thread = match spawned {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("nerve: shm: cannot start a reader thread for channel {channel}: {e}");
-                return;
+        // Replacing a channel's file: the old reader is retired (its thread drops it at its next round).
+        if let Some(old) = st.readers.remove(&channel) {
+            old.retire.store(true, Ordering::Relaxed);
+            st.groups[old.group].assigned -= 1;
+        }
+        let group = match st.groups.iter().position(|g| g.assigned < self.per_thread) {
+            Some(i) => i,
+            None => {
+                let inbox = Arc::new(Mutex::new(Vec::new()));
+                let (me, mine) = (Arc::clone(self), Arc::clone(&inbox));
+                let spawned = std::thread::Builder::new()
+                    .name("nerve-shm-rx".into())
+                    .spawn(move || me.receive(&mine, sink));
+                match spawned {
+                    Ok(thread) => st.groups.push(Group { inbox, assigned: 0, thread: Some(thread) }),
+                    Err(e) => {
+                        eprintln!("nerve: shm: cannot start a receive thread for channel {channel}: {e}");
+                        return;
+                    }
+                }
+                st.groups.len() - 1
             }
         };
-        if let Some(old) = st.readers.insert(channel, ChannelReader { file: id, retire, thread }) {
-            old.retire.store(true, Ordering::Relaxed);
-            st.retired.push(old.thread);
-        }
+        let member = Member { channel: channel.clone(), ch, reader, retire: Arc::clone(&retire) };
+        st.groups[group].inbox.lock().expect("shm inbox lock").push(member);
+        st.groups[group].assigned += 1;
+        st.readers.insert(channel, ChannelReader { file: id, group, retire });
     }
 
     /// Opens the channel file at `path` and returns it with the (device, inode) it is, checked not to have been
@@ -509,43 +556,75 @@ impl RecvShared {
         }
     }
 
-    /// A channel's reader thread: hands each message to the bus as it comes, in order, until stopped or retired.
-    fn read_channel(&self, channel: String, ch: Channel, mut reader: Reader, retire: &AtomicBool, sink: Arc<dyn Sink>) {
-        let c = &self.counters;
-        let stopped = || self.stop.load(Ordering::Relaxed) || retire.load(Ordering::Relaxed);
-        let mut callbacks_waiting = false;
-        // At most one ring's worth of messages between two chances for an inline dispatcher to run a callback.
-        let batch = ch.frames();
-        while !stopped() {
-            let mut wait = if callbacks_waiting { Wait::Poll } else { Wait::Timeout(POLL) };
-            let mut taken = 0u64;
-            while taken < batch && !stopped() {
-                match reader.get_with(ReadMode::Next, wait, |bytes| bytes.to_vec()) {
-                    Ok(GetOutcome::Message((info, data))) => {
-                        taken += 1;
-                        c.lost.fetch_add(info.missed, Ordering::Relaxed);
-                        if info.origin == self.origin {
-                            c.own_dropped.fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            c.received.fetch_add(1, Ordering::Relaxed);
-                            sink.deliver(Incoming { channel: channel.clone(), data, recv_utime: now_utime() });
+    /// A receive thread: sleeps on its channels (on the one's futex, or on all at once) and hands each message to
+    /// the bus as it comes, until the provider stops.
+    fn receive(&self, inbox: &Mutex<Vec<Member>>, sink: Arc<dyn Sink>) {
+        let mut members: Vec<Member> = Vec::new();
+        while !self.stop.load(Ordering::Relaxed) {
+            members.append(&mut inbox.lock().expect("shm inbox lock"));
+            members.retain(|m| !m.retire.load(Ordering::Relaxed));
+            let mut taken = 0;
+            for m in &mut members {
+                taken += self.read_some(m, Wait::Poll, &*sink);
+            }
+            let callbacks_waiting = sink.drained();
+            if taken > 0 || callbacks_waiting {
+                continue;
+            }
+            match members.as_mut_slice() {
+                [] => std::thread::sleep(nerve_shm::WAIT_SLICE),
+                // Sleeps in the reader's own wait (which spins first if asked), and reads at once when woken.
+                [one] => {
+                    self.read_some(one, Wait::Timeout(nerve_shm::WAIT_SLICE), &*sink);
+                }
+                many => {
+                    let waiting: Vec<(&Channel, u64)> = many.iter().map(|m| (&m.ch, m.reader.last_seq())).collect();
+                    if !self.spin.is_zero() {
+                        let end = Instant::now() + self.spin;
+                        while Instant::now() < end && !waiting.iter().any(|(c, last)| c.newest_seq() > *last) {
+                            std::hint::spin_loop();
                         }
                     }
-                    // Overwritten under the reader too often in a row: the losses come with the next message.
-                    Ok(GetOutcome::Retry) => taken += 1,
-                    Ok(GetOutcome::NothingNew | GetOutcome::TimedOut | GetOutcome::BufferTooSmall { .. }) => break,
-                    Err(_) => {
-                        // An index entry no channel can hold (a process with write access scribbled on it): count
-                        // it and skip that one message.
-                        taken += 1;
-                        c.malformed.fetch_add(1, Ordering::Relaxed);
-                        c.lost.fetch_add(skip_one(&mut reader, &ch), Ordering::Relaxed);
+                    Channel::wait_any(&waiting, nerve_shm::WAIT_SLICE);
+                }
+            }
+        }
+    }
+
+    /// Hands the bus what channel `m` has, at most one ring's worth, waiting as `first` says for the first one;
+    /// returns how many entries were taken.
+    fn read_some(&self, m: &mut Member, first: Wait, sink: &dyn Sink) -> u64 {
+        let c = &self.counters;
+        let batch = m.ch.frames();
+        let mut taken = 0u64;
+        let mut wait = first;
+        while taken < batch {
+            let got = m.reader.get_with(ReadMode::Next, wait, |bytes| bytes.to_vec());
+            wait = Wait::Poll;
+            match got {
+                Ok(GetOutcome::Message((info, data))) => {
+                    taken += 1;
+                    c.lost.fetch_add(info.missed, Ordering::Relaxed);
+                    if info.origin == self.origin {
+                        c.own_dropped.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        c.received.fetch_add(1, Ordering::Relaxed);
+                        sink.deliver(Incoming { channel: m.channel.clone(), data, recv_utime: now_utime() });
                     }
                 }
-                wait = Wait::Poll;
+                // Overwritten under the reader too often in a row: the losses come with the next message.
+                Ok(GetOutcome::Retry) => taken += 1,
+                Ok(GetOutcome::NothingNew | GetOutcome::TimedOut | GetOutcome::BufferTooSmall { .. }) => break,
+                Err(_) => {
+                    // An index entry no channel can hold (a process with write access scribbled on it): count it
+                    // and skip that one message.
+                    taken += 1;
+                    c.malformed.fetch_add(1, Ordering::Relaxed);
+                    c.lost.fetch_add(skip_one(&mut m.reader, &m.ch), Ordering::Relaxed);
+                }
             }
-            callbacks_waiting = sink.drained();
         }
+        taken
     }
 }
 
@@ -593,7 +672,7 @@ fn watch(shared: Arc<RecvShared>, inotify: Option<Inotify>) {
                 rescan = last_scan.elapsed() >= RESCAN;
             }
         }
-        let (sink, retired) = {
+        let sink = {
             let mut st = shared.lock();
             for name in &names {
                 shared.consider(&mut st, name, Start::Oldest);
@@ -602,11 +681,8 @@ fn watch(shared: Arc<RecvShared>, inotify: Option<Inotify>) {
                 last_scan = Instant::now();
                 shared.scan(&mut st, Start::Oldest);
             }
-            (st.sink.clone(), std::mem::take(&mut st.retired))
+            st.sink.clone()
         };
-        for t in retired {
-            join_unless_current(t);
-        }
         callbacks_waiting = sink.is_some_and(|s| s.drained());
     }
 }
@@ -736,6 +812,10 @@ mod tests {
             assert!(ShmConfig::from_url("shm://", "", &opts(&[bad])).is_err(), "{bad:?}");
         }
         assert!(ShmConfig::from_url("shm://x", "x", &[]).is_err());
+        assert_eq!(ShmConfig::from_url("shm://", "", &opts(&[("channels_per_thread", "128")])).unwrap().0.channels_per_thread, 128);
+        for bad in ["0", "129", "x"] {
+            assert!(ShmConfig::from_url("shm://", "", &opts(&[("channels_per_thread", bad)])).is_err());
+        }
         assert!(ShmConfig::from_url("shm://", "", &opts(&[("frames", "16777216"), ("frame_size", "1G")])).is_err());
     }
 }
