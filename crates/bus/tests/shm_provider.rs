@@ -153,6 +153,40 @@ fn a_pattern_subscription_picks_up_channels_made_after_it() {
     assert_eq!((left.writer_opens, left.reader_opens), (1, 1));
 }
 
+/// Receive threads that serve several channels each (`channels_per_thread=2`: five channels on three threads,
+/// sleeping on their channels with futex_waitv): every message of every channel arrives, in order per channel, and
+/// a channel remade under its name is read anew.
+#[test]
+fn channels_shared_by_receive_threads() {
+    let dir = TestDir::new("groups");
+    let (a, b) = (dir.bus(""), dir.bus("&channels_per_thread=2"));
+    let sub = b.subscriber("M.*", 1000, Overflow::DropOldest).unwrap();
+    let names = ["M0", "M1", "M2", "M3", "M4"];
+    for round in 0..10u8 {
+        for n in names {
+            a.publish_raw(n, &[round]).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut got: Vec<(String, u8)> = Vec::new();
+    while got.len() < 50 {
+        let m = sub.recv_timeout(Duration::from_secs(5)).unwrap_or_else(|| panic!("only {} of 50: {got:?}", got.len()));
+        got.push((m.channel.clone(), m.data[0]));
+    }
+    for n in names {
+        let seq: Vec<u8> = got.iter().filter(|(c, _)| c == n).map(|(_, r)| *r).collect();
+        assert_eq!(seq, (0..10).collect::<Vec<u8>>(), "{n}");
+    }
+    Channel::remove("M2", Some(dir.path())).unwrap();
+    let mut w = Channel::create("M2", &ChannelConfig::new(8, 64).dir(dir.path())).unwrap().writer();
+    w.put(b"anew").unwrap();
+    let m = sub.recv_timeout(Duration::from_secs(5)).expect("the remade channel is read");
+    assert_eq!((m.channel.as_str(), m.data.as_slice()), ("M2", &b"anew"[..]));
+    a.publish_raw("M3", b"still").unwrap();
+    let m = sub.recv_timeout(Duration::from_secs(5)).expect("the others still are");
+    assert_eq!((m.channel.as_str(), m.data.as_slice()), ("M3", &b"still"[..]));
+}
+
 #[test]
 fn a_new_subscription_on_an_existing_channel_gets_only_newer_messages() {
     let dir = TestDir::new("existing");

@@ -399,18 +399,6 @@ impl Shm {
         })
     }
 
-    /// The id stamped on every message this provider puts (messages bearing it are not delivered back).
-    pub fn origin(&self) -> u64 {
-        self.origin
-    }
-
-    /// The bus channels being read now, sorted.
-    pub fn reading(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.recv.lock().readers.keys().cloned().collect();
-        v.sort();
-        v
-    }
-
     /// The writer of `channel`, made (and the channel opened or made) on first use.
     fn writer(&self, channel: &str) -> Result<Arc<Mutex<Writer>>, BusError> {
         let mut writers = self.writers.lock().expect("shm writers lock");
