@@ -503,8 +503,10 @@ impl Reader {
                     let oldest = n.saturating_sub(g.entries - 1).max(1);
                     let next = self.last.saturating_add(1);
                     if next < oldest {
-                        // G2: fell behind: the difference is missed.
+                        // G2: fell behind: the difference is missed. `last` moves past what is gone at once, so a
+                        // G4 (buffer too small) return below cannot make the next get count the same skip again.
                         self.pending_missed = self.pending_missed.saturating_add(oldest - next);
+                        self.last = oldest - 1;
                         oldest
                     } else {
                         next
