@@ -374,7 +374,7 @@ fn a_channel_removed_and_made_again_is_read_anew() {
 fn reliable_and_transient_local_are_refused() {
     let dir = TestDir::new("qos");
     let bus = dir.bus("");
-    let err = bus.publisher::<Counted>("Q", Qos::default().reliable()).err().expect("refused");
+    let err = bus.publisher::<Counted>("Q", Qos::default().reliable()).expect_err("refused");
     assert!(matches!(err, BusError::QosUnsupported { provider: "shm", policy: "reliable", .. }), "{err:?}");
     let err = bus.subscriber_shared::<Counted>("Q", Qos::default().transient_local(4)).err().expect("refused");
     assert!(matches!(err, BusError::QosUnsupported { provider: "shm", policy: "transient_local", .. }), "{err:?}");
