@@ -31,6 +31,7 @@
 
 mod error;
 mod json;
+mod transcode;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -42,6 +43,7 @@ use crate::model::{Dim, MemberType, Primitive, Schema, Struct, TypeName};
 
 pub use error::{DynError, DynErrorKind, PathSegment};
 pub use json::json_string;
+pub use transcode::{CsvShape, JsonForm, Transcoder};
 
 /// The deepest a value tree may nest: each struct and each array dimension is one level.
 pub const MAX_DEPTH: usize = 512;

@@ -1,0 +1,484 @@
+//! Number text for the transcoder, byte for byte what the value-tree path writes, only faster: `itoa` for integers
+//! and `ryu` for floats, with Nerve's rules on top.
+//!
+//! Nerve's float text is the shortest digits that read back to the same float, written plainly for magnitudes in
+//! `[1e-5, 1e16)` and with an exponent otherwise (`1e-7`, `1.5e20`), with `.0` added when there is neither a `.`
+//! nor an `e`. The tree path gets it from `Display` / `LowerExp`; here `ryu` gives the same shortest digits, and its
+//! own choice of plain or exponent form agrees with Nerve's except near the edges of those ranges (and, for `f32`,
+//! in `[1e-6, 1e-5)` and `[1e13, 1e16)`): there the standard formatter writes it, as before.
+//!
+//! A `float` in JSON also passes the tree path's check that a reader which parses into a double and then rounds to
+//! float gets the same bits back; where it does not (double rounding), the double's digits are written instead.
+//! [`push_f32_json`] makes the same check with an exactly rounded fast parse of the digits just written.
+
+use std::fmt::Write as _;
+
+/// Appends an integer.
+#[inline]
+pub(crate) fn push_int<I: itoa::Integer>(out: &mut Vec<u8>, x: I) {
+    out.extend_from_slice(itoa::Buffer::new().format(x).as_bytes());
+}
+
+/// Whether Nerve writes a float of this magnitude with an exponent.
+#[inline]
+fn wants_exp(a: f64) -> bool {
+    a != 0.0 && !(1e-5..1e16).contains(&a)
+}
+
+/// A finite `f64` as Nerve's float text.
+#[inline]
+pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
+    let mut b = ryu::Buffer::new();
+    let s = b.format_finite(x).as_bytes();
+    let (m, e2) = odd_parts(x.to_bits() & !(1 << 63), 52, 1075);
+    if s.contains(&b'e') == wants_exp(x.abs()) && !(tie_possible(m, e2, 18) && is_tie(s, m, e2)) {
+        out.extend_from_slice(s);
+    } else {
+        slow_text(out, x.abs(), x, x);
+    }
+}
+
+/// A finite `f32` as Nerve's float text (its own shortest digits; CSV cells).
+#[inline]
+pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
+    let mut b = ryu::Buffer::new();
+    let s = b.format_finite(x).as_bytes();
+    let (m, e2) = odd_parts(u64::from(x.to_bits() & !(1 << 31)), 23, 150);
+    if s.contains(&b'e') == wants_exp(f64::from(x).abs()) && !(tie_possible(m, e2, 10) && is_tie(s, m, e2)) {
+        out.extend_from_slice(s);
+    } else {
+        slow_text(out, f64::from(x).abs(), x, x);
+    }
+}
+
+/// A float's magnitude (its bits without the sign) as `m * 2^e` with `m` odd; `(0, 0)` for zero.
+#[inline]
+fn odd_parts(bits: u64, mantissa_bits: u32, bias: i32) -> (u64, i32) {
+    let field = (bits >> mantissa_bits) as i32;
+    let frac = bits & ((1 << mantissa_bits) - 1);
+    let (m, e) = if field == 0 { (frac, 1 - bias) } else { (frac | (1 << mantissa_bits), field - bias) };
+    if m == 0 {
+        return (0, 0);
+    }
+    let tz = m.trailing_zeros();
+    (m >> tz, e + tz as i32)
+}
+
+/// Whether the exact decimal value of `m * 2^e` (`m` odd) is short enough (at most `digits` significant digits)
+/// for its shortest digits to be a tie between two candidates: `ryu` breaks such ties to even, the standard
+/// formatter upwards. A cheap filter on the bits: almost every float fails it.
+#[inline]
+fn tie_possible(m: u64, e: i32, digits: u32) -> bool {
+    if m == 0 {
+        return false;
+    }
+    if e < 0 {
+        let k = e.unsigned_abs();
+        k <= 27 && u128::from(m) * 5u128.pow(k) < 10u128.pow(digits)
+    } else {
+        let k = e.unsigned_abs() + 1;
+        k <= 27 && m % 5u64.pow(k) == 0
+    }
+}
+
+/// Whether the value `m * 2^e` lies exactly halfway between two numbers of the form `ryu`'s digits have (a tie
+/// in their last place): twice the value times `10^-(last digit's exponent)` is then an odd integer.
+#[cold]
+fn is_tie(text: &[u8], m: u64, e: i32) -> bool {
+    let Some((_, last)) = significant_digits(text) else { return true };
+    let k = -last;
+    if e + 1 + k != 0 {
+        return false;
+    }
+    k >= 0 || 5u64.checked_pow(k.unsigned_abs()).is_some_and(|p| m % p == 0)
+}
+
+/// The digits of float text as an integer without trailing zeros, and the power of ten of its last digit.
+fn significant_digits(text: &[u8]) -> Option<(u64, i32)> {
+    let (mut m, mut e) = decimal(text)?;
+    while m != 0 && m % 10 == 0 {
+        m /= 10;
+        e += 1;
+    }
+    Some((m, e))
+}
+
+/// Float text as `(digits, power of ten)`: `-12.5e3` is `(125, 2)` (the sign is dropped); `None` past 19 digits.
+fn decimal(text: &[u8]) -> Option<(u64, i32)> {
+    let body = text.strip_prefix(b"-").unwrap_or(text);
+    let mut mantissa: u64 = 0;
+    let mut digits = 0u32;
+    let mut exp10: i32 = 0;
+    let mut after_point = false;
+    for (i, &c) in body.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                if mantissa != 0 || c != b'0' {
+                    digits += 1;
+                }
+                if digits > 19 {
+                    return None;
+                }
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                if after_point {
+                    exp10 -= 1;
+                }
+            }
+            b'.' => after_point = true,
+            b'e' => {
+                let e: i32 = std::str::from_utf8(&body[i + 1..]).ok()?.parse().ok()?;
+                return Some((mantissa, exp10.checked_add(e)?));
+            }
+            _ => return None,
+        }
+    }
+    Some((mantissa, exp10))
+}
+
+/// A finite `f32` in JSON: its text if a double-then-float reader gets the same bits back, else the double's.
+#[inline]
+pub(crate) fn push_f32_json(out: &mut Vec<u8>, x: f32) {
+    let start = out.len();
+    push_f32_text(out, x);
+    let back = parse_f64(&out[start..]);
+    if back.map(|d| d as f32).map(f32::to_bits) != Some(x.to_bits()) {
+        out.truncate(start);
+        push_f64_text(out, f64::from(x));
+    }
+}
+
+/// The standard formatter's text, as the tree path writes it (the rare cases `ryu`'s form differs).
+#[cold]
+#[inline(never)]
+fn slow_text(out: &mut Vec<u8>, a: f64, display: impl std::fmt::Display, exp: impl std::fmt::LowerExp) {
+    let mut s = String::with_capacity(32);
+    let _ = if wants_exp(a) { write!(s, "{exp:e}") } else { write!(s, "{display}") };
+    if !s.contains(['.', 'e']) {
+        s.push_str(".0");
+    }
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Powers of ten that are exact doubles.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
+];
+
+/// Float text (as written above) to the nearest double, exactly as `str::parse::<f64>` gives it: when the digits
+/// make an integer below 2^53 and the power of ten is at most 22 either way, one multiplication or division of two
+/// exact doubles is correctly rounded (Clinger's fast path); anything else goes to the standard parser.
+fn parse_f64(text: &[u8]) -> Option<f64> {
+    let Some((mantissa, exp10)) = decimal(text) else { return slow_parse(text) };
+    if mantissa >= 1 << 53 || exp10.unsigned_abs() > 22 {
+        return slow_parse(text);
+    }
+    let m = mantissa as f64;
+    let v = if exp10 >= 0 { m * POW10[exp10 as usize] } else { m / POW10[exp10.unsigned_abs() as usize] };
+    Some(if text.first() == Some(&b'-') { -v } else { v })
+}
+
+#[cold]
+fn slow_parse(text: &[u8]) -> Option<f64> {
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// `byte` values as JSON numbers followed by a comma: the text, and its length with the comma.
+static BYTE_TEXT: [([u8; 4], u8); 256] = {
+    let mut t = [([0u8; 4], 0u8); 256];
+    let mut i = 0;
+    while i < 256 {
+        let (h, te, o) = ((i / 100) as u8, ((i / 10) % 10) as u8, (i % 10) as u8);
+        t[i] = if i >= 100 {
+            ([b'0' + h, b'0' + te, b'0' + o, b','], 4)
+        } else if i >= 10 {
+            ([b'0' + te, b'0' + o, b',', 0], 3)
+        } else {
+            ([b'0' + o, b',', 0, 0], 2)
+        };
+        i += 1;
+    }
+    t
+};
+
+/// Bytes as comma-separated numbers (`1,2,255`), no brackets.
+pub(crate) fn push_byte_numbers(out: &mut Vec<u8>, data: &[u8]) {
+    if data.is_empty() {
+        return;
+    }
+    let start = out.len();
+    out.resize(start + data.len() * 4, 0);
+    let buf = &mut out[start..];
+    let mut p = 0;
+    for &b in data {
+        let (text, len) = &BYTE_TEXT[usize::from(b)];
+        buf[p..p + 4].copy_from_slice(text);
+        p += usize::from(*len);
+    }
+    // Drop the last comma.
+    out.truncate(start + p - 1);
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex.
+pub(crate) fn push_hex(out: &mut Vec<u8>, data: &[u8]) {
+    let start = out.len();
+    out.resize(start + data.len() * 2, 0);
+    for (pair, &b) in out[start..].chunks_exact_mut(2).zip(data) {
+        pair[0] = HEX[usize::from(b >> 4)];
+        pair[1] = HEX[usize::from(b & 15)];
+    }
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding.
+pub(crate) fn push_base64(out: &mut Vec<u8>, data: &[u8]) {
+    let start = out.len();
+    out.resize(start + data.len().div_ceil(3) * 4, 0);
+    let buf = &mut out[start..];
+    let mut chunks = data.chunks_exact(3);
+    for (quad, c) in buf.chunks_exact_mut(4).zip(&mut chunks) {
+        let n = (u32::from(c[0]) << 16) | (u32::from(c[1]) << 8) | u32::from(c[2]);
+        quad[0] = B64[((n >> 18) & 63) as usize];
+        quad[1] = B64[((n >> 12) & 63) as usize];
+        quad[2] = B64[((n >> 6) & 63) as usize];
+        quad[3] = B64[(n & 63) as usize];
+    }
+    let tail = buf.len().saturating_sub(4);
+    match *chunks.remainder() {
+        [a] => {
+            let n = u32::from(a) << 16;
+            buf[tail..].copy_from_slice(&[B64[((n >> 18) & 63) as usize], B64[((n >> 12) & 63) as usize], b'=', b'=']);
+        }
+        [a, b] => {
+            let n = (u32::from(a) << 16) | (u32::from(b) << 8);
+            buf[tail..].copy_from_slice(&[
+                B64[((n >> 18) & 63) as usize],
+                B64[((n >> 12) & 63) as usize],
+                B64[((n >> 6) & 63) as usize],
+                b'=',
+            ]);
+        }
+        _ => {}
+    }
+}
+
+/// Which bytes of UTF-8 text [`push_json_str`] must look at: `"`, `\`, controls, DEL, and the lead bytes of
+/// U+0080..U+009F (`C2`) and U+2028/U+2029 (`E2`).
+static NEEDS_LOOK: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0x7f] = true;
+    t[0xc2] = true;
+    t[0xe2] = true;
+    t
+};
+
+/// `s` as a JSON string literal, escaped exactly as `nerve_codec::json::write_str` escapes it.
+pub(crate) fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if !NEEDS_LOOK[usize::from(b[i])] {
+            i += 1;
+            continue;
+        }
+        // (code point to write as \uXXXX or a short escape, bytes it takes)
+        let (esc, len): (Result<&[u8], u32>, usize) = match b[i] {
+            b'"' => (Ok(b"\\\""), 1),
+            b'\\' => (Ok(b"\\\\"), 1),
+            b'\n' => (Ok(b"\\n"), 1),
+            b'\r' => (Ok(b"\\r"), 1),
+            b'\t' => (Ok(b"\\t"), 1),
+            c @ (0..=0x1f | 0x7f) => (Err(u32::from(c)), 1),
+            // U+0080..U+009F: C2 80..C2 9F.
+            0xc2 if matches!(b.get(i + 1), Some(0x80..=0x9f)) => (Err(u32::from(b[i + 1])), 2),
+            // U+2028, U+2029: E2 80 A8, E2 80 A9.
+            0xe2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xa8 | 0xa9)) => {
+                (Err(0x2000 | u32::from(b[i + 2] - 0x80)), 3)
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&b[start..i]);
+        match esc {
+            Ok(e) => out.extend_from_slice(e),
+            Err(cp) => {
+                out.extend_from_slice(b"\\u");
+                for shift in [12, 8, 4, 0] {
+                    out.push(HEX[((cp >> shift) & 15) as usize]);
+                }
+            }
+        }
+        i += len;
+        start = i;
+    }
+    out.extend_from_slice(&b[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tree path's float text, copied from before the transcoder existed: the reference.
+    fn old_text(x: f64, display: &dyn Fn() -> String, exp: &dyn Fn() -> String) -> String {
+        let a = x.abs();
+        let mut s = if a != 0.0 && !(1e-5..1e16).contains(&a) { exp() } else { display() };
+        if !s.contains(['.', 'e']) {
+            s.push_str(".0");
+        }
+        s
+    }
+
+    fn old_f64(x: f64) -> String {
+        old_text(x, &|| format!("{x}"), &|| format!("{x:e}"))
+    }
+
+    fn old_f32(x: f32) -> String {
+        old_text(f64::from(x), &|| format!("{x}"), &|| format!("{x:e}"))
+    }
+
+    fn old_f32_json(x: f32) -> String {
+        let s = old_f32(x);
+        match s.parse::<f64>() {
+            Ok(d) if (d as f32).to_bits() == x.to_bits() => s,
+            _ => old_f64(f64::from(x)),
+        }
+    }
+
+    fn new<T>(f: fn(&mut Vec<u8>, T), x: T) -> String {
+        let mut v = Vec::new();
+        f(&mut v, x);
+        String::from_utf8(v).unwrap()
+    }
+
+    /// A small deterministic generator (xorshift).
+    pub(crate) struct Rng(pub(crate) u64);
+    impl Rng {
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    fn check_f32(x: f32) {
+        if x.is_finite() {
+            assert_eq!(new(push_f32_text, x), old_f32(x), "f32 text {x:e} ({:#x})", x.to_bits());
+            assert_eq!(new(push_f32_json, x), old_f32_json(x), "f32 json {x:e} ({:#x})", x.to_bits());
+        }
+    }
+
+    fn check_f64(x: f64) {
+        if x.is_finite() {
+            assert_eq!(new(push_f64_text, x), old_f64(x), "f64 {x:e} ({:#x})", x.to_bits());
+        }
+    }
+
+    #[test]
+    fn floats_match_the_tree_path_at_the_edges() {
+        let mut f32s = vec![0.0f32, -0.0, 1.0, -1.5, 0.1, 1e-5, 1e-6, 9.99999e-6, 1.00001e-5, 1e13, 9.999999e12, 1e16];
+        f32s.extend([1e15, 9.999999e15, 1.0000001e16, f32::MIN_POSITIVE, f32::MAX, f32::MIN, f32::EPSILON, 16777216.0]);
+        f32s.extend([3.4028235e38, 1e-45, 7.038531e-26, 123456.79, 0.3, 2.5e-5, 3e-6]);
+        for x in f32s {
+            for y in [x, -x, f32::from_bits(x.to_bits() + 1), f32::from_bits(x.to_bits().saturating_sub(1))] {
+                check_f32(y);
+            }
+        }
+        let f64s = [0.0f64, 1e-5, 1e16, 9999999999999998.0, 1e-6, 9.999999999999999e-6, 0.1, 1e300, 5e-324, f64::MAX];
+        for x in f64s {
+            for y in [x, -x, f64::from_bits(x.to_bits() + 1), f64::from_bits(x.to_bits().saturating_sub(1))] {
+                check_f64(y);
+            }
+        }
+    }
+
+    #[test]
+    fn floats_match_the_tree_path_on_random_bits() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..200_000 {
+            let r = rng.next();
+            check_f32(f32::from_bits(r as u32));
+            check_f64(f64::from_bits(r));
+            // Values of ordinary magnitude, as sensors send them.
+            check_f32((r >> 40) as f32 / 1024.0 - 4096.0);
+            check_f64((r >> 11) as f64 / (1u64 << 30) as f64 - 1000.0);
+        }
+    }
+
+    /// Every `f32` (takes minutes in release: `cargo test --release -p nerve-types every_f32 -- --ignored`).
+    #[test]
+    #[ignore]
+    fn every_f32_matches_the_tree_path() {
+        for bits in 0..=u32::MAX {
+            check_f32(f32::from_bits(bits));
+        }
+    }
+
+    #[test]
+    fn fast_parse_is_the_standard_parse() {
+        let mut rng = Rng(42);
+        for _ in 0..100_000 {
+            let r = rng.next();
+            for x in [f64::from(f32::from_bits(r as u32)), f64::from_bits(r), (r >> 20) as f64 / 1e6] {
+                if x.is_finite() {
+                    let s = new(push_f64_text, x);
+                    assert_eq!(parse_f64(s.as_bytes()).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "{s}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_hex_base64_and_strings() {
+        let data: Vec<u8> = (0..=255).collect();
+        let mut v = Vec::new();
+        push_byte_numbers(&mut v, &data);
+        let want: Vec<String> = data.iter().map(u8::to_string).collect();
+        assert_eq!(String::from_utf8(v).unwrap(), want.join(","));
+        let mut v = Vec::new();
+        push_hex(&mut v, &[0, 0xab, 0xff]);
+        assert_eq!(v, b"00abff");
+        for (input, want) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE=")] {
+            let mut v = Vec::new();
+            push_base64(&mut v, input.as_bytes());
+            assert_eq!(v, want.as_bytes());
+        }
+        let mut rng = Rng(7);
+        let alphabet = ['a', '"', '\\', '\n', '\r', '\t', '\u{0}', '\u{1f}', '\u{7f}', '\u{80}', '\u{9f}', '\u{a0}', 'é'];
+        let alphabet2 = ['\u{2028}', '\u{2029}', '\u{2027}', '\u{202a}', '€', '😀', ' ', '/', '\u{c2}', '\u{e2}'];
+        for _ in 0..20_000 {
+            let n = (rng.next() % 12) as usize;
+            let s: String = (0..n)
+                .map(|_| {
+                    let r = rng.next() as usize;
+                    if r % 2 == 0 {
+                        alphabet[r / 2 % alphabet.len()]
+                    } else {
+                        alphabet2[r / 2 % alphabet2.len()]
+                    }
+                })
+                .collect();
+            let mut want = String::new();
+            nerve_codec::json::write_str(&s, &mut want);
+            let mut v = Vec::new();
+            push_json_str(&mut v, &s);
+            assert_eq!(String::from_utf8(v).unwrap(), want, "{s:?}");
+        }
+    }
+}

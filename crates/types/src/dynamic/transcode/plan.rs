@@ -1,0 +1,175 @@
+//! Per-type plans for the transcoder, compiled once from the checked schema: for each struct its members in wire
+//! order, each with its element kind (primitive, enum, struct by index), its dimensions (fixed, or the slot of the
+//! earlier integer member that gives the length), its JSON key already escaped, and the least encoded size of one
+//! element (for the count checks the tree decoder makes).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::num::push_json_str;
+use crate::layout::Layout;
+use crate::model::{Dim, MemberType, Primitive, Schema, TypeName};
+
+/// What one element of a member is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Elem {
+    Prim(Primitive),
+    /// A (deprecated) enum: an int32 on the wire, its value in the text.
+    Enum,
+    /// A struct of the schema, by index.
+    Struct(usize),
+    /// A struct the schema does not have (the tree decoder reports it when it gets there).
+    Unknown(String),
+}
+
+/// Where one dimension's length comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum DimPlan {
+    Fixed(usize),
+    /// An earlier integer member of the same struct, by count slot.
+    Count { slot: usize, member: String },
+    /// A count member that is not an earlier integer scalar: the tree decoder reports it missing.
+    Missing { member: String },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct MemberPlan {
+    pub(crate) name: Arc<str>,
+    /// `"name":`, escaped as the tree path escapes it.
+    pub(crate) key: Box<[u8]>,
+    pub(crate) elem: Elem,
+    /// The least encoded size of one element (as `Layout::elem_min_size`).
+    pub(crate) elem_min: usize,
+    pub(crate) dims: Box<[DimPlan]>,
+    /// Where this member's value is kept when later members use it as a count.
+    pub(crate) count_slot: Option<usize>,
+}
+
+impl MemberPlan {
+    /// Whether this is a `byte` array (written as bytes, not as numbers one by one).
+    pub(crate) fn is_byte_array(&self) -> bool {
+        !self.dims.is_empty() && self.elem == Elem::Prim(Primitive::Byte)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct StructPlan {
+    /// The full name (the root of error paths), escaped as a JSON string too.
+    pub(crate) full: String,
+    pub(crate) full_json: Box<[u8]>,
+    pub(crate) fingerprint: u64,
+    pub(crate) members: Box<[MemberPlan]>,
+    pub(crate) count_slots: usize,
+    /// No message of this type can have a different CSV shape from another: no variable dimension (other than
+    /// the last of a byte array, which is one cell) in it or in the structs it holds, and no recursion.
+    pub(crate) fixed_shape: bool,
+}
+
+/// The plans of every struct of a schema, with the index by name the tree decoder uses (the first struct of a
+/// name) and by fingerprint.
+#[derive(Debug, Clone)]
+pub(crate) struct Plans {
+    pub(crate) structs: Vec<StructPlan>,
+    pub(crate) by_name: HashMap<TypeName, usize>,
+}
+
+fn is_integer(p: Primitive) -> bool {
+    matches!(p, Primitive::Int8 | Primitive::Int16 | Primitive::Int32 | Primitive::Int64 | Primitive::Byte)
+}
+
+impl Plans {
+    pub(crate) fn new(schema: &Schema) -> Plans {
+        let layout = Layout::new(schema);
+        let mut by_name = HashMap::new();
+        for (i, s) in schema.structs.iter().enumerate() {
+            by_name.entry(s.name.clone()).or_insert(i);
+        }
+        let mut structs = Vec::with_capacity(schema.structs.len());
+        for s in &schema.structs {
+            // Count slots: members that a later member's dimension names, when they are integer scalars.
+            let mut slots: HashMap<&str, usize> = HashMap::new();
+            let mut members = Vec::with_capacity(s.members.len());
+            for (j, m) in s.members.iter().enumerate() {
+                let elem = match &m.ty {
+                    MemberType::Primitive(p) => Elem::Prim(*p),
+                    MemberType::Enum(_) => Elem::Enum,
+                    MemberType::Struct(n) => match by_name.get(n) {
+                        Some(&i) => Elem::Struct(i),
+                        None => Elem::Unknown(n.full()),
+                    },
+                };
+                let dims = m
+                    .dims
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Fixed { len, .. } => DimPlan::Fixed(*len),
+                        Dim::Variable { member } => {
+                            // The tree decoder looks the count up among the members already decoded, by name, and
+                            // takes it only if it is an integer.
+                            let earlier = s.members[..j].iter().find(|e| e.name == *member);
+                            match earlier {
+                                Some(e) if e.dims.is_empty() && e.ty.primitive().is_some_and(is_integer) => {
+                                    let n = slots.len();
+                                    let slot = *slots.entry(e.name.as_str()).or_insert(n);
+                                    DimPlan::Count { slot, member: member.clone() }
+                                }
+                                _ => DimPlan::Missing { member: member.clone() },
+                            }
+                        }
+                    })
+                    .collect();
+                let mut key = Vec::new();
+                push_json_str(&mut key, &m.name);
+                key.push(b':');
+                members.push(MemberPlan {
+                    name: Arc::from(m.name.as_str()),
+                    key: key.into(),
+                    elem,
+                    elem_min: layout.elem_min_size(&m.ty),
+                    dims,
+                    count_slot: None,
+                });
+            }
+            for m in &mut members {
+                m.count_slot = slots.get(&*m.name).copied();
+            }
+            let full = s.name.full();
+            let mut full_json = Vec::new();
+            push_json_str(&mut full_json, &full);
+            structs.push(StructPlan {
+                full,
+                full_json: full_json.into(),
+                fingerprint: s.fingerprint,
+                count_slots: slots.len(),
+                members: members.into(),
+                fixed_shape: false,
+            });
+        }
+        let mut plans = Plans { structs, by_name };
+        for i in 0..plans.structs.len() {
+            let fixed = plans.shape_is_fixed(i, &mut Vec::new());
+            plans.structs[i].fixed_shape = fixed;
+        }
+        plans
+    }
+
+    fn shape_is_fixed(&self, si: usize, path: &mut Vec<usize>) -> bool {
+        if path.contains(&si) {
+            return false;
+        }
+        path.push(si);
+        let fixed = self.structs[si].members.iter().all(|m| {
+            let n = m.dims.len();
+            let dims_fixed = m.dims.iter().enumerate().all(|(k, d)| {
+                matches!(d, DimPlan::Fixed(_)) || (k + 1 == n && m.elem == Elem::Prim(Primitive::Byte))
+            });
+            dims_fixed
+                && match m.elem {
+                    Elem::Struct(i) => self.shape_is_fixed(i, path),
+                    _ => true,
+                }
+        });
+        path.pop();
+        fixed
+    }
+}
