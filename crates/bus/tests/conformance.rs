@@ -1,6 +1,8 @@
 //! One behavioural suite for the bus, run over every provider (inproc and memq in-process, udpm and mpudpm over real
-//! loopback multicast): anchored patterns, per-subscription drop-oldest queues, unsubscribe inside handlers, handle /
-//! handle_timeout / fileno, queue subscribers and async streams, typed delivery with wrong-type detection.
+//! loopback multicast, shm over channel files in a scratch directory): anchored patterns, per-subscription
+//! drop-oldest queues, unsubscribe inside handlers, handle / handle_timeout / fileno, queue subscribers and async
+//! streams, typed delivery with wrong-type detection. (A bus delivers its own publications in-process; what crosses
+//! each transport between processes is tested in the provider's own suite.)
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,6 +28,14 @@ fn bus(provider: &str) -> Bus {
             // A block of 16 ports per test.
             let port = 10000 + (std::process::id() % 500) as u16 * 100 + (NEXT_PORT.fetch_add(1, Ordering::Relaxed) % 6) * 16;
             format!("mpudpm://239.255.76.71:{port}?ttl=0&nports=16&recv_buf_size=2097152")
+        }
+        "shm" => {
+            // A channel directory per test (cargo's scratch directory for integration tests), emptied first.
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("conformance-shm-{}-{}", std::process::id(), NEXT_PORT.fetch_add(1, Ordering::Relaxed)));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            format!("shm://?dir={}&frames=64&frame_size=4096", dir.display())
         }
         _ => unreachable!(),
     };
@@ -92,7 +102,7 @@ macro_rules! conformance {
     )*};
 }
 
-conformance!(inproc, memq, udpm, mpudpm);
+conformance!(inproc, memq, udpm, mpudpm, shm);
 
 fn patterns_match_whole_names(p: &str) {
     let bus = bus(p);
@@ -290,9 +300,11 @@ fn dispatcher_thread_and_queued_messages(p: &str) {
     let expected = match p {
         "udpm" => "nerve-udpm-rx",
         "mpudpm" => "nerve-mpudpm-rx",
+        // shm: a channel's receive thread, or the thread that watches the directory for new channels.
+        "shm" => "nerve-shm-",
         _ => "nerve-dispatch",
     };
-    assert_eq!(dispatcher.is_inline(), p == "udpm" || p == "mpudpm");
-    assert!(seen.iter().all(|(_, t)| t == expected), "{seen:?}");
+    assert_eq!(dispatcher.is_inline(), matches!(p, "udpm" | "mpudpm" | "shm"));
+    assert!(seen.iter().all(|(_, t)| t.starts_with(expected)), "{seen:?}");
     drop(dispatcher);
 }
