@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::proc::{Proc, Program, Role};
-use super::{base_port, cell, clock, lcm_program, nerve_program, placement, round3, Latencies, Out, GROUP};
+use super::{base_port, cell, clock, lcm_program, nerve_program, own_exe, placement, round3, Latencies, Out, GROUP};
 use crate::ipc;
 
 const SIZE: usize = 64;
@@ -232,7 +232,7 @@ fn program(p: &Path) -> Result<Program, String> {
     match &p.runner {
         Runner::Udpm(prog) => prog.clone(),
         Runner::Ipc(_) => {
-            let exe = std::env::current_exe().map_err(|e| format!("finding nerve-bench: {e}"))?;
+            let exe = own_exe()?;
             // Client = the relay (an echo client's job: pass every message on), Source and LatSend = the sender.
             Ok(Program { exe, words: [ipc::ROLE_HOP, ipc::ROLE_SEND, ipc::ROLE_RECV, ipc::ROLE_SEND] })
         }

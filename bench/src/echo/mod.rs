@@ -50,8 +50,18 @@ pub fn hidden_role(args: &[String]) -> Option<ExitCode> {
 
 /// nerve's roles: this executable.
 fn nerve_program() -> Result<Program, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("finding nerve-bench: {e}"))?;
-    Ok(Program { exe, words: ["echo-client", "echo-source", "lat-recv", "lat-send"] })
+    Ok(Program { exe: own_exe()?, words: ["echo-client", "echo-source", "lat-recv", "lat-send"] })
+}
+
+/// This very executable, for the role processes: `/proc/<pid>/exe` while this process runs, which still names the
+/// file this process was started from after a rebuild replaces `target/release/nerve-bench` mid-run (the workspace's
+/// target directory is shared), so that every role runs the driver's own code.
+pub(crate) fn own_exe() -> Result<PathBuf, String> {
+    let proc_exe = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
+    if proc_exe.exists() {
+        return Ok(proc_exe);
+    }
+    std::env::current_exe().map_err(|e| format!("finding nerve-bench: {e}"))
 }
 
 /// lcm-c's roles: the program build.rs compiled from csrc/lcm_echo.c, or why there is none.
