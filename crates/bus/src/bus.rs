@@ -166,6 +166,8 @@ struct State {
     publish_seq: u64,
     /// Messages queued in callback subscriptions: the fd is readable while this is above 0.
     pending: usize,
+    /// Threads blocked in `handle()` waiting for `pending` to rise (so a publication wakes no one when none wait).
+    handle_waiters: usize,
     unmatched: u64,
 }
 
@@ -240,6 +242,9 @@ pub(crate) struct Core {
     state: Mutex<State>,
     ready: Condvar,
     notify: EventFd,
+    /// Whether the eventfd has been handed out (`fileno`, `as_fd`). Until it is, nobody can poll it, so it is not
+    /// kept up to date: that saves two system calls per message for programs that only call `handle()`.
+    fd_in_use: AtomicBool,
     /// Held while callbacks run, by `handle()` or by the receive thread, so that callbacks never run concurrently
     /// and messages are dispatched in arrival order. Always taken before `state`, never while holding it.
     dispatching: Mutex<()>,
@@ -322,12 +327,28 @@ impl Core {
         Ok(())
     }
 
+    /// Called with the state lock held, so it is ordered with `expose_fd`.
     fn set_readable(&self, readable: bool) {
         // The eventfd is a level: written once when the first message waits, drained when none is left.
+        if !self.fd_in_use.load(Ordering::Relaxed) {
+            return;
+        }
         if readable {
             let _ = self.notify.write(1);
         } else {
             let _ = self.notify.read();
+        }
+    }
+
+    /// From now on, keeps the eventfd readable exactly while callbacks wait (it was not kept before anyone asked).
+    fn expose_fd(&self) {
+        if self.fd_in_use.load(Ordering::Relaxed) {
+            return;
+        }
+        let st = self.lock();
+        self.fd_in_use.store(true, Ordering::Relaxed);
+        if st.pending > 0 {
+            self.set_readable(true);
         }
     }
 
@@ -377,7 +398,9 @@ impl Core {
         st.pending = st.pending.checked_add_signed(pending_delta).unwrap_or(0);
         if was_empty && st.pending > 0 {
             self.set_readable(true);
-            self.ready.notify_all();
+            if st.handle_waiters > 0 {
+                self.ready.notify_all();
+            }
         }
         Pushed::Queued
     }
@@ -841,10 +864,16 @@ impl Bus {
                 state: Mutex::new(State::default()),
                 ready: Condvar::new(),
                 notify,
+                fd_in_use: AtomicBool::new(false),
                 dispatching: Mutex::new(()),
                 inline_dispatchers: AtomicUsize::new(0),
             }),
         }
+    }
+
+    /// Whether `other` is this same bus (a clone of it, or the same `inproc://` name).
+    pub fn same_bus(&self, other: &Bus) -> bool {
+        Arc::ptr_eq(&self.core, &other.core)
     }
 
     /// The transport's name, e.g. `udpm`.
@@ -995,31 +1024,36 @@ impl Bus {
             if self.core.dispatch_one() {
                 return Ok(true);
             }
-            let st = self.core.lock();
+            let mut st = self.core.lock();
             if st.pending > 0 {
                 continue;
             }
-            match deadline {
-                None => drop(self.core.ready.wait(st).expect("bus state lock")),
-                Some(d) => {
-                    let Some(left) = d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) else {
+            st.handle_waiters += 1;
+            st = match deadline {
+                None => self.core.ready.wait(st).expect("bus state lock"),
+                Some(d) => match d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) {
+                    Some(left) => self.core.ready.wait_timeout(st, left).expect("bus state lock").0,
+                    None => {
+                        st.handle_waiters -= 1;
                         return Ok(false);
-                    };
-                    drop(self.core.ready.wait_timeout(st, left).expect("bus state lock"));
-                }
-            }
+                    }
+                },
+            };
+            st.handle_waiters -= 1;
         }
     }
 
     /// A file descriptor that is readable while a message waits for `handle()`: for select, poll, epoll or a GUI
-    /// event loop. It stays open as long as the bus does.
+    /// event loop. It stays open as long as the bus does. (The bus keeps it up to date only from the first call of
+    /// this or [`Bus::as_fd`] on, so programs that never poll it pay no system call per message for it.)
     pub fn fileno(&self) -> Result<RawFd, BusError> {
         self.core.start()?;
-        Ok(self.core.notify.as_fd().as_raw_fd())
+        Ok(self.as_fd().as_raw_fd())
     }
 
     /// The same descriptor, borrowed.
     pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.core.expose_fd();
         self.core.notify.as_fd()
     }
 

@@ -98,6 +98,7 @@ macro_rules! conformance {
             #[test] fn background_dispatcher() { super::background_dispatcher(stringify!($provider)) }
             #[test] fn late_subscriber_sees_only_newer_messages() { super::late_subscriber_sees_only_newer_messages(stringify!($provider)) }
             #[test] fn dispatcher_thread_and_queued_messages() { super::dispatcher_thread_and_queued_messages(stringify!($provider)) }
+            #[test] fn fd_asked_for_late_is_readable_at_once() { super::fd_asked_for_late_is_readable_at_once(stringify!($provider)) }
         }
     )*};
 }
@@ -307,4 +308,18 @@ fn dispatcher_thread_and_queued_messages(p: &str) {
     assert_eq!(dispatcher.is_inline(), matches!(p, "udpm" | "mpudpm" | "shm"));
     assert!(seen.iter().all(|(_, t)| t.starts_with(expected)), "{seen:?}");
     drop(dispatcher);
+}
+
+fn fd_asked_for_late_is_readable_at_once(p: &str) {
+    // The bus keeps the descriptor up to date only once someone has asked for it; asking while a message waits
+    // must make it readable at once.
+    let bus = bus(p);
+    let sub = bus.subscribe_raw("L", |_| {}).unwrap();
+    bus.publish_raw("L", b"x").unwrap();
+    eventually("queued", || stats_of(&bus, &sub).received == 1);
+    assert!(readable(&bus), "readable as soon as it is asked for");
+    assert!(bus.handle_timeout(Duration::ZERO).unwrap());
+    assert!(!readable(&bus));
+    bus.publish_raw("L", b"y").unwrap();
+    eventually("readable again", || readable(&bus));
 }
