@@ -35,6 +35,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Make, remove, list, dump and chmod shared-memory channels (ach's job).
     Chan(cmd::chan::Args),
+    /// Run a sensor, a controller and loggers over udpm and shm for ten seconds, live statistics, replay, summary.
+    Demo(cmd::demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cmd::export::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Chan(args) => cmd::chan::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
     };
     match result {
         Ok(code) => code,

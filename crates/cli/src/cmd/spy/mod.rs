@@ -5,8 +5,9 @@
 //! The parts: [`engine`] counts on a thread of its own into [`stats`] (constant work per message), [`decode`] knows
 //! the types and draws value trees, [`ui`] is the terminal (model, view, input) and [`json`] the `--once` output.
 
-mod decode;
-mod engine;
+// `nerve demo` shows the same statistics, from the same engine.
+pub(crate) mod decode;
+pub(crate) mod engine;
 mod json;
 mod stats;
 mod ui;
@@ -92,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Decodes each channel's newest message in full (a failure is a decode error) and renders the report.
-fn report(table: &std::sync::Mutex<Table>, types: &Types, url: &str, duration_s: f64, now: i64, json: bool) -> String {
+pub(crate) fn report(table: &std::sync::Mutex<Table>, types: &Types, url: &str, duration_s: f64, now: i64, json: bool) -> String {
     let mut t = lock(table);
     let names: Vec<String> = t.channel_names().map(str::to_owned).collect();
     for name in names {
