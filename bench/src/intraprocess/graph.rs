@@ -8,7 +8,8 @@
 //! message. The same loop serves every system:
 //!
 //! - `nerve-inproc`: all nodes share one `inproc://` bus: a publication is pushed into the subscriptions' queues
-//!   and dispatched by the same thread in the same turn, with no encoding and no copy beyond seed 003's tables;
+//!   and dispatched by the same thread right after, with no encoding and no copy beyond seed 003's tables (the
+//!   loop sleeps only until the next timer: every message comes from its own thread);
 //! - `nerve-shm` / `nerve-udpm`: each node has its own bus on the transport (the same graph with inproc turned off):
 //!   a publication is encoded, sent, received by the other nodes' buses' receive threads, decoded, queued, and
 //!   dispatched by the loop thread when their descriptor wakes it.
@@ -38,7 +39,9 @@ const GROUP: &str = "239.255.76.97";
 fn buses(topo: &Topology, system: System, port: u16) -> Result<Vec<Bus>, String> {
     let url = match system {
         System::Inproc => format!("inproc://intraprocess-{}-{}", topo.case, std::process::id()),
-        System::Shm => "shm://".to_string(),
+        // A directory of the run's own, so no other run's channels of the same names mix in; frames of 1 MiB hold
+        // the 900 KB images, 8 of them per channel.
+        System::Shm => format!("shm://?dir={}&frames=8&frame_size=1M", shm_dir(topo).display()),
         // Large receive buffers: the image pipelines send 900 KB messages to every bus on the group.
         System::Udpm => format!("udpm://{GROUP}:{port}?ttl=0&recv_buf_size=16777216"),
     };
@@ -47,7 +50,7 @@ fn buses(topo: &Topology, system: System, port: u16) -> Result<Vec<Bus>, String>
             nerve_bus::BusError::UnknownProvider { .. } if system == System::Shm => {
                 "shm provider not built yet (no shm:// in this build of nerve-bus)".to_string()
             }
-            e => format!("Bus::new({u}): {e}"),
+            e => format!("Bus::new({u}): {}", chain(&e)),
         })
     };
     match system {
@@ -57,6 +60,25 @@ fn buses(topo: &Topology, system: System, port: u16) -> Result<Vec<Bus>, String>
         }
         _ => topo.nodes.iter().map(|_| open(&url)).collect(),
     }
+}
+
+/// The shm run's channel directory.
+fn shm_dir(topo: &Topology) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/dev/shm/nerve-bench-intraprocess-{}-{}", std::process::id(), topo.case))
+}
+
+/// An error and its sources, on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    // Bounded: error chains are a few links long.
+    for _ in 0..8 {
+        let Some(next) = cur else { break };
+        s.push_str(": ");
+        s.push_str(&next.to_string());
+        cur = next.source();
+    }
+    s
 }
 
 /// Per-topic publication counters after the warm-up.
@@ -86,6 +108,17 @@ struct Timer {
 
 /// Runs `topo` on `system` for `seconds` (the first tenth, at least 0.2 s, is warm-up) and measures it.
 pub fn run(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<Measured, String> {
+    if system == System::Shm {
+        let dir = shm_dir(topo);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("making {}: {e}", dir.display()))?;
+        let r = run_on(topo, system, seconds, port);
+        let _ = std::fs::remove_dir_all(&dir);
+        return r;
+    }
+    run_on(topo, system, seconds, port)
+}
+
+fn run_on(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<Measured, String> {
     let buses = buses(topo, system, port)?;
     let qos = Qos::default();
     let hist = Arc::new(Hist::new());
@@ -94,7 +127,7 @@ pub fn run(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<M
         names: topo.topics.iter().map(|t| t.name).collect(),
         counts: topo.topics.iter().map(|_| AtomicU64::new(0)).collect(),
     });
-    let err = |what: &str, e: nerve_bus::BusError| format!("{what}: {e}");
+    let err = |what: &str, e: nerve_bus::BusError| format!("{what}: {}", chain(&e));
 
     // Forwarded topics' publishers first: the forwarding callbacks hold them.
     let mut forward: Vec<(&'static str, Arc<Publisher<Frame>>)> = Vec::new();
@@ -136,14 +169,21 @@ pub fn run(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<M
             timers.push(Timer { topic: t.name, bytes: t.bytes, period_ns, next_ns: 0, publisher });
         }
     }
+    // The loop sleeps on the descriptors of buses whose messages come from other threads (a transport's receive
+    // threads). On the inproc bus every message comes from this thread (a timer or a forwarding callback) and is
+    // dispatched right after it is published, so nothing can become ready while the loop sleeps: it sleeps until
+    // the next timer only, and the bus, whose descriptor nobody asked for, spends no system call on it.
     let mut fds: Vec<libc::pollfd> = Vec::new();
     let mut loop_buses: Vec<&Bus> = Vec::new();
     for b in &buses {
-        let fd = b.fileno().map_err(|e| err("fileno", e))?;
-        if !fds.iter().any(|p| p.fd == fd) {
-            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-            loop_buses.push(b);
+        if loop_buses.iter().any(|l| l.same_bus(b)) {
+            continue;
         }
+        if system != System::Inproc {
+            let fd = b.fileno().map_err(|e| err("fileno", e))?;
+            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+        }
+        loop_buses.push(b);
     }
 
     let start = mono_ns();
@@ -175,7 +215,7 @@ pub fn run(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<M
     };
     let forwarded = || forward.iter().map(|(_, p)| p.stats().published).sum::<u64>();
     let (mut cpu_warm, mut clones_warm, mut decodes_warm, mut pubs_all) = (None, 0, 0, 0u64);
-    let (mut pubs_warm, mut fwd_warm) = (0u64, 0u64);
+    let (mut pubs_warm, mut fwd_warm, mut publish_errors) = (0u64, 0u64, 0u64);
     // Drain for a moment after the last publication, so messages in flight arrive.
     let drain_end = end + 300_000_000;
     loop {
@@ -199,7 +239,10 @@ pub fn run(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<M
                 let stamp = mono_ns();
                 frame.0.utime = stamp as i64;
                 if let Err(e) = t.publisher.publish(frame) {
-                    eprintln!("nerve-bench intraprocess: publishing on {}: {e}", t.topic);
+                    if publish_errors == 0 {
+                        eprintln!("nerve-bench intraprocess: {} publishing on {}: {} (further errors counted)", system.name(), t.topic, chain(&e));
+                    }
+                    publish_errors += 1;
                 }
                 pubs_all += 1;
                 if stamp >= warm {
@@ -226,6 +269,9 @@ pub fn run(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<M
     let decodes = DECODES.load(Ordering::Relaxed) - decodes_warm;
     stop.store(true, Ordering::Relaxed);
     let _ = sampler.join();
+    if publish_errors > 0 {
+        return Err(format!("{publish_errors} publications failed (the first is on stderr)"));
+    }
     for s in &subs {
         let _ = s.unsubscribe();
     }

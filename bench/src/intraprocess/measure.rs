@@ -48,6 +48,25 @@ pub fn cpu_ns() -> u64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// Configures glibc's allocator as real-time processes do (ROS 2's real-time guidance: no trimming, no mmap for
+/// large blocks), so that a freed 900 KB image buffer is reused by the next one instead of being returned to the
+/// kernel and faulted in again, page by page, every frame. Process-wide: every system of the run gets it.
+/// `NERVE_BENCH_DEFAULT_MALLOC=1` leaves the allocator as it is. Returns what was done, for the header.
+pub fn realtime_malloc() -> String {
+    if std::env::var_os("NERVE_BENCH_DEFAULT_MALLOC").is_some() {
+        return "glibc malloc defaults (NERVE_BENCH_DEFAULT_MALLOC set)".into();
+    }
+    // SAFETY: mallopt takes two integers and only changes the allocator's tuning parameters.
+    let ok = unsafe { libc::mallopt(libc::M_TRIM_THRESHOLD, -1) == 1 && libc::mallopt(libc::M_MMAP_MAX, 0) == 1 };
+    if ok {
+        "mallopt(M_TRIM_THRESHOLD, -1) and mallopt(M_MMAP_MAX, 0), as real-time ROS 2 processes do \
+         (NERVE_BENCH_DEFAULT_MALLOC=1 to skip)"
+            .into()
+    } else {
+        "glibc malloc defaults (mallopt refused)".into()
+    }
+}
+
 /// VmRSS of this process, bytes.
 pub fn rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -58,6 +77,10 @@ pub fn rss_bytes() -> Option<u64> {
 
 /// Waits until one of `fds` is readable or `timeout_ns` passes.
 pub fn wait_readable(fds: &mut [libc::pollfd], timeout_ns: u64) {
+    if fds.is_empty() {
+        std::thread::sleep(std::time::Duration::from_nanos(timeout_ns.min(1_000_000_000)));
+        return;
+    }
     let ms = timeout_ns.div_ceil(1_000_000).min(1000) as libc::c_int;
     // SAFETY: `fds` is a valid, exclusively borrowed slice of pollfd of the length given.
     unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };

@@ -77,9 +77,10 @@ pub fn run(quick: bool, json: bool) -> i32 {
     let (inproc_s, transport_s) = if quick { (3.0, 3.0) } else { (60.0, 10.0) };
     let topologies = topology::all();
     let load = loadavg();
+    let malloc = measure::realtime_malloc();
     out.json(json!({"suite": SUITE, "kind": "info", "mode": if quick {"quick"} else {"full"}, "host": host(),
         "loadavg": load, "executor": "all nodes' timers and callbacks on one thread (seed 003's all-in-one executor)",
-        "seconds_inproc": inproc_s, "seconds_transport": transport_s}));
+        "malloc": malloc, "seconds_inproc": inproc_s, "seconds_transport": transport_s}));
     out.text(&format!(
         "intraprocess: seed 003's in-process suite, every node in this process, timers and callbacks on one executor thread{}",
         if quick { " [--quick: short runs, rough]" } else { "" }
@@ -90,6 +91,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
          (in-process delivery off), {transport_s} s per graph; the first tenth of each run is warm-up"
     ));
     out.text("latency: publish (first publication, CLOCK_MONOTONIC) to each consuming callback; copies and decodes per publication");
+    out.text(&format!("allocator: {malloc}"));
     for t in &topologies {
         let (p, s) = t.counts();
         out.text(&format!("  {}: {} nodes, {p} publishers, {s} subscriptions", t.case, t.nodes.len()));
@@ -100,11 +102,24 @@ pub fn run(quick: bool, json: bool) -> i32 {
         "case", "system", "pubs", "recv/expected", "mean µs", "p50 µs", "p99 µs", "max µs", "CPU %", "RSS MB", "growth %",
         "copies", "decodes"
     ));
+    // NERVE_BENCH_CASES=sierra_nevada,mont_blanc and NERVE_BENCH_SYSTEMS=nerve-inproc run only those (for profiling;
+    // a recorded run measures all).
+    let only = |var: &str| std::env::var(var).ok().map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>());
+    let (cases, systems) = (only("NERVE_BENCH_CASES"), only("NERVE_BENCH_SYSTEMS"));
+    if cases.is_some() || systems.is_some() {
+        out.text(&format!("only: cases {cases:?}, systems {systems:?} (NERVE_BENCH_CASES / NERVE_BENCH_SYSTEMS)"));
+    }
     let mut results: Vec<(&'static str, System, Result<Measured, String>)> = Vec::new();
     let mut port = base_port();
     for topo in &topologies {
+        if cases.as_ref().is_some_and(|c| !c.iter().any(|c| c == topo.case)) {
+            continue;
+        }
         for system in SYSTEMS {
             port += 1;
+            if systems.as_ref().is_some_and(|s| !s.iter().any(|s| s == system.name())) {
+                continue;
+            }
             let secs = if system == System::Inproc { inproc_s } else { transport_s };
             #[cfg(has_nerve_rust)]
             let r = graph::run(topo, system, secs, port);
