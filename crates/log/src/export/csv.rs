@@ -5,144 +5,27 @@
 //!
 //! Variable-length arrays get as many columns as the longest seen, so the header needs every message first: a
 //! first pass ([`CsvExport::scan`]) merges each message's shape, the second ([`CsvExport::event`]) writes rows
-//! (cells beyond a shorter array are empty).
+//! (cells beyond a shorter array are empty). Both passes read the messages' bytes through the transcoder
+//! ([`nerve_types::dynamic::CsvShape`]); no value tree is built.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use nerve_types::dynamic::Value;
+use nerve_types::dynamic::{CsvShape, JsonForm};
 
-use super::json::push_float_text;
-use super::{fingerprint, push_hex, Decoded, Decoder, ExportError, ExportStats};
+use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, OUT_CHUNK};
 use crate::EventRef;
 
-/// The columns a type's messages have needed so far.
-#[derive(Debug, Clone, PartialEq)]
-enum Shape {
-    Leaf,
-    Struct(Vec<(Arc<str>, Shape)>),
-    Array(Vec<Shape>),
-}
-
-impl Shape {
-    fn merge(&mut self, v: &Value) {
-        match v {
-            Value::Struct(s) => {
-                if !matches!(self, Shape::Struct(_)) {
-                    *self = Shape::Struct(s.fields.iter().map(|(n, _)| (n.clone(), Shape::Leaf)).collect());
-                }
-                let Shape::Struct(fields) = self else { unreachable!() };
-                for ((_, shape), (_, fv)) in fields.iter_mut().zip(&s.fields) {
-                    shape.merge(fv);
-                }
-            }
-            Value::Array(items) => {
-                if !matches!(self, Shape::Array(_)) {
-                    *self = Shape::Array(Vec::new());
-                }
-                let Shape::Array(elems) = self else { unreachable!() };
-                if elems.len() < items.len() {
-                    elems.resize(items.len(), Shape::Leaf);
-                }
-                for (shape, item) in elems.iter_mut().zip(items) {
-                    shape.merge(item);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn columns(&self, prefix: &str, out: &mut Vec<String>) {
-        match self {
-            Shape::Leaf => out.push(prefix.to_owned()),
-            Shape::Struct(fields) => {
-                for (name, shape) in fields {
-                    let p = if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") };
-                    shape.columns(&p, out);
-                }
-            }
-            Shape::Array(elems) => {
-                for (i, shape) in elems.iter().enumerate() {
-                    shape.columns(&format!("{prefix}[{i}]"), out);
-                }
-            }
-        }
-    }
-
-    /// Appends `v`'s cells in column order (`None`: the value has no such element; empty cells).
-    fn row(&self, v: Option<&Value>, out: &mut String) {
-        match self {
-            Shape::Leaf => {
-                out.push(',');
-                if let Some(v) = v {
-                    push_cell(out, v);
-                }
-            }
-            Shape::Struct(fields) => {
-                let s = v.and_then(Value::as_struct);
-                for (i, (_, shape)) in fields.iter().enumerate() {
-                    shape.row(s.and_then(|s| s.fields.get(i)).map(|(_, fv)| fv), out);
-                }
-            }
-            Shape::Array(elems) => {
-                let items = match v {
-                    Some(Value::Array(items)) => Some(items),
-                    _ => None,
-                };
-                for (i, shape) in elems.iter().enumerate() {
-                    shape.row(items.and_then(|it| it.get(i)), out);
-                }
-            }
-        }
-    }
-}
-
-fn push_cell(out: &mut String, v: &Value) {
-    use std::fmt::Write;
-    let _ = match v {
-        Value::Int8(x) => write!(out, "{x}"),
-        Value::Int16(x) => write!(out, "{x}"),
-        Value::Int32(x) => write!(out, "{x}"),
-        Value::Int64(x) => write!(out, "{x}"),
-        Value::Byte(x) => write!(out, "{x}"),
-        Value::Enum(e) => write!(out, "{}", e.value),
-        Value::Boolean(b) => write!(out, "{}", if *b { "true" } else { "false" }),
-        Value::Float(x) if !x.is_finite() => write!(out, "{x}"),
-        Value::Double(x) if !x.is_finite() => write!(out, "{x}"),
-        Value::Float(x) => {
-            push_float_text(out, f64::from(*x), *x, *x);
-            Ok(())
-        }
-        Value::Double(x) => {
-            push_float_text(out, *x, *x, *x);
-            Ok(())
-        }
-        Value::String(s) => {
-            push_text(out, s);
-            Ok(())
-        }
-        Value::Bytes(b) => {
-            push_hex(out, b);
-            Ok(())
-        }
-        other => {
-            push_text(out, &other.to_json());
-            Ok(())
-        }
-    };
-}
-
 /// A CSV field, quoted when it needs to be (RFC 4180).
-fn push_text(out: &mut String, s: &str) {
+fn push_text(out: &mut Vec<u8>, s: &str) {
     if s.contains([',', '"', '\n', '\r']) {
-        out.push('"');
-        out.push_str(&s.replace('"', "\"\""));
-        out.push('"');
+        out.push(b'"');
+        out.extend_from_slice(s.replace('"', "\"\"").as_bytes());
+        out.push(b'"');
     } else {
-        out.push_str(s);
+        out.extend_from_slice(s.as_bytes());
     }
 }
 
@@ -151,8 +34,24 @@ type Key = (String, Option<u64>);
 
 struct Table {
     type_name: Option<String>,
-    shape: Shape,
-    file: Option<(PathBuf, BufWriter<File>)>,
+    shape: CsvShape,
+    file: Option<(PathBuf, File)>,
+    /// Rows not written yet (written in pieces of about [`OUT_CHUNK`]).
+    buf: Vec<u8>,
+}
+
+impl Table {
+    fn new(type_name: Option<String>, shape: CsvShape) -> Table {
+        Table { type_name, shape, file: None, buf: Vec::new() }
+    }
+
+    fn write_out(&mut self) -> Result<(), ExportError> {
+        if let Some((path, f)) = self.file.as_mut() {
+            f.write_all(&self.buf).map_err(|e| ExportError::io(path, "writing", e))?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
 }
 
 /// Exports to CSV files in a directory.
@@ -163,7 +62,6 @@ pub struct CsvExport<'d> {
     /// Keys in first-seen order (file names are given in this order).
     order: Vec<Key>,
     names_given: bool,
-    line: String,
     stats: ExportStats,
 }
 
@@ -177,27 +75,35 @@ impl<'d> CsvExport<'d> {
             tables: HashMap::new(),
             order: Vec::new(),
             names_given: false,
-            line: String::new(),
             stats: ExportStats::default(),
         })
     }
 
     /// First pass: learns the columns `ev` needs.
     pub fn scan(&mut self, ev: &EventRef<'_>) {
-        let decoded = self.decoder.decode(ev.data);
-        let (key, value, type_name) = match decoded {
-            Decoded::Value(st, v) => ((ev.channel().into_owned(), Some(st.fingerprint)), Some(v), Some(st.name.full())),
-            Decoded::Raw(_) => ((ev.channel().into_owned(), None), None, None),
-        };
-        let table = match self.tables.get_mut(&key) {
-            Some(t) => t,
-            None => {
-                self.order.push(key.clone());
-                self.tables.entry(key).or_insert(Table { type_name, shape: Shape::Leaf, file: None })
+        let channel = ev.channel();
+        if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
+            let key = (channel.clone().into_owned(), Some(st.fingerprint));
+            match self.tables.get_mut(&key) {
+                Some(table) => {
+                    if t.csv_merge(ev.data, &mut table.shape).is_ok() {
+                        return;
+                    }
+                }
+                None => {
+                    let mut shape = CsvShape::new();
+                    if t.csv_merge(ev.data, &mut shape).is_ok() {
+                        self.order.push(key.clone());
+                        self.tables.insert(key, Table::new(Some(st.name.full()), shape));
+                        return;
+                    }
+                }
             }
-        };
-        if let Some(v) = value {
-            table.shape.merge(&v);
+        }
+        let key = (channel.into_owned(), None);
+        if !self.tables.contains_key(&key) {
+            self.order.push(key.clone());
+            self.tables.insert(key, Table::new(None, CsvShape::new()));
         }
     }
 
@@ -241,69 +147,104 @@ impl<'d> CsvExport<'d> {
     fn open_table(&mut self, key: &Key, path: PathBuf) -> Result<(), ExportError> {
         let t = self.tables.get_mut(key).expect("known key");
         let file = File::create(&path).map_err(|e| ExportError::io(&path, "creating", e))?;
-        let mut w = BufWriter::with_capacity(1 << 16, file);
         let mut header = String::from("recv_utime,event");
         if key.1.is_none() {
             header.push_str(",fingerprint,data_hex,error");
         } else {
-            let mut cols = Vec::new();
-            t.shape.columns("", &mut cols);
-            for c in cols {
-                header.push(',');
-                push_text(&mut header, &c);
+            let mut line = Vec::new();
+            for c in t.shape.columns() {
+                line.push(b',');
+                push_text(&mut line, &c);
             }
+            header.push_str(&String::from_utf8_lossy(&line));
         }
         header.push('\n');
-        w.write_all(header.as_bytes()).map_err(|e| ExportError::io(&path, "writing", e))?;
+        t.buf.extend_from_slice(header.as_bytes());
         self.stats.bytes_out += header.len() as u64;
-        t.file = Some((path, w));
+        t.file = Some((path, file));
         Ok(())
+    }
+
+    /// Opens the file of a table `scan` did not see (its columns come from this message alone).
+    fn open_late(&mut self, ev: &EventRef<'_>, key: &Key) -> Result<(), ExportError> {
+        self.scan(ev);
+        let stem = format!("{}.{}", sanitize(&key.0), key.1.map_or("undecoded".to_owned(), |f| format!("{f:016x}")));
+        let path = self.dir.join(format!("{stem}.late.csv"));
+        self.open_table(key, path)
     }
 
     /// Second pass: writes `ev`'s row.
     pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        use std::fmt::Write as _;
         if !self.names_given {
             self.open_files()?;
         }
-        let decoded = self.decoder.decode(ev.data);
-        let key: Key = match &decoded {
-            Decoded::Value(st, _) => (ev.channel().into_owned(), Some(st.fingerprint)),
-            Decoded::Raw(_) => (ev.channel().into_owned(), None),
-        };
-        if !self.tables.contains_key(&key) {
-            // Not seen by `scan`: its columns come from this message alone.
-            self.scan(ev);
-            let stem = format!("{}.{}", sanitize(&key.0), key.1.map_or("undecoded".to_owned(), |f| format!("{f:016x}")));
-            let path = self.dir.join(format!("{stem}.late.csv"));
-            self.open_table(&key, path)?;
-        }
-        let t = self.tables.get_mut(&key).expect("known key");
-        let line = &mut self.line;
-        line.clear();
-        let _ = write!(line, "{},{}", ev.utime, ev.number);
-        match decoded {
-            Decoded::Value(_, v) => {
-                t.shape.row(Some(&v), line);
-                self.stats.decoded += 1;
-            }
-            Decoded::Raw(why) => {
-                line.push(',');
-                if let Some(f) = fingerprint(ev.data) {
-                    let _ = write!(line, "0x{f:016x}");
+        let channel = ev.channel().into_owned();
+        let mut why = None;
+        if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
+            let key = (channel.clone(), Some(st.fingerprint));
+            if !self.tables.contains_key(&key) {
+                match t.validate(ev.data) {
+                    Ok(_) => self.open_late(ev, &key)?,
+                    Err(e) => why = Some(e.to_string()),
                 }
-                line.push(',');
-                push_hex(line, ev.data);
-                line.push(',');
-                push_text(line, &why);
-                self.stats.undecoded += 1;
+            }
+            if let Some(table) = self.tables.get_mut(&key) {
+                let start = table.buf.len();
+                push_int(&mut table.buf, ev.utime);
+                table.buf.push(b',');
+                push_int(&mut table.buf, ev.number);
+                match t.csv_row(ev.data, &table.shape, &mut table.buf) {
+                    Ok(_) => {
+                        table.buf.push(b'\n');
+                        self.stats.decoded += 1;
+                        return self.written(&key, start);
+                    }
+                    Err(e) => {
+                        table.buf.truncate(start);
+                        why = Some(e.to_string());
+                    }
+                }
             }
         }
-        line.push('\n');
-        let (path, w) = t.file.as_mut().expect("opened");
-        w.write_all(line.as_bytes()).map_err(|e| ExportError::io(path, "writing", e))?;
+        let why = match why {
+            Some(w) => w,
+            None => match self.decoder.json(ev.data, JsonForm::Value, &mut Vec::new()) {
+                Err(w) => w,
+                // Decodes, yet its fingerprint names no one type: cannot be (the registry answers both).
+                Ok(st) => format!("fingerprint 0x{:016x} is not one type's", st.fingerprint),
+            },
+        };
+        let key = (channel, None);
+        if !self.tables.contains_key(&key) {
+            self.open_late(ev, &key)?;
+        }
+        let table = self.tables.get_mut(&key).expect("known key");
+        let l = &mut table.buf;
+        let start = l.len();
+        push_int(l, ev.utime);
+        l.push(b',');
+        push_int(l, ev.number);
+        l.push(b',');
+        if let Some(f) = fingerprint(ev.data) {
+            push_fingerprint(l, f);
+        }
+        l.push(b',');
+        push_hex(l, ev.data);
+        l.push(b',');
+        push_text(l, &why);
+        l.push(b'\n');
+        self.stats.undecoded += 1;
+        self.written(&key, start)
+    }
+
+    /// Counts a row written from `start` of `key`'s buffer, and writes the buffer out when it is big.
+    fn written(&mut self, key: &Key, start: usize) -> Result<(), ExportError> {
+        let table = self.tables.get_mut(key).expect("known key");
         self.stats.messages += 1;
-        self.stats.bytes_out += line.len() as u64;
+        self.stats.bytes_out += (table.buf.len() - start) as u64;
+        if table.buf.len() >= OUT_CHUNK {
+            table.write_out()?;
+        }
         Ok(())
     }
 
@@ -313,11 +254,155 @@ impl<'d> CsvExport<'d> {
             self.open_files()?;
         }
         for t in self.tables.values_mut() {
-            if let Some((path, w)) = t.file.as_mut() {
-                w.flush().map_err(|e| ExportError::io(path, "writing", e))?;
-            }
+            t.write_out()?;
         }
         Ok(self.stats)
+    }
+}
+
+/// The CSV exporter's row writing from value trees, as it was before the transcoder: the reference the
+/// transcoder's cells are held to in tests.
+#[cfg(test)]
+pub(crate) mod tree {
+    use std::sync::Arc;
+
+    use nerve_types::dynamic::Value;
+
+    use super::super::json::push_float_text;
+
+    /// The columns a type's messages have needed so far.
+    #[derive(Debug, Clone, PartialEq)]
+    pub(crate) enum Shape {
+        Leaf,
+        Struct(Vec<(Arc<str>, Shape)>),
+        Array(Vec<Shape>),
+    }
+
+    impl Shape {
+        pub(crate) fn merge(&mut self, v: &Value) {
+            match v {
+                Value::Struct(s) => {
+                    if !matches!(self, Shape::Struct(_)) {
+                        *self = Shape::Struct(s.fields.iter().map(|(n, _)| (n.clone(), Shape::Leaf)).collect());
+                    }
+                    let Shape::Struct(fields) = self else { unreachable!() };
+                    for ((_, shape), (_, fv)) in fields.iter_mut().zip(&s.fields) {
+                        shape.merge(fv);
+                    }
+                }
+                Value::Array(items) => {
+                    if !matches!(self, Shape::Array(_)) {
+                        *self = Shape::Array(Vec::new());
+                    }
+                    let Shape::Array(elems) = self else { unreachable!() };
+                    if elems.len() < items.len() {
+                        elems.resize(items.len(), Shape::Leaf);
+                    }
+                    for (shape, item) in elems.iter_mut().zip(items) {
+                        shape.merge(item);
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        pub(crate) fn columns(&self, prefix: &str, out: &mut Vec<String>) {
+            match self {
+                Shape::Leaf => out.push(prefix.to_owned()),
+                Shape::Struct(fields) => {
+                    for (name, shape) in fields {
+                        let p = if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") };
+                        shape.columns(&p, out);
+                    }
+                }
+                Shape::Array(elems) => {
+                    for (i, shape) in elems.iter().enumerate() {
+                        shape.columns(&format!("{prefix}[{i}]"), out);
+                    }
+                }
+            }
+        }
+
+        /// Appends `v`'s cells in column order (`None`: the value has no such element; empty cells).
+        pub(crate) fn row(&self, v: Option<&Value>, out: &mut String) {
+            match self {
+                Shape::Leaf => {
+                    out.push(',');
+                    if let Some(v) = v {
+                        push_cell(out, v);
+                    }
+                }
+                Shape::Struct(fields) => {
+                    let s = v.and_then(Value::as_struct);
+                    for (i, (_, shape)) in fields.iter().enumerate() {
+                        shape.row(s.and_then(|s| s.fields.get(i)).map(|(_, fv)| fv), out);
+                    }
+                }
+                Shape::Array(elems) => {
+                    let items = match v {
+                        Some(Value::Array(items)) => Some(items),
+                        _ => None,
+                    };
+                    for (i, shape) in elems.iter().enumerate() {
+                        shape.row(items.and_then(|it| it.get(i)), out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn push_cell(out: &mut String, v: &Value) {
+        use std::fmt::Write;
+        let _ = match v {
+            Value::Int8(x) => write!(out, "{x}"),
+            Value::Int16(x) => write!(out, "{x}"),
+            Value::Int32(x) => write!(out, "{x}"),
+            Value::Int64(x) => write!(out, "{x}"),
+            Value::Byte(x) => write!(out, "{x}"),
+            Value::Enum(e) => write!(out, "{}", e.value),
+            Value::Boolean(b) => write!(out, "{}", if *b { "true" } else { "false" }),
+            Value::Float(x) if !x.is_finite() => write!(out, "{x}"),
+            Value::Double(x) if !x.is_finite() => write!(out, "{x}"),
+            Value::Float(x) => {
+                push_float_text(out, f64::from(*x), *x, *x);
+                Ok(())
+            }
+            Value::Double(x) => {
+                push_float_text(out, *x, *x, *x);
+                Ok(())
+            }
+            Value::String(s) => {
+                push_text(out, s);
+                Ok(())
+            }
+            Value::Bytes(b) => {
+                push_hex(out, b);
+                Ok(())
+            }
+            other => {
+                push_text(out, &other.to_json());
+                Ok(())
+            }
+        };
+    }
+
+    /// A CSV field, quoted when it needs to be (RFC 4180).
+    fn push_text(out: &mut String, s: &str) {
+        if s.contains([',', '"', '\n', '\r']) {
+            out.push('"');
+            out.push_str(&s.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(s);
+        }
+    }
+
+
+    /// Lowercase hex.
+    fn push_hex(out: &mut String, data: &[u8]) {
+        for b in data {
+            out.push_str(&format!("{b:02x}"));
+        }
     }
 }
 
@@ -333,8 +418,9 @@ fn sanitize(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::tree::Shape;
     use super::*;
-    use nerve_types::dynamic::StructValue;
+    use nerve_types::dynamic::{StructValue, Value};
 
     fn sv(fields: Vec<(&str, Value)>) -> Value {
         Value::Struct(StructValue { ty: "t".into(), fields: fields.into_iter().map(|(n, v)| (n.into(), v)).collect() })

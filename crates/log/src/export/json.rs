@@ -1,16 +1,23 @@
 //! The JSON form of a message in MCAP exports (what [`super::json_schema`] describes): multi-dimensional arrays
-//! flattened row-major, byte arrays as base64, NaN and infinities as `null`; and base64 itself.
+//! flattened row-major, byte arrays as base64, NaN and infinities as `null` (`JsonForm::Flat`, which the
+//! transcoder writes); base64 itself, for raw messages; and, in tests, the same form written from a value tree,
+//! as the exporter wrote it before the transcoder (the reference the transcoder's output is held to).
 
+#[cfg(test)]
 use std::collections::HashMap;
 
+#[cfg(test)]
 use nerve_types::dynamic::{json_string, StructValue, Value};
+#[cfg(test)]
 use nerve_types::{Member, MemberType, Primitive, Schema, Struct};
 
-/// Writes values of a schema's types as the MCAP JSON form.
+/// Writes values of a schema's types as the MCAP JSON form (the tree path).
+#[cfg(test)]
 pub(crate) struct FlatJson<'s> {
     by_name: HashMap<String, &'s Struct>,
 }
 
+#[cfg(test)]
 impl<'s> FlatJson<'s> {
     pub(crate) fn new(schema: &'s Schema) -> FlatJson<'s> {
         FlatJson { by_name: schema.structs.iter().map(|s| (s.name.full(), s)).collect() }
@@ -38,7 +45,7 @@ impl<'s> FlatJson<'s> {
             let mut bytes = Vec::new();
             collect_bytes(v, &mut bytes);
             out.push('"');
-            push_base64(out, &bytes);
+            push_base64_str(out, &bytes);
             out.push('"');
             return;
         }
@@ -84,6 +91,7 @@ impl<'s> FlatJson<'s> {
     }
 }
 
+#[cfg(test)]
 fn collect_bytes(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Bytes(b) => out.extend_from_slice(b),
@@ -94,7 +102,35 @@ fn collect_bytes(v: &Value, out: &mut Vec<u8>) {
 }
 
 /// Standard base64 with padding.
-pub(crate) fn push_base64(out: &mut String, data: &[u8]) {
+pub(crate) fn push_base64(out: &mut Vec<u8>, data: &[u8]) {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    out.reserve(data.len().div_ceil(3) * 4);
+    let mut chunks = data.chunks_exact(3);
+    for c in &mut chunks {
+        let n = (u32::from(c[0]) << 16) | (u32::from(c[1]) << 8) | u32::from(c[2]);
+        out.extend_from_slice(&[18, 12, 6, 0].map(|shift| T[((n >> shift) & 63) as usize]));
+    }
+    match *chunks.remainder() {
+        [a] => {
+            let n = u32::from(a) << 16;
+            out.extend_from_slice(&[T[((n >> 18) & 63) as usize], T[((n >> 12) & 63) as usize], b'=', b'=']);
+        }
+        [a, b] => {
+            let n = (u32::from(a) << 16) | (u32::from(b) << 8);
+            out.extend_from_slice(&[
+                T[((n >> 18) & 63) as usize],
+                T[((n >> 12) & 63) as usize],
+                T[((n >> 6) & 63) as usize],
+                b'=',
+            ]);
+        }
+        _ => {}
+    }
+}
+
+/// Standard base64 with padding, into a `String` (the tree path).
+#[cfg(test)]
+pub(crate) fn push_base64_str(out: &mut String, data: &[u8]) {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     out.reserve(data.len().div_ceil(3) * 4);
     let mut chunks = data.chunks_exact(3);
@@ -122,6 +158,7 @@ pub(crate) fn push_base64(out: &mut String, data: &[u8]) {
     }
 }
 
+#[cfg(test)]
 /// Appends a scalar without allocating: integers, floats (shortest round-trip digits, `null` when not finite),
 /// booleans, strings, enums; a byte array as base64. (Containers are written by the callers.)
 pub(crate) fn push_scalar(out: &mut String, v: &Value) {
@@ -151,7 +188,7 @@ pub(crate) fn push_scalar(out: &mut String, v: &Value) {
         }
         Value::Bytes(b) => {
             out.push('"');
-            push_base64(out, b);
+            push_base64_str(out, b);
             out.push('"');
             Ok(())
         }
@@ -163,10 +200,12 @@ pub(crate) fn push_scalar(out: &mut String, v: &Value) {
     };
 }
 
+#[cfg(test)]
 fn nerve_codec_json_str(out: &mut String, s: &str) {
     out.push_str(&json_string(s));
 }
 
+#[cfg(test)]
 /// Shortest round-trip digits, with an exponent only for very large or small magnitudes (as Nerve's JSON writes
 /// them), and `.0` so readers keep it a float.
 pub(crate) fn push_float_text(out: &mut String, x: f64, display: impl std::fmt::Display, exp: impl std::fmt::LowerExp) {
@@ -179,6 +218,7 @@ pub(crate) fn push_float_text(out: &mut String, x: f64, display: impl std::fmt::
     }
 }
 
+#[cfg(test)]
 pub(crate) fn push_f64(out: &mut String, x: f64) {
     if x.is_finite() {
         push_float_text(out, x, x, x);
@@ -187,6 +227,7 @@ pub(crate) fn push_f64(out: &mut String, x: f64) {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn push_f32(out: &mut String, x: f32) {
     if !x.is_finite() {
         out.push_str("null");
@@ -205,15 +246,18 @@ pub(crate) fn push_f32(out: &mut String, x: f32) {
 
 #[cfg(test)]
 mod tests {
-    use super::push_base64;
+    use super::{push_base64, push_base64_str};
 
     #[test]
     fn base64_matches_rfc4648_vectors() {
         for (input, want) in
             [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")]
         {
+            let mut v = Vec::new();
+            push_base64(&mut v, input.as_bytes());
+            assert_eq!(v, want.as_bytes());
             let mut s = String::new();
-            push_base64(&mut s, input.as_bytes());
+            push_base64_str(&mut s, input.as_bytes());
             assert_eq!(s, want);
         }
     }

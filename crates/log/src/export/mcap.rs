@@ -11,13 +11,17 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::json::{push_base64, FlatJson};
+use nerve_types::dynamic::JsonForm;
+
+use super::json::push_base64;
 use super::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
-use super::{fingerprint, Decoded, Decoder, ExportError, ExportStats};
+use super::{fingerprint, push_fingerprint, Decoder, ExportError, ExportStats};
 use crate::EventRef;
 
 const MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
 const CHUNK_TARGET: usize = 1 << 20;
+/// A message record's opcode, length, channel id, sequence, log time and publish time.
+const MESSAGE_HEAD: usize = 1 + 8 + 2 + 4 + 8 + 8;
 
 const OP_HEADER: u8 = 0x01;
 const OP_FOOTER: u8 = 0x02;
@@ -109,7 +113,6 @@ pub struct McapExport<'d> {
     out: BufWriter<File>,
     pos: u64,
     decoder: &'d Decoder,
-    flat: Option<FlatJson<'d>>,
     schemas: Vec<SchemaRec>,
     /// Fingerprint of the decoded type (None: raw) -> schema id.
     schema_ids: HashMap<Option<u64>, u16>,
@@ -125,7 +128,6 @@ pub struct McapExport<'d> {
     channel_counts: BTreeMap<u16, u64>,
     first_time: Option<u64>,
     last_time: u64,
-    json: String,
     stats: ExportStats,
 }
 
@@ -138,7 +140,6 @@ impl<'d> McapExport<'d> {
             out: BufWriter::with_capacity(1 << 20, file),
             pos: 0,
             decoder,
-            flat: decoder.registry().map(|r| FlatJson::new(r.schema())),
             schemas: Vec::new(),
             schema_ids: HashMap::new(),
             channels: Vec::new(),
@@ -152,7 +153,6 @@ impl<'d> McapExport<'d> {
             channel_counts: BTreeMap::new(),
             first_time: None,
             last_time: 0,
-            json: String::new(),
             stats: ExportStats::default(),
         };
         x.put(MAGIC)?;
@@ -171,34 +171,38 @@ impl<'d> McapExport<'d> {
     /// Exports one event.
     pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
         let time = (ev.utime.max(0) as u64).saturating_mul(1000);
-        self.json.clear();
-        let key = match self.decoder.decode(ev.data) {
-            Decoded::Value(st, v) => {
-                let flat = self.flat.as_ref().expect("a decoded value means there is a registry");
-                match v.as_struct() {
-                    Some(sv) => flat.write_struct(&mut self.json, st, sv),
-                    None => self.json.push_str(&v.to_json()),
-                }
+        // The message record goes straight into the chunk: its header (filled in below), then the JSON written
+        // from the message's bytes. A schema or channel record this message is the first of goes in before it.
+        let mut offset = self.chunk.len();
+        self.chunk.extend_from_slice(&[0; MESSAGE_HEAD]);
+        let key = match self.decoder.json(ev.data, JsonForm::Flat, &mut self.chunk) {
+            Ok(st) => {
                 self.stats.decoded += 1;
                 Some(st)
             }
-            Decoded::Raw(why) => {
-                let fp = fingerprint(ev.data).map(|f| format!("0x{f:016x}")).unwrap_or_default();
-                self.json.push_str("{\"fingerprint\":\"");
-                self.json.push_str(&fp);
-                self.json.push_str("\",\"data\":\"");
-                push_base64(&mut self.json, ev.data);
-                self.json.push_str("\",\"error\":");
-                self.json.push_str(&nerve_types::dynamic::json_string(&why));
-                self.json.push('}');
+            Err(why) => {
+                let c = &mut self.chunk;
+                c.extend_from_slice(b"{\"fingerprint\":\"");
+                if let Some(f) = fingerprint(ev.data) {
+                    push_fingerprint(c, f);
+                }
+                c.extend_from_slice(b"\",\"data\":\"");
+                push_base64(c, ev.data);
+                c.extend_from_slice(b"\",\"error\":");
+                c.extend_from_slice(nerve_types::dynamic::json_string(&why).as_bytes());
+                c.push(b'}');
                 self.stats.undecoded += 1;
                 None
             }
         };
+        let mut before = Vec::new();
         let schema_id = match self.schema_ids.get(&key.map(|s| s.fingerprint)) {
             Some(&id) => id,
             None => {
-                let id = u16::try_from(self.schemas.len() + 1).map_err(|_| self.too_many("types"))?;
+                let Ok(id) = u16::try_from(self.schemas.len() + 1) else {
+                    self.chunk.truncate(offset);
+                    return Err(self.too_many("types"));
+                };
                 let (name, data) = match key {
                     Some(st) => {
                         let reg = self.decoder.registry().expect("decoded");
@@ -207,7 +211,7 @@ impl<'d> McapExport<'d> {
                     None => (RAW_SCHEMA_NAME.to_owned(), raw_schema()),
                 };
                 let rec = SchemaRec { id, name, data };
-                self.chunk.extend_from_slice(&schema_record(&rec));
+                before.extend_from_slice(&schema_record(&rec));
                 self.schemas.push(rec);
                 self.schema_ids.insert(key.map(|s| s.fingerprint), id);
                 id
@@ -222,23 +226,30 @@ impl<'d> McapExport<'d> {
         let channel_id = match existing {
             Some(c) => c,
             None => {
-                let id = u16::try_from(self.channels.len() + 1).map_err(|_| self.too_many("channels"))?;
+                let Ok(id) = u16::try_from(self.channels.len() + 1) else {
+                    self.chunk.truncate(offset);
+                    return Err(self.too_many("channels"));
+                };
                 let rec = ChannelRec { id, schema_id, topic: channel.clone().into_owned() };
-                self.chunk.extend_from_slice(&channel_record(&rec));
+                before.extend_from_slice(&channel_record(&rec));
                 self.channels.push(rec);
                 self.channel_ids.entry(channel.into_owned()).or_default().push((schema_id, id));
                 id
             }
         };
-        // The message record, straight into the chunk.
-        let offset = self.chunk.len() as u64;
-        self.chunk.push(OP_MESSAGE);
-        self.chunk.extend_from_slice(&((22 + self.json.len()) as u64).to_le_bytes());
-        self.chunk.extend_from_slice(&channel_id.to_le_bytes());
-        self.chunk.extend_from_slice(&(ev.number as u32).to_le_bytes());
-        self.chunk.extend_from_slice(&time.to_le_bytes());
-        self.chunk.extend_from_slice(&time.to_le_bytes());
-        self.chunk.extend_from_slice(self.json.as_bytes());
+        if !before.is_empty() {
+            self.chunk.splice(offset..offset, before.iter().copied());
+            offset += before.len();
+        }
+        let json_len = self.chunk.len() - offset - MESSAGE_HEAD;
+        let head = &mut self.chunk[offset..offset + MESSAGE_HEAD];
+        head[0] = OP_MESSAGE;
+        head[1..9].copy_from_slice(&((22 + json_len) as u64).to_le_bytes());
+        head[9..11].copy_from_slice(&channel_id.to_le_bytes());
+        head[11..15].copy_from_slice(&(ev.number as u32).to_le_bytes());
+        head[15..23].copy_from_slice(&time.to_le_bytes());
+        head[23..31].copy_from_slice(&time.to_le_bytes());
+        let offset = offset as u64;
         self.chunk_index.entry(channel_id).or_default().push((time, offset));
         self.chunk_start = self.chunk_start.min(time);
         self.chunk_end = self.chunk_end.max(time);

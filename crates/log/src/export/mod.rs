@@ -6,6 +6,10 @@
 //! (unknown fingerprint, several types share it, or the bytes do not decode) is still exported, raw, with the
 //! reason, and counted in [`ExportStats`]; nothing is silently dropped.
 //!
+//! The exporters do not build value trees: the registry's [`Transcoder`] writes each message's JSON (or CSV cells)
+//! straight from its bytes into the output buffer, through a plan compiled once per type, with exactly the text
+//! and the errors the tree path gives ([`Decoder::decode`] is that path, kept for callers that want values).
+//!
 //! The caller drives: it reads events (filtering channels as it likes) and hands each to an exporter's `event`,
 //! then calls `finish`. CSV needs every message's shape before it writes a header, so it takes two passes: `scan`
 //! each event, then `event` each again.
@@ -20,7 +24,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use nerve_types::dynamic::Value;
+use nerve_types::dynamic::{JsonForm, Transcoder, Value};
 use nerve_types::{Registry, Struct};
 
 pub use self::csv::CsvExport;
@@ -80,7 +84,7 @@ pub struct ExportStats {
 
 /// Decodes messages by fingerprint; without types, every message is undecoded.
 pub struct Decoder {
-    registry: Option<Registry>,
+    transcoder: Option<Transcoder>,
 }
 
 /// A message as the exporters see it.
@@ -94,29 +98,49 @@ pub enum Decoded<'r> {
 impl Decoder {
     /// A decoder over `registry` (`None`: no types known).
     pub fn new(registry: Option<Registry>) -> Decoder {
-        Decoder { registry }
+        Decoder { transcoder: registry.map(Transcoder::new) }
     }
 
     /// The registry, if any.
     pub fn registry(&self) -> Option<&Registry> {
-        self.registry.as_ref()
+        self.transcoder.as_ref().map(Transcoder::registry)
     }
 
-    /// Decodes one message.
+    /// The transcoder over the registry, if any.
+    pub fn transcoder(&self) -> Option<&Transcoder> {
+        self.transcoder.as_ref()
+    }
+
+    /// Decodes one message into a value tree.
     pub fn decode(&self, data: &[u8]) -> Decoded<'_> {
-        match &self.registry {
-            None => Decoded::Raw(match data.get(..8) {
-                Some(fp) => format!(
-                    "no types given (--types) for fingerprint 0x{:016x}",
-                    u64::from_be_bytes(fp.try_into().expect("8 bytes"))
-                ),
-                None => format!("message of {} bytes has no 8-byte fingerprint", data.len()),
-            }),
+        match self.registry() {
+            None => Decoded::Raw(no_types(data)),
             Some(reg) => match reg.decode(data) {
                 Ok((st, v)) => Decoded::Value(st, v),
                 Err(e) => Decoded::Raw(e.to_string()),
             },
         }
+    }
+
+    /// Appends one message's JSON in `form` to `out` (no value tree); or the reason [`Decoder::decode`] gives for
+    /// not decoding it, with `out` as it was.
+    pub fn json(&self, data: &[u8], form: JsonForm, out: &mut Vec<u8>) -> Result<&Struct, String> {
+        match &self.transcoder {
+            None => Err(no_types(data)),
+            Some(t) => t.json(data, form, out).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The type a message would decode as (its fingerprint is one type's), before decoding it.
+    pub(crate) fn candidate(&self, data: &[u8]) -> Option<&Struct> {
+        self.registry()?.lookup(fingerprint(data)?)
+    }
+}
+
+fn no_types(data: &[u8]) -> String {
+    match fingerprint(data) {
+        Some(fp) => format!("no types given (--types) for fingerprint 0x{fp:016x}"),
+        None => format!("message of {} bytes has no 8-byte fingerprint", data.len()),
     }
 }
 
@@ -125,15 +149,30 @@ pub(crate) fn fingerprint(data: &[u8]) -> Option<u64> {
     data.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
 }
 
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// Lowercase hex.
-pub(crate) fn push_hex(out: &mut String, data: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+pub(crate) fn push_hex(out: &mut Vec<u8>, data: &[u8]) {
     out.reserve(data.len() * 2);
     for &b in data {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 15)] as char);
+        out.push(HEX[usize::from(b >> 4)]);
+        out.push(HEX[usize::from(b & 15)]);
     }
 }
+
+/// `0x` and 16 lowercase hex digits.
+pub(crate) fn push_fingerprint(out: &mut Vec<u8>, fp: u64) {
+    out.extend_from_slice(b"0x");
+    push_hex(out, &fp.to_be_bytes());
+}
+
+/// An integer's decimal text.
+pub(crate) fn push_int<I: itoa::Integer>(out: &mut Vec<u8>, x: I) {
+    out.extend_from_slice(itoa::Buffer::new().format(x).as_bytes());
+}
+
+/// Where the exporters keep output before writing it: written out in pieces of about this size.
+pub(crate) const OUT_CHUNK: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests;

@@ -203,3 +203,137 @@ fn csv_has_a_file_per_channel_and_type_with_flattened_columns() {
     assert_eq!(raw.lines().nth(1).unwrap(), "2000001,11,,73686f7274,message of 5 bytes has no 8-byte fingerprint");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// xorshift64: deterministic and dependency-free.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A random valid body of `st`: small counts, recursion cut off, floats often NaN or infinite, strings with what
+/// JSON and CSV escape.
+fn random_body(schema: &nerve_types::Schema, st: &nerve_types::Struct, rng: &mut Rng, depth: usize, out: &mut Vec<u8>) {
+    use nerve_types::{Dim, MemberType, Primitive};
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for m in &st.members {
+        let total: usize = m
+            .dims
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed { len, .. } => *len,
+                Dim::Variable { member } => counts.iter().find(|(n, _)| n == member).map_or(0, |(_, c)| *c),
+            })
+            .product();
+        let is_count = m.dims.is_empty()
+            && st.members.iter().any(|o| o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name)));
+        for _ in 0..total {
+            match &m.ty {
+                MemberType::Primitive(p) if is_count => {
+                    let c = if depth > 3 { 0 } else { rng.below(4) as usize };
+                    counts.push((&m.name, c));
+                    out.extend_from_slice(&(c as u64).to_be_bytes()[8 - p.wire_size().unwrap()..]);
+                }
+                MemberType::Primitive(Primitive::String) => {
+                    const PARTS: [&str; 10] = ["a", ",", "\"", "\n", "\r", "\\", "é", "\u{2028}", "\u{1}", " "];
+                    let s: String = (0..rng.below(6)).map(|_| PARTS[rng.below(10) as usize]).collect();
+                    out.extend_from_slice(&(s.len() as i32 + 1).to_be_bytes());
+                    out.extend_from_slice(s.as_bytes());
+                    out.push(0);
+                }
+                MemberType::Primitive(Primitive::Float) => {
+                    let specials = [f32::NAN, f32::INFINITY, -0.0, 1e-7, 0.1, 3341.6562];
+                    let r = rng.next();
+                    let x = if r.is_multiple_of(3) { specials[rng.below(6) as usize] } else { f32::from_bits((r >> 20) as u32) };
+                    out.extend_from_slice(&x.to_be_bytes());
+                }
+                MemberType::Primitive(p) => out.extend_from_slice(&rng.next().to_be_bytes()[..p.wire_size().unwrap()]),
+                MemberType::Enum(_) => out.extend_from_slice(&(rng.next() as i32).to_be_bytes()),
+                MemberType::Struct(n) => random_body(schema, schema.struct_named(n).unwrap(), rng, depth + 1, out),
+            }
+        }
+    }
+}
+
+fn random_messages(reg: &Registry, st: &nerve_types::Struct, n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let mut msg = st.fingerprint.to_be_bytes().to_vec();
+            random_body(reg.schema(), st, &mut rng, 0, &mut msg);
+            msg
+        })
+        .collect()
+}
+
+/// The transcoder's MCAP JSON and CSV cells against the tree path the exporters used before it, for every type of
+/// `reg`: random messages, and damaged copies (which both must refuse).
+fn flat_and_csv_agree_with_the_tree_path(reg: Registry) {
+    let dec = Decoder::new(Some(reg.clone()));
+    let t = dec.transcoder().unwrap();
+    let flat = json::FlatJson::new(reg.schema());
+    for (i, st) in reg.schema().structs.iter().enumerate() {
+        if reg.lookup(st.fingerprint).is_none() {
+            continue;
+        }
+        let mut msgs = random_messages(&reg, st, 40, 0x1234 + i as u64);
+        let cut: Vec<Vec<u8>> = msgs.iter().map(|m| m[..m.len() * 2 / 3].to_vec()).collect();
+        msgs.extend(cut);
+        let mut tree_shape = csv::tree::Shape::Leaf;
+        let mut shape = nerve_types::dynamic::CsvShape::new();
+        for m in &msgs {
+            let tree = reg.decode(m);
+            let mut out = Vec::new();
+            let fast = dec.json(m, nerve_types::dynamic::JsonForm::Flat, &mut out);
+            match (&tree, fast) {
+                (Ok((st, v)), Ok(_)) => {
+                    let mut want = String::new();
+                    flat.write_struct(&mut want, st, v.as_struct().unwrap());
+                    assert_eq!(String::from_utf8(out).unwrap(), want);
+                    tree_shape.merge(v);
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b),
+                (a, b) => panic!("{} {:?} vs {:?}", st.name.full(), a.as_ref().map(|_| ()), b.map(|_| ())),
+            }
+            assert_eq!(t.csv_merge(m, &mut shape).is_ok(), tree.is_ok());
+        }
+        let mut cols = Vec::new();
+        tree_shape.columns("", &mut cols);
+        assert_eq!(shape.columns(), cols, "{}", st.name.full());
+        for m in &msgs {
+            let mut row = Vec::new();
+            match (reg.decode(m), t.csv_row(m, &shape, &mut row)) {
+                (Ok((_, v)), Ok(_)) => {
+                    let mut want = String::new();
+                    tree_shape.row(Some(&v), &mut want);
+                    assert_eq!(String::from_utf8(row).unwrap(), want, "{}", st.name.full());
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b),
+                (a, b) => panic!("{} {:?} vs {:?}", st.name.full(), a.map(|_| ()), b.map(|_| ())),
+            }
+        }
+    }
+}
+
+#[test]
+fn transcoder_matches_the_tree_path_on_the_test_types() {
+    flat_and_csv_agree_with_the_tree_path(registry());
+}
+
+#[test]
+fn transcoder_matches_the_tree_path_on_the_corpus_and_seed_types() {
+    for dir in ["tests/corpus", "examples/types", "bench/types"] {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir);
+        let (reg, diags) = Registry::load_dirs(&[path]);
+        assert!(!diags.has_errors(), "{}", diags.render());
+        flat_and_csv_agree_with_the_tree_path(reg);
+    }
+}

@@ -25,16 +25,25 @@ fn wants_exp(a: f64) -> bool {
     a != 0.0 && !(1e-5..1e16).contains(&a)
 }
 
+/// Whether `ryu`'s choice of plain or exponent form is surely Nerve's for this magnitude: inside these bands the
+/// shortest digits cannot cross a power of ten where the two differ, so the text need not be looked at.
+#[inline]
+fn form_surely_agrees(a: f64, low: f64, high: f64) -> bool {
+    (low..high).contains(&a)
+}
+
 /// A finite `f64` as Nerve's float text.
 #[inline]
 pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
     let mut b = ryu::Buffer::new();
     let s = b.format_finite(x).as_bytes();
+    let a = x.abs();
+    let form_ok = form_surely_agrees(a, 1.001e-5, 0.999e16) || s.contains(&b'e') == wants_exp(a);
     let (m, e2) = odd_parts(x.to_bits() & !(1 << 63), 52, 1075);
-    if s.contains(&b'e') == wants_exp(x.abs()) && !(tie_possible(m, e2, 18) && is_tie(s, m, e2)) {
+    if form_ok && !(tie_possible::<18>(m, e2) && is_tie(s, m, e2)) {
         out.extend_from_slice(s);
     } else {
-        slow_text(out, x.abs(), x, x);
+        slow_text(out, a, x, x);
     }
 }
 
@@ -43,11 +52,14 @@ pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
 pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
     let mut b = ryu::Buffer::new();
     let s = b.format_finite(x).as_bytes();
+    let a = f64::from(x).abs();
+    // (ryu writes an f32 plainly in [1e-6, 1e13) by its digits.)
+    let form_ok = form_surely_agrees(a, 1.001e-5, 0.999e13) || s.contains(&b'e') == wants_exp(a);
     let (m, e2) = odd_parts(u64::from(x.to_bits() & !(1 << 31)), 23, 150);
-    if s.contains(&b'e') == wants_exp(f64::from(x).abs()) && !(tie_possible(m, e2, 10) && is_tie(s, m, e2)) {
+    if form_ok && !(tie_possible::<10>(m, e2) && is_tie(s, m, e2)) {
         out.extend_from_slice(s);
     } else {
-        slow_text(out, f64::from(x).abs(), x, x);
+        slow_text(out, a, x, x);
     }
 }
 
@@ -64,20 +76,47 @@ fn odd_parts(bits: u64, mantissa_bits: u32, bias: i32) -> (u64, i32) {
     (m >> tz, e + tz as i32)
 }
 
-/// Whether the exact decimal value of `m * 2^e` (`m` odd) is short enough (at most `digits` significant digits)
-/// for its shortest digits to be a tie between two candidates: `ryu` breaks such ties to even, the standard
-/// formatter upwards. A cheap filter on the bits: almost every float fails it.
+/// `5^k` for `k` in `0..=27` (all below 2^63).
+const POW5: [u64; 28] = {
+    let mut t = [1u64; 28];
+    let mut k = 1;
+    while k < 28 {
+        t[k] = t[k - 1] * 5;
+        k += 1;
+    }
+    t
+};
+
+/// For `D` digits, the largest odd `m` with `m * 5^k < 10^D`, for each `k` (0 where none).
+const fn tie_limits<const D: u32>() -> [u64; 28] {
+    let mut t = [0u64; 28];
+    let mut k = 0;
+    while k < 28 {
+        let limit = 10u128.pow(D) - 1;
+        t[k] = (limit / POW5[k] as u128) as u64;
+        k += 1;
+    }
+    t
+}
+
+const TIE_LIMITS_10: [u64; 28] = tie_limits::<10>();
+const TIE_LIMITS_18: [u64; 28] = tie_limits::<18>();
+
+/// Whether the exact decimal value of `m * 2^e` (`m` odd) is short enough (at most `D` significant digits) for its
+/// shortest digits to be a tie between two candidates: `ryu` breaks such ties to even, the standard formatter
+/// upwards. A cheap filter on the bits: almost every float fails it.
 #[inline]
-fn tie_possible(m: u64, e: i32, digits: u32) -> bool {
+fn tie_possible<const D: u32>(m: u64, e: i32) -> bool {
     if m == 0 {
         return false;
     }
+    let limits = if D == 10 { &TIE_LIMITS_10 } else { &TIE_LIMITS_18 };
     if e < 0 {
-        let k = e.unsigned_abs();
-        k <= 27 && u128::from(m) * 5u128.pow(k) < 10u128.pow(digits)
+        let k = e.unsigned_abs() as usize;
+        k < 28 && m <= limits[k]
     } else {
-        let k = e.unsigned_abs() + 1;
-        k <= 27 && m % 5u64.pow(k) == 0
+        let k = e as usize + 1;
+        k < 28 && m.is_multiple_of(POW5[k])
     }
 }
 
@@ -90,7 +129,7 @@ fn is_tie(text: &[u8], m: u64, e: i32) -> bool {
     if e + 1 + k != 0 {
         return false;
     }
-    k >= 0 || 5u64.checked_pow(k.unsigned_abs()).is_some_and(|p| m % p == 0)
+    k >= 0 || 5u64.checked_pow(k.unsigned_abs()).is_some_and(|p| m.is_multiple_of(p))
 }
 
 /// The digits of float text as an integer without trailing zeros, and the power of ten of its last digit.
@@ -140,11 +179,48 @@ fn decimal(text: &[u8]) -> Option<(u64, i32)> {
 pub(crate) fn push_f32_json(out: &mut Vec<u8>, x: f32) {
     let start = out.len();
     push_f32_text(out, x);
-    let back = parse_f64(&out[start..]);
-    if back.map(|d| d as f32).map(f32::to_bits) != Some(x.to_bits()) {
-        out.truncate(start);
-        push_f64_text(out, f64::from(x));
+    if may_double_round(x) {
+        let back = parse_f64(&out[start..]);
+        if back.map(|d| d as f32).map(f32::to_bits) != Some(x.to_bits()) {
+            out.truncate(start);
+            push_f64_text(out, f64::from(x));
+        }
     }
+}
+
+/// Whether the shortest digits `d` of `x` could fail the tree path's check (`(d as f64) as f32 == x`), from `x`
+/// alone. `d` lies in `x`'s rounding interval `[x - h, x + h]` (`h` half an f32 ulp), so the double nearest `d`
+/// does too, and rounds back to `x` unless it is exactly an end of the interval and `x`'s mantissa is odd (the tie
+/// goes to the even neighbour). For the double nearest `d` to be an end `b`, `d` (at most 9 digits) must be within
+/// half a double ulp of `b`: `b * 10^k` is then within about `2^-52` of it of an integer, for a `k` that makes
+/// such a `d` an integer. This tests that with a wide margin; when it cannot rule a failure out, the caller parses.
+#[inline]
+fn may_double_round(x: f32) -> bool {
+    let bits = x.to_bits() & 0x7fff_ffff;
+    if bits & 1 == 0 {
+        return false;
+    }
+    let field = (bits >> 23) as i32;
+    // log10 of x, from below (never more than the true value; off by at most 1 below).
+    let e2 = if field == 0 { -149 } else { field - 127 };
+    let log10_floor = ((e2 as f64) * std::f64::consts::LOG10_2).floor() as i32 - 1;
+    // d = D * 10^q with D < 10^9 has q >= floor(log10 d) - 8, so d * 10^k is an integer for k = 8 - (a lower
+    // bound of floor(log10 d)), and b * 10^k stays below about 1e11.
+    let k = 8 - log10_floor;
+    if k.unsigned_abs() > 22 {
+        return true;
+    }
+    let x = f64::from(x.abs());
+    let h = (f64::from(f32::from_bits(bits + 1)) - x) / 2.0;
+    let h_low = (x - f64::from(f32::from_bits(bits - 1))) / 2.0;
+    let p = POW10[k.unsigned_abs() as usize];
+    let near = |b: f64| {
+        let s = if k >= 0 { b * p } else { b / p };
+        // s is below about 1e11: its integer part fits, and converting truncates (no call to `round`).
+        let frac = s - (s as u64) as f64;
+        !(1e-4..=1.0 - 1e-4).contains(&frac)
+    };
+    near(x + h) || near(x - h_low)
 }
 
 /// The standard formatter's text, as the tree path writes it (the rare cases `ryu`'s form differs).
@@ -467,7 +543,7 @@ mod tests {
             let s: String = (0..n)
                 .map(|_| {
                     let r = rng.next() as usize;
-                    if r % 2 == 0 {
+                    if r.is_multiple_of(2) {
                         alphabet[r / 2 % alphabet.len()]
                     } else {
                         alphabet2[r / 2 % alphabet2.len()]
