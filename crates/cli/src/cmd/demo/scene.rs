@@ -18,7 +18,7 @@ use nerve_shm::{Channel, ChannelConfig};
 
 use super::procs::Procs;
 use super::roles::{IMAGE_HZ, LASER_HZ, POSE_HZ, RESULT};
-use super::stats::{micros, now_utime, para, parse_result, size, Monitor};
+use super::stats::{self, micros, now_utime, parse_result, size, Monitor};
 use super::types::{Types, IMAGE, LASER, POSE};
 use crate::cmd::spy::decode::Types as SpyTypes;
 use crate::cmd::spy::engine::{Engine, QUEUE_CAPACITY};
@@ -140,12 +140,15 @@ fn open_udpm(url: &str, notes: &mut Vec<String>) -> anyhow::Result<Option<(Bus, 
         eprintln!("On a host with only loopback, route it as root, then run the demo again:\n    {cmds}");
         return Ok(None);
     }
-    let up = run_cmd("ip", &["link", "set", "lo", "multicast", "on"]);
+    let up = run_cmd("ip", &["link", "set", "lo", "up"]) && run_cmd("ip", &["link", "set", "lo", "multicast", "on"]);
     let routed = run_cmd("ip", &["route", "replace", "224.0.0.0/4", "dev", "lo"]);
     if !(up && routed) {
         bail!("multicast does not work ({first:#}) and setting it up on loopback failed: {cmds}");
     }
-    notes.push(format!("multicast did not work ({first:#}); routed it on loopback: {cmds}"));
+    notes.push(format!(
+        "multicast did not work ({first:#}); routed it on loopback: ip link set lo up; ip link set lo multicast on; \
+         ip route replace 224.0.0.0/4 dev lo"
+    ));
     try_open().map(Some).context("multicast still does not work after routing it on loopback")
 }
 
@@ -184,9 +187,12 @@ fn monitor(bus: &Bus, pattern: &str, types: &Types, streams: &[(&'static str, &'
     Ok((m, d))
 }
 
+/// Messages per channel.
+type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
+
 /// Counts arrivals per channel (the replay's subscriber): nothing but counting, so it keeps up.
-fn counter(bus: &Bus) -> anyhow::Result<(Arc<Mutex<BTreeMap<String, u64>>>, Dispatcher)> {
-    let c = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
+fn counter(bus: &Bus) -> anyhow::Result<(Counts, Dispatcher)> {
+    let c = Counts::default();
     let cc = Arc::clone(&c);
     bus.subscribe_with(".*", 0, Overflow::DropOldest, move |msg| {
         *cc.lock().unwrap_or_else(|p| p.into_inner()).entry(msg.channel.clone()).or_default() += 1;
@@ -398,7 +404,12 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
             return finish_early(&mut procs, &stop, "interrupted");
         }
         next += (every * 1e6) as i64;
-        let text = snapshot(false);
+        let mut text = snapshot(false);
+        if plan.ui {
+            // Lines folded to the terminal's width, so the count of rows to redraw is exact.
+            let width = ratatui::crossterm::terminal::size().map_or(100, |(w, _)| usize::from(w).max(20));
+            text = fold(&text, width - 1);
+        }
         if plan.ui && drawn > 0 {
             write!(out, "\x1b[{drawn}A\x1b[J")?;
         }
@@ -501,7 +512,13 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
     let arrived = arrived.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let replay_stats = replay_bus.provider_stats();
 
-    // The summary.
+    // The summary, its paragraphs as wide as the terminal (up to stats::WIDTH).
+    let width = if plan.ui {
+        ratatui::crossterm::terminal::size().map_or(stats::WIDTH, |(w, _)| usize::from(w).clamp(60, stats::WIDTH))
+    } else {
+        stats::WIDTH
+    };
+    let para = |label: &str, text: &str| stats::para(label, text, width);
     writeln!(out, "summary (every figure measured in this run)\n")?;
     let header = [
         "STREAM", "TYPE", "VIA", "TARGET_Hz", "SENT", "RECEIVED", "RATE_Hz", "LAT_p50", "LAT_p99", "LOST", "LOGGED", "REPLAYED",
@@ -667,6 +684,22 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// Every line of `text` cut into pieces of at most `width` characters.
+fn fold(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let chars: Vec<char> = line.chars().collect();
+        if chars.is_empty() {
+            out.push('\n');
+        }
+        for piece in chars.chunks(width.max(1)) {
+            out.extend(piece);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Stops every child and says why the scene ended early; 130 after Ctrl-C, else an error.
 fn finish_early(procs: &mut Procs, stop: &AtomicBool, why: &str) -> anyhow::Result<ExitCode> {
     procs.stop_all();
@@ -700,6 +733,13 @@ mod tests {
         assert_eq!(next_port("udpm://").unwrap(), "udpm://239.255.76.67:7668");
         assert!(next_port("shm://").is_err());
         assert!(next_port("udpm://239.255.76.67:65535").is_err());
+    }
+
+    #[test]
+    fn folding_keeps_every_character_and_counts_rows() {
+        let f = fold("abcdef\n\nxy\n", 4);
+        assert_eq!(f, "abcd\nef\n\nxy\n");
+        assert_eq!(fold("µµµµµ", 2).lines().count(), 3);
     }
 
     #[test]

@@ -113,20 +113,20 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
-/// Width the summary's paragraphs are wrapped to.
-const WIDTH: usize = 116;
+/// Width the summary's paragraphs are wrapped to, at most.
+pub const WIDTH: usize = 116;
 /// Column the paragraphs' text starts in (after the label).
 const INDENT: usize = 13;
 
-/// `text` wrapped at [`WIDTH`] columns after a `label` column, continuation lines indented; a word longer than a
+/// `text` wrapped at `width` columns after a `label` column, continuation lines indented; a word longer than a
 /// line (a path, a URL) gets a line of its own.
-pub fn para(label: &str, text: &str) -> String {
+pub fn para(label: &str, text: &str, width: usize) -> String {
     let mut out = format!("{label:<INDENT$}");
     let mut col = out.chars().count();
     let mut first = true;
     for word in text.split_whitespace() {
         let n = word.chars().count();
-        if !first && col + 1 + n > WIDTH {
+        if !first && col + 1 + n > width {
             out.push('\n');
             out.push_str(&" ".repeat(INDENT));
             col = INDENT;
@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn paragraphs_wrap_under_their_label() {
-        let text = para("log", &"word ".repeat(30));
+        let text = para("log", &"word ".repeat(30), WIDTH);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("log          word word"));
