@@ -9,6 +9,12 @@
 //! a queue the caller drains ([`Subscriber`], also an async stream). Typed publish and subscribe use the generated
 //! types' [`nerve_codec::Message`] impls; a message of the wrong type is a [`TypeError`], never a garbage value.
 //!
+//! Inside one process, typed values go directly from a [`Publisher<T>`](Publisher) ([`Bus::publisher`]) to
+//! subscriptions that take them owned or shared ([`Bus::subscribe_owned`], [`Bus::subscribe_shared`], or on an
+//! [`Executor`]'s threads), with no encoding and no copy that ownership does not require (seed 003's tables), under
+//! ROS 2's [`Qos`] ([`qos`] says what each policy means here). The transport carries a publication only to other
+//! processes, and never back to its own (no duplicates). `inproc://` is a bus with no transport at all.
+//!
 //! ```no_run
 //! let bus = nerve_bus::Bus::new(Some("udpm://239.255.76.67:7667?ttl=0"))?;
 //! let sub = bus.subscribe_raw("POSE.*", |m| println!("{} {} bytes", m.channel, m.data.len()))?;
@@ -23,6 +29,11 @@
 //! wants the newest sample, not a backlog (LCM drops the newest, and shares one counter per subscription, issue
 //! #345/#611). Every drop is counted in [`SubscriptionStats`]. Handlers run with no lock held, so they may publish and
 //! unsubscribe freely.
+//!
+//! In-process delivery uses the same per-subscription queues (ROS 2's design in seed 003: one buffer per
+//! subscription), so history, overflow and dispatch are the same whatever the publisher's transport, and a publisher
+//! never waits for a subscription. Where each copy is made is decided once, at publish time, from how many matching
+//! subscriptions own and how many share.
 
 #![deny(missing_docs)]
 
