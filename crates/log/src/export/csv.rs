@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{CsvShape, JsonForm};
 
+use super::batch::{transcode, Batch, Part};
 use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, OUT_CHUNK};
 use crate::EventRef;
 
@@ -62,7 +63,17 @@ pub struct CsvExport<'d> {
     /// Keys in first-seen order (file names are given in this order).
     order: Vec<Key>,
     names_given: bool,
+    batch: Batch,
+    parts: Vec<Part<Row, ()>>,
     stats: ExportStats,
+}
+
+/// What the parallel pass made of an event.
+enum Row {
+    /// A row of the table of this channel and fingerprint.
+    Decoded(u64),
+    /// Left to the caller's thread: a raw row, or a table `scan` did not see.
+    Serial,
 }
 
 impl<'d> CsvExport<'d> {
@@ -75,6 +86,8 @@ impl<'d> CsvExport<'d> {
             tables: HashMap::new(),
             order: Vec::new(),
             names_given: false,
+            batch: Batch::default(),
+            parts: Vec::new(),
             stats: ExportStats::default(),
         })
     }
@@ -173,11 +186,55 @@ impl<'d> CsvExport<'d> {
         self.open_table(key, path)
     }
 
-    /// Second pass: writes `ev`'s row.
+    /// Second pass: writes `ev`'s row (with the batch it joins).
     pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
         if !self.names_given {
             self.open_files()?;
         }
+        self.batch.push(ev);
+        if self.batch.is_full() {
+            self.run_batch()?;
+        }
+        Ok(())
+    }
+
+    /// Makes the batch's rows (on several threads), then adds them to their files in order.
+    fn run_batch(&mut self) -> Result<(), ExportError> {
+        let decoder = self.decoder;
+        let batch = std::mem::take(&mut self.batch);
+        let mut parts = std::mem::take(&mut self.parts);
+        let tables = &self.tables;
+        transcode(&batch, &mut parts, &|ev, out, _| row(decoder, tables, ev, out));
+        let mut result = Ok(());
+        'parts: for part in &mut parts {
+            let mut start = 0;
+            for (i, (r, end)) in part.events.clone().zip(part.results.drain(..)) {
+                let ev = batch.get(i);
+                result = match r {
+                    Row::Decoded(fp) => {
+                        let key = (ev.channel().into_owned(), Some(fp));
+                        let table = self.tables.get_mut(&key).expect("the row was made from this table");
+                        let at = table.buf.len();
+                        table.buf.extend_from_slice(&part.out[start..end]);
+                        self.stats.decoded += 1;
+                        self.written(&key, at)
+                    }
+                    Row::Serial => self.event_serial(&ev),
+                };
+                if result.is_err() {
+                    break 'parts;
+                }
+                start = end;
+            }
+        }
+        self.parts = parts;
+        self.batch = batch;
+        self.batch.clear();
+        result
+    }
+
+    /// Writes `ev`'s row on this thread.
+    fn event_serial(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
         let channel = ev.channel().into_owned();
         let mut why = None;
         if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
@@ -248,15 +305,38 @@ impl<'d> CsvExport<'d> {
         Ok(())
     }
 
-    /// Flushes and closes every file.
+    /// Writes what is left, flushes and closes every file.
     pub fn finish(mut self) -> Result<ExportStats, ExportError> {
         if !self.names_given {
             self.open_files()?;
         }
+        self.run_batch()?;
         for t in self.tables.values_mut() {
             t.write_out()?;
         }
         Ok(self.stats)
+    }
+}
+
+/// A decoded message's row (`recv_utime,event,cells...`) for a table the scan made; anything else is left to the
+/// caller's thread.
+fn row(decoder: &Decoder, tables: &HashMap<Key, Table>, ev: &EventRef<'_>, out: &mut Vec<u8>) -> Row {
+    let (Some(st), Some(t)) = (decoder.candidate(ev.data), decoder.transcoder()) else { return Row::Serial };
+    let key = (ev.channel().into_owned(), Some(st.fingerprint));
+    let Some(table) = tables.get(&key) else { return Row::Serial };
+    let start = out.len();
+    push_int(out, ev.utime);
+    out.push(b',');
+    push_int(out, ev.number);
+    match t.csv_row(ev.data, &table.shape, out) {
+        Ok(_) => {
+            out.push(b'\n');
+            Row::Decoded(st.fingerprint)
+        }
+        Err(_) => {
+            out.truncate(start);
+            Row::Serial
+        }
     }
 }
 

@@ -10,18 +10,21 @@ use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{json_string, JsonForm};
 
-use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, OUT_CHUNK};
+use super::batch::{transcode, Batch, Part};
+use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats};
 use crate::EventRef;
+
+/// Each channel's name as a JSON string, escaped once (per thread).
+type ChannelNames = HashMap<Vec<u8>, Box<[u8]>>;
 
 /// Exports to a JSON lines file.
 pub struct JsonlExport<'d> {
     path: PathBuf,
     out: Box<dyn Write + 'd>,
     decoder: &'d Decoder,
-    /// Lines not written yet (written in pieces of about [`OUT_CHUNK`]).
-    buf: Vec<u8>,
-    /// Each channel's name as a JSON string, escaped once.
-    channels: HashMap<Vec<u8>, Box<[u8]>>,
+    batch: Batch,
+    /// Whether each line's message decoded.
+    parts: Vec<Part<bool, ChannelNames>>,
     stats: ExportStats,
 }
 
@@ -38,91 +41,101 @@ impl<'d> JsonlExport<'d> {
             path: name.to_path_buf(),
             out,
             decoder,
-            buf: Vec::with_capacity(OUT_CHUNK + (1 << 16)),
-            channels: HashMap::new(),
+            batch: Batch::default(),
+            parts: Vec::new(),
             stats: ExportStats::default(),
         }
     }
 
-    /// Exports one event.
+    /// Exports one event (written out with the batch it joins).
     pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        let l = &mut self.buf;
-        let start = l.len();
-        l.extend_from_slice(b"{\"event\":");
-        push_int(l, ev.number);
-        l.extend_from_slice(b",\"channel\":");
-        match self.channels.get(ev.channel_bytes) {
-            Some(c) => l.extend_from_slice(c),
-            None => {
-                let c = json_string(&ev.channel());
-                l.extend_from_slice(c.as_bytes());
-                self.channels.insert(ev.channel_bytes.to_vec(), c.into_bytes().into());
-            }
-        }
-        l.extend_from_slice(b",\"size\":");
-        push_int(l, ev.data.len());
-        l.extend_from_slice(b",\"fingerprint\":");
-        match fingerprint(ev.data) {
-            Some(f) => {
-                l.push(b'"');
-                push_fingerprint(l, f);
-                l.push(b'"');
-            }
-            None => l.extend_from_slice(b"null"),
-        }
-        l.extend_from_slice(b",\"recv_utime\":");
-        push_int(l, ev.utime);
-        let mark = l.len();
-        // The type first (the one its fingerprint names), then the value straight from the bytes.
-        let decoded = match (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
-            (Some(st), Some(t)) => {
-                l.extend_from_slice(b",\"type\":");
-                match t.json_type_name(st) {
-                    Some(name) => l.extend_from_slice(name),
-                    None => l.extend_from_slice(json_string(&st.name.full()).as_bytes()),
-                }
-                l.extend_from_slice(b",\"value\":");
-                match self.decoder.json(ev.data, JsonForm::Value, l) {
-                    Ok(_) => Ok(()),
-                    Err(why) => Err(why),
-                }
-            }
-            _ => self.decoder.json(ev.data, JsonForm::Value, &mut Vec::new()).map(|_| ()),
-        };
-        match decoded {
-            Ok(()) => {
-                l.push(b'}');
-                self.stats.decoded += 1;
-            }
-            Err(why) => {
-                l.truncate(mark);
-                l.extend_from_slice(b",\"data_hex\":\"");
-                push_hex(l, ev.data);
-                l.extend_from_slice(b"\",\"error\":");
-                l.extend_from_slice(json_string(&why).as_bytes());
-                l.push(b'}');
-                self.stats.undecoded += 1;
-            }
-        }
-        l.push(b'\n');
-        self.stats.messages += 1;
-        self.stats.bytes_out += (l.len() - start) as u64;
-        if l.len() >= OUT_CHUNK {
-            self.write_out()?;
+        self.batch.push(ev);
+        if self.batch.is_full() {
+            self.run_batch()?;
         }
         Ok(())
     }
 
-    fn write_out(&mut self) -> Result<(), ExportError> {
-        self.out.write_all(&self.buf).map_err(|e| ExportError::io(&self.path, "writing", e))?;
-        self.buf.clear();
+    fn run_batch(&mut self) -> Result<(), ExportError> {
+        let decoder = self.decoder;
+        transcode(&self.batch, &mut self.parts, &|ev, out, names| line(decoder, ev, out, names));
+        for part in &mut self.parts {
+            for (decoded, _) in part.results.drain(..) {
+                self.stats.messages += 1;
+                if decoded {
+                    self.stats.decoded += 1;
+                } else {
+                    self.stats.undecoded += 1;
+                }
+            }
+            self.stats.bytes_out += part.out.len() as u64;
+            self.out.write_all(&part.out).map_err(|e| ExportError::io(&self.path, "writing", e))?;
+            part.out.clear();
+        }
+        self.batch.clear();
         Ok(())
     }
 
-    /// Flushes and closes.
+    /// Writes what is left, flushes and closes.
     pub fn finish(mut self) -> Result<ExportStats, ExportError> {
-        self.write_out()?;
+        self.run_batch()?;
         self.out.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?;
         Ok(self.stats)
     }
+}
+
+/// Appends one event's line to `l`; whether its message decoded.
+fn line(decoder: &Decoder, ev: &EventRef<'_>, l: &mut Vec<u8>, names: &mut ChannelNames) -> bool {
+    l.extend_from_slice(b"{\"event\":");
+    push_int(l, ev.number);
+    l.extend_from_slice(b",\"channel\":");
+    match names.get(ev.channel_bytes) {
+        Some(c) => l.extend_from_slice(c),
+        None => {
+            let c = json_string(&ev.channel());
+            l.extend_from_slice(c.as_bytes());
+            names.insert(ev.channel_bytes.to_vec(), c.into_bytes().into());
+        }
+    }
+    l.extend_from_slice(b",\"size\":");
+    push_int(l, ev.data.len());
+    l.extend_from_slice(b",\"fingerprint\":");
+    match fingerprint(ev.data) {
+        Some(f) => {
+            l.push(b'"');
+            push_fingerprint(l, f);
+            l.push(b'"');
+        }
+        None => l.extend_from_slice(b"null"),
+    }
+    l.extend_from_slice(b",\"recv_utime\":");
+    push_int(l, ev.utime);
+    let mark = l.len();
+    // The type first (the one its fingerprint names), then the value straight from the bytes.
+    let decoded = match (decoder.candidate(ev.data), decoder.transcoder()) {
+        (Some(st), Some(t)) => {
+            l.extend_from_slice(b",\"type\":");
+            match t.json_type_name(st) {
+                Some(name) => l.extend_from_slice(name),
+                None => l.extend_from_slice(json_string(&st.name.full()).as_bytes()),
+            }
+            l.extend_from_slice(b",\"value\":");
+            decoder.json(ev.data, JsonForm::Value, l).map(|_| ())
+        }
+        _ => decoder.json(ev.data, JsonForm::Value, &mut Vec::new()).map(|_| ()),
+    };
+    let ok = decoded.is_ok();
+    match decoded {
+        Ok(()) => l.push(b'}'),
+        Err(why) => {
+            l.truncate(mark);
+            l.extend_from_slice(b",\"data_hex\":\"");
+            push_hex(l, ev.data);
+            l.extend_from_slice(b"\",\"error\":");
+            l.extend_from_slice(json_string(&why).as_bytes());
+            l.push(b'}');
+        }
+    }
+    l.push(b'\n');
+    ok
 }

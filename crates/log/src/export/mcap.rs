@@ -12,7 +12,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::JsonForm;
+use nerve_types::Struct;
 
+use super::batch::{transcode, Batch, Part};
 use super::json::push_base64;
 use super::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
 use super::{fingerprint, push_fingerprint, Decoder, ExportError, ExportStats};
@@ -20,8 +22,6 @@ use crate::EventRef;
 
 const MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
 const CHUNK_TARGET: usize = 1 << 20;
-/// A message record's opcode, length, channel id, sequence, log time and publish time.
-const MESSAGE_HEAD: usize = 1 + 8 + 2 + 4 + 8 + 8;
 
 const OP_HEADER: u8 = 0x01;
 const OP_FOOTER: u8 = 0x02;
@@ -128,6 +128,9 @@ pub struct McapExport<'d> {
     channel_counts: BTreeMap<u16, u64>,
     first_time: Option<u64>,
     last_time: u64,
+    batch: Batch,
+    /// Each message's type (`None`: raw) and JSON.
+    parts: Vec<Part<Option<&'d Struct>, ()>>,
     stats: ExportStats,
 }
 
@@ -153,6 +156,8 @@ impl<'d> McapExport<'d> {
             channel_counts: BTreeMap::new(),
             first_time: None,
             last_time: 0,
+            batch: Batch::default(),
+            parts: Vec::new(),
             stats: ExportStats::default(),
         };
         x.put(MAGIC)?;
@@ -168,41 +173,50 @@ impl<'d> McapExport<'d> {
         Ok(())
     }
 
-    /// Exports one event.
+    /// Exports one event (written with the batch it joins).
     pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        let time = (ev.utime.max(0) as u64).saturating_mul(1000);
-        // The message record goes straight into the chunk: its header (filled in below), then the JSON written
-        // from the message's bytes. A schema or channel record this message is the first of goes in before it.
-        let mut offset = self.chunk.len();
-        self.chunk.extend_from_slice(&[0; MESSAGE_HEAD]);
-        let key = match self.decoder.json(ev.data, JsonForm::Flat, &mut self.chunk) {
-            Ok(st) => {
-                self.stats.decoded += 1;
-                Some(st)
-            }
-            Err(why) => {
-                let c = &mut self.chunk;
-                c.extend_from_slice(b"{\"fingerprint\":\"");
-                if let Some(f) = fingerprint(ev.data) {
-                    push_fingerprint(c, f);
+        self.batch.push(ev);
+        if self.batch.is_full() {
+            self.run_batch()?;
+        }
+        Ok(())
+    }
+
+    /// Transcodes the batch's messages (on several threads), then writes them in order.
+    fn run_batch(&mut self) -> Result<(), ExportError> {
+        let decoder = self.decoder;
+        let batch = std::mem::take(&mut self.batch);
+        let mut parts = std::mem::take(&mut self.parts);
+        transcode(&batch, &mut parts, &|ev, out, _| message_json(decoder, ev, out));
+        let mut result = Ok(());
+        'parts: for part in &mut parts {
+            let mut start = 0;
+            for (i, (key, end)) in part.events.clone().zip(part.results.drain(..)) {
+                result = self.message(&batch.get(i), key, &part.out[start..end]);
+                if result.is_err() {
+                    break 'parts;
                 }
-                c.extend_from_slice(b"\",\"data\":\"");
-                push_base64(c, ev.data);
-                c.extend_from_slice(b"\",\"error\":");
-                c.extend_from_slice(nerve_types::dynamic::json_string(&why).as_bytes());
-                c.push(b'}');
-                self.stats.undecoded += 1;
-                None
+                start = end;
             }
-        };
-        let mut before = Vec::new();
+        }
+        self.parts = parts;
+        self.batch = batch;
+        self.batch.clear();
+        result
+    }
+
+    /// Writes one message record (and the schema and channel records it is the first of) into the chunk.
+    fn message(&mut self, ev: &EventRef<'_>, key: Option<&'d Struct>, json: &[u8]) -> Result<(), ExportError> {
+        let time = (ev.utime.max(0) as u64).saturating_mul(1000);
+        if key.is_some() {
+            self.stats.decoded += 1;
+        } else {
+            self.stats.undecoded += 1;
+        }
         let schema_id = match self.schema_ids.get(&key.map(|s| s.fingerprint)) {
             Some(&id) => id,
             None => {
-                let Ok(id) = u16::try_from(self.schemas.len() + 1) else {
-                    self.chunk.truncate(offset);
-                    return Err(self.too_many("types"));
-                };
+                let id = u16::try_from(self.schemas.len() + 1).map_err(|_| self.too_many("types"))?;
                 let (name, data) = match key {
                     Some(st) => {
                         let reg = self.decoder.registry().expect("decoded");
@@ -211,7 +225,7 @@ impl<'d> McapExport<'d> {
                     None => (RAW_SCHEMA_NAME.to_owned(), raw_schema()),
                 };
                 let rec = SchemaRec { id, name, data };
-                before.extend_from_slice(&schema_record(&rec));
+                self.chunk.extend_from_slice(&schema_record(&rec));
                 self.schemas.push(rec);
                 self.schema_ids.insert(key.map(|s| s.fingerprint), id);
                 id
@@ -226,30 +240,22 @@ impl<'d> McapExport<'d> {
         let channel_id = match existing {
             Some(c) => c,
             None => {
-                let Ok(id) = u16::try_from(self.channels.len() + 1) else {
-                    self.chunk.truncate(offset);
-                    return Err(self.too_many("channels"));
-                };
+                let id = u16::try_from(self.channels.len() + 1).map_err(|_| self.too_many("channels"))?;
                 let rec = ChannelRec { id, schema_id, topic: channel.clone().into_owned() };
-                before.extend_from_slice(&channel_record(&rec));
+                self.chunk.extend_from_slice(&channel_record(&rec));
                 self.channels.push(rec);
                 self.channel_ids.entry(channel.into_owned()).or_default().push((schema_id, id));
                 id
             }
         };
-        if !before.is_empty() {
-            self.chunk.splice(offset..offset, before.iter().copied());
-            offset += before.len();
-        }
-        let json_len = self.chunk.len() - offset - MESSAGE_HEAD;
-        let head = &mut self.chunk[offset..offset + MESSAGE_HEAD];
-        head[0] = OP_MESSAGE;
-        head[1..9].copy_from_slice(&((22 + json_len) as u64).to_le_bytes());
-        head[9..11].copy_from_slice(&channel_id.to_le_bytes());
-        head[11..15].copy_from_slice(&(ev.number as u32).to_le_bytes());
-        head[15..23].copy_from_slice(&time.to_le_bytes());
-        head[23..31].copy_from_slice(&time.to_le_bytes());
-        let offset = offset as u64;
+        let offset = self.chunk.len() as u64;
+        self.chunk.push(OP_MESSAGE);
+        self.chunk.extend_from_slice(&((22 + json.len()) as u64).to_le_bytes());
+        self.chunk.extend_from_slice(&channel_id.to_le_bytes());
+        self.chunk.extend_from_slice(&(ev.number as u32).to_le_bytes());
+        self.chunk.extend_from_slice(&time.to_le_bytes());
+        self.chunk.extend_from_slice(&time.to_le_bytes());
+        self.chunk.extend_from_slice(json);
         self.chunk_index.entry(channel_id).or_default().push((time, offset));
         self.chunk_start = self.chunk_start.min(time);
         self.chunk_end = self.chunk_end.max(time);
@@ -317,8 +323,9 @@ impl<'d> McapExport<'d> {
         Ok(())
     }
 
-    /// Writes the last chunk, the summary and the footer, and closes the file.
+    /// Writes the last messages and chunk, the summary and the footer, and closes the file.
     pub fn finish(mut self) -> Result<ExportStats, ExportError> {
+        self.run_batch()?;
         self.flush_chunk()?;
         let mut end = Rec::new(OP_DATA_END);
         end.u32(0);
@@ -388,5 +395,25 @@ impl<'d> McapExport<'d> {
         self.out.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?;
         self.stats.bytes_out = self.pos;
         Ok(self.stats)
+    }
+}
+
+/// Appends a message's JSON: the transcoder's (the type is returned), or for a message no type decodes, its
+/// fingerprint, its bytes in base64 and the reason (`None`).
+fn message_json<'d>(decoder: &'d Decoder, ev: &EventRef<'_>, out: &mut Vec<u8>) -> Option<&'d Struct> {
+    match decoder.json(ev.data, JsonForm::Flat, out) {
+        Ok(st) => Some(st),
+        Err(why) => {
+            out.extend_from_slice(b"{\"fingerprint\":\"");
+            if let Some(f) = fingerprint(ev.data) {
+                push_fingerprint(out, f);
+            }
+            out.extend_from_slice(b"\",\"data\":\"");
+            push_base64(out, ev.data);
+            out.extend_from_slice(b"\",\"error\":");
+            out.extend_from_slice(nerve_types::dynamic::json_string(&why).as_bytes());
+            out.push(b'}');
+            None
+        }
     }
 }

@@ -14,6 +14,7 @@
 //! then calls `finish`. CSV needs every message's shape before it writes a header, so it takes two passes: `scan`
 //! each event, then `event` each again.
 
+mod batch;
 mod csv;
 mod json;
 mod jsonl;
