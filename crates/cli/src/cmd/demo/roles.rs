@@ -35,17 +35,18 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// An absolute schedule on the wall clock: the k-th tick is due at `start + k * period`. A tick more than a period
-/// late is counted and the schedule restarts from now, so falling behind never turns into a burst.
+/// An absolute schedule on the wall clock: the k-th tick is due at `start + k * period`. Ticks that a late loop
+/// could only run more than a period after they were due are skipped and counted, so falling behind never turns
+/// into a burst and the schedule keeps its phase.
 struct Ticker {
     next: i64,
     period: i64,
-    late: u64,
+    skipped: u64,
 }
 
 impl Ticker {
     fn new(start: i64, hz: f64) -> Ticker {
-        Ticker { next: start.max(now_utime()), period: (1e6 / hz).round() as i64, late: 0 }
+        Ticker { next: start, period: (1e6 / hz).round() as i64, skipped: 0 }
     }
 
     /// Sleeps until the next tick (returns at once if it is due).
@@ -56,13 +57,13 @@ impl Ticker {
         }
     }
 
-    /// Moves on to the following tick.
+    /// Moves on to the following tick that is not yet more than a period overdue.
     fn advance(&mut self) {
         self.next += self.period;
-        let now = now_utime();
-        if now > self.next + self.period {
-            self.late += 1;
-            self.next = now;
+        let behind = (now_utime() - self.next) / self.period;
+        if behind > 0 {
+            self.skipped += behind as u64;
+            self.next += behind * self.period;
         }
     }
 }
@@ -107,9 +108,9 @@ pub fn sensor(url: &str, start_at: i64, until: i64) -> anyhow::Result<()> {
     }
     let secs = seconds(began.max(start_at), now_utime());
     println!(
-        "{RESULT} role=sensor LASER_sent={sent_laser} LASER_bytes={bytes_laser} LASER_late={} IMAGE_sent={sent_image} \
-         IMAGE_bytes={bytes_image} IMAGE_late={} errors={errors} seconds={secs:.3}",
-        scans.late, images.late
+        "{RESULT} role=sensor LASER_sent={sent_laser} LASER_bytes={bytes_laser} LASER_skipped_ticks={} IMAGE_sent={sent_image} \
+         IMAGE_bytes={bytes_image} IMAGE_skipped_ticks={} errors={errors} seconds={secs:.3}",
+        scans.skipped, images.skipped
     );
     Ok(())
 }
@@ -132,7 +133,7 @@ pub fn localizer(dir: &Path, start_at: i64, until: i64) -> anyhow::Result<()> {
         ticks.advance();
     }
     let secs = seconds(began.max(start_at), now_utime());
-    println!("{RESULT} role=localizer POSE_sent={sent} POSE_late={} seconds={secs:.3}", ticks.late);
+    println!("{RESULT} role=localizer POSE_sent={sent} POSE_skipped_ticks={} seconds={secs:.3}", ticks.skipped);
     Ok(())
 }
 
@@ -183,8 +184,8 @@ pub fn controller(dir: &Path, start_at: i64, until: i64) -> anyhow::Result<()> {
     ages.sort_unstable();
     println!(
         "{RESULT} role=controller ticks={n_ticks} read={read} skipped={skipped} nothing_new={nothing_new} \
-         retries={retries} late={} age_p50_us={} age_p99_us={} age_max_us={} last_x={:.3} last_y={:.3} seconds={secs:.3}",
-        ticks.late,
+         retries={retries} skipped_ticks={} age_p50_us={} age_p99_us={} age_max_us={} last_x={:.3} last_y={:.3} seconds={secs:.3}",
+        ticks.skipped,
         percentile(&ages, 50.0).unwrap_or(0),
         percentile(&ages, 99.0).unwrap_or(0),
         ages.last().copied().unwrap_or(0),
@@ -192,4 +193,23 @@ pub fn controller(dir: &Path, start_at: i64, until: i64) -> anyhow::Result<()> {
         last_xy.1,
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_schedule_skips_what_it_missed_and_keeps_its_phase() {
+        let start = now_utime() - 10_250;
+        let mut t = Ticker::new(start, 1000.0);
+        t.advance();
+        // About ten ticks were overdue by more than a period: skipped, and the next one keeps the 1 ms grid.
+        assert!((8..=10).contains(&t.skipped), "{}", t.skipped);
+        assert_eq!((t.next - start) % 1000, 0);
+        assert!(t.next + t.period > now_utime());
+        let mut on_time = Ticker::new(now_utime() + 5_000, 40.0);
+        on_time.advance();
+        assert_eq!(on_time.skipped, 0);
+    }
 }

@@ -576,13 +576,12 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
             "controller",
             &format!(
                 "{ticks} ticks in {secs:.1} s ({:.1} Hz); {} new poses read, {} skipped (two came between ticks: the \
-                 newest wins), {} ticks found nothing newer, {} late ticks; pose age when read p50 {} p99 {} max {}; \
-                 last position ({}, {}) m",
+                 newest wins), {} ticks found nothing newer; pose age when read p50 {} p99 {} max {}; last position \
+                 ({}, {}) m",
                 ticks as f64 / secs,
                 word(controller, "read"),
                 word(controller, "skipped"),
                 word(controller, "nothing_new"),
-                word(controller, "late"),
                 micros(number(controller, "age_p50_us") as i64),
                 micros(number(controller, "age_p99_us") as i64),
                 micros(number(controller, "age_max_us") as i64),
@@ -597,10 +596,11 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
         para(
             "schedules",
             &format!(
-                "ticks more than a period late (the schedule then restarts): laser {}, image {}, pose {}",
-                word(sensor, "LASER_late"),
-                word(sensor, "IMAGE_late"),
-                word(localizer, "POSE_late")
+                "ticks skipped because a loop ran more than a period late: laser {}, image {}, pose {}, controller {}",
+                word(sensor, "LASER_skipped_ticks"),
+                word(sensor, "IMAGE_skipped_ticks"),
+                word(localizer, "POSE_skipped_ticks"),
+                word(controller, "skipped_ticks")
             )
         )
     )?;
