@@ -7,7 +7,7 @@ use anyhow::{bail, Context};
 /// Arguments of `nerve bench`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The suite: marshalling, echo or latency.
+    /// The suite: marshalling, echo, latency, intraprocess or log (`nerve-bench --help` lists them).
     suite: String,
     /// A short run for CI.
     #[arg(long)]
