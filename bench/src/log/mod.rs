@@ -7,7 +7,8 @@
 //!   transport: the reader and the play loop alone), by `nerve play` to udpm, and by the real `lcm-logplayer -s 0`
 //!   to udpm; messages per second of wall time, process start included.
 //! - **export**: a mixed log (seed types: image_t, laser_t, path_t, lidar_t) exported by `nerve export` to each
-//!   format, in MB of log per second, against copying the same file (page cache, and with fsync: "disk speed").
+//!   format, in MB of log (input) per second, against copying the same file (page cache, and with fsync: "disk
+//!   speed"); the text formats write more bytes than they read, and the row says how many (out MB).
 //!
 //! The programs measured are the `nerve` binary next to this one (`cargo build --release -p nerve-cli`) and the
 //! venv's LCM tools; anything missing makes its row say so.
@@ -279,6 +280,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The bytes of a file, or of the files in a directory (CSV export).
+fn output_bytes(path: &Path) -> u64 {
+    match std::fs::read_dir(path) {
+        Ok(entries) => entries.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum(),
+        Err(_) => std::fs::metadata(path).map_or(0, |m| m.len()),
+    }
+}
+
 fn write_log(path: &Path, events: impl Iterator<Item = (i64, String, Vec<u8>)>) -> std::io::Result<u64> {
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     let mut n = 0i64;
@@ -387,10 +396,11 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     let mb = bytes as f64 / 1e6;
     out.text("");
     out.text(&format!(
-        "export: a {mb:.0} MB log of seed types (image_t, laser_t, path_t, lidar_t) from the page cache; MB of log per \
-         second; median of {reps}"
+        "export: a {mb:.0} MB log of seed types (image_t, laser_t, path_t, lidar_t) from the page cache; MB/s is MB of \
+         log (input) per second, process start included, whatever the output's size (out MB: what was written); \
+         median of {reps}"
     ));
-    out.text(&format!("{:<40} {:>10} {:>10} {:>12}", "what", "MB/s", "vs copy", "vs copy+sync"));
+    out.text(&format!("{:<40} {:>10} {:>10} {:>12} {:>8}", "what", "MB/s", "vs copy", "vs copy+sync", "out MB"));
     let copy_to = dir.join("copy.lcmlog");
     let copy = |sync: bool| -> Result<f64, String> {
         let start = Instant::now();
@@ -405,10 +415,13 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     let copy_rate = (0..reps).map(|_| copy(false)).collect::<Result<Vec<_>, _>>().map(median);
     let sync_rate = (0..reps).map(|_| copy(true)).collect::<Result<Vec<_>, _>>().map(median);
     let types = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("types");
-    let mut rows: Vec<(String, Result<f64, String>)> =
-        vec![("copy (std::fs::copy)".into(), copy_rate.clone()), ("copy + fsync (disk speed)".into(), sync_rate.clone())];
+    let mut rows: Vec<(String, Result<f64, String>, f64)> = vec![
+        ("copy (std::fs::copy)".into(), copy_rate.clone(), mb),
+        ("copy + fsync (disk speed)".into(), sync_rate.clone(), mb),
+    ];
     for (to, extra) in [("lcm", false), ("mcap", true), ("jsonl", true), ("csv", true)] {
         let target = dir.join(format!("out.{to}"));
+        let mut out_mb = 0.0;
         let r = match &t.nerve {
             Ok(nv) => {
                 let mut v = Vec::new();
@@ -423,6 +436,7 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                         Ok(s) => v.push(mb / s),
                         Err(e) => err = Some(e),
                     }
+                    out_mb = output_bytes(&target) as f64 / 1e6;
                     let _ = std::fs::remove_file(&target);
                     let _ = std::fs::remove_dir_all(&target);
                 }
@@ -433,20 +447,20 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
             }
             Err(e) => Err(e.clone()),
         };
-        rows.push((format!("nerve export --to {to}"), r));
+        rows.push((format!("nerve export --to {to}"), r, out_mb));
     }
-    for (name, r) in rows {
+    for (name, r, out_mb) in rows {
         match r {
             Ok(rate) => {
                 let vs = |base: &Result<f64, String>| base.as_ref().map(|b| rate / b).ok();
                 out.row(
                     format!(
-                        "{name:<40} {rate:>10.1} {:>10} {:>12}",
+                        "{name:<40} {rate:>10.1} {:>10} {:>12} {out_mb:>8.1}",
                         vs(&copy_rate).map_or("-".into(), |x| format!("{x:.2}x")),
                         vs(&sync_rate).map_or("-".into(), |x| format!("{x:.2}x"))
                     ),
                     json!({"suite": "log", "figure": "export", "what": name, "mb_per_s": rate, "log_mb": mb,
-                           "vs_copy": vs(&copy_rate), "vs_copy_sync": vs(&sync_rate)}),
+                           "out_mb": out_mb, "vs_copy": vs(&copy_rate), "vs_copy_sync": vs(&sync_rate)}),
                 );
             }
             Err(e) => out.text(&format!("{name:<40} unavailable: {e}")),

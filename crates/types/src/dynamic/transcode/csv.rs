@@ -286,7 +286,17 @@ impl Walk<'_> {
         if elems.len() < n {
             elems.resize(n, Node::Leaf);
         }
+        // A plain struct of one shape already merged at an index adds nothing there again: read past it.
+        let settled = match (&m.elem, rest.is_empty()) {
+            (Elem::Struct(si), true) if self.plans.structs[*si].fixed_shape => Some(*si),
+            _ => None,
+        };
         for (i, elem) in elems.iter_mut().enumerate().take(n) {
+            if let (Some(si), Node::Struct(_)) = (settled, &*elem) {
+                if self.skip_plain(si, 1, r, depth + 1) {
+                    continue;
+                }
+            }
             let item = if rest.is_empty() { Item::Elem(&m.elem) } else { Item::Array(m, rest) };
             self.merge_item(elem, item, r, depth + 1, budget).map_err(|e| e.in_index(i))?;
         }

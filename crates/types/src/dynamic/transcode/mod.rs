@@ -287,6 +287,17 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// Reads past `n` structs `si` that start at `depth`, if they are plain (see `StructPlan::plain`), are all
+    /// there and stay within the depth limit: then nothing in them can be wrong. Otherwise reads nothing.
+    #[inline]
+    pub(crate) fn skip_plain(&self, si: usize, n: usize, r: &mut Reader<'_>, depth: usize) -> bool {
+        let Some((size, extra)) = self.plans.structs[si].plain else { return false };
+        match size.checked_mul(n) {
+            Some(total) if total <= r.remaining() && depth + extra <= MAX_DEPTH => r.take(total).is_ok(),
+            _ => false,
+        }
+    }
+
     /// A struct (the tree decoder's `decode_struct`).
     fn structure<const M: u8>(
         &self,
@@ -374,7 +385,12 @@ impl Walk<'_> {
                 }
                 Ok(0)
             }
-            Elem::Struct(si) => self.structure::<M>(*si, r, depth, budget, out).map(|()| 0),
+            Elem::Struct(si) => {
+                if M == SKIP && self.skip_plain(*si, 1, r, depth) {
+                    return Ok(0);
+                }
+                self.structure::<M>(*si, r, depth, budget, out).map(|()| 0)
+            }
             Elem::Unknown(name) => {
                 Err(DynError::new(DynErrorKind::UnknownType { name: name.clone() }, Some(r.position())))
             }
@@ -401,6 +417,11 @@ impl Walk<'_> {
         if let Elem::Prim(p) = m.elem {
             if rest.is_empty() {
                 return prim_array::<M>(p, n, r, out);
+            }
+        }
+        if let (SKIP, Elem::Struct(si), true) = (M, &m.elem, rest.is_empty()) {
+            if self.skip_plain(*si, n, r, depth + 1) {
+                return Ok(());
             }
         }
         let sub_min = rest.iter().fold(m.elem_min, |a, &l| a.saturating_mul(l));

@@ -203,7 +203,8 @@ fn may_double_round(x: f32) -> bool {
     let field = (bits >> 23) as i32;
     // log10 of x, from below (never more than the true value; off by at most 1 below).
     let e2 = if field == 0 { -149 } else { field - 127 };
-    let log10_floor = ((e2 as f64) * std::f64::consts::LOG10_2).floor() as i32 - 1;
+    // (floor(e2 * log10(2)) by the usual fixed-point product, exact for |e2| < 1650.)
+    let log10_floor = ((e2 * 78_913) >> 18) - 1;
     // d = D * 10^q with D < 10^9 has q >= floor(log10 d) - 8, so d * 10^k is an integer for k = 8 - (a lower
     // bound of floor(log10 d)), and b * 10^k stays below about 1e11.
     let k = 8 - log10_floor;
@@ -217,7 +218,7 @@ fn may_double_round(x: f32) -> bool {
     let near = |b: f64| {
         let s = if k >= 0 { b * p } else { b / p };
         // s is below about 1e11: its integer part fits, and converting truncates (no call to `round`).
-        let frac = s - (s as u64) as f64;
+        let frac = s - (s as i64) as f64;
         !(1e-4..=1.0 - 1e-4).contains(&frac)
     };
     near(x + h) || near(x - h_low)

@@ -63,6 +63,10 @@ pub(crate) struct StructPlan {
     /// No message of this type can have a different CSV shape from another: no variable dimension (other than
     /// the last of a byte array, which is one cell) in it or in the structs it holds, and no recursion.
     pub(crate) fixed_shape: bool,
+    /// For a struct whose every message is the same number of bytes, none of which can be wrong (primitives other
+    /// than strings, enums, such structs, in arrays of fixed non-zero lengths): that size, and how many levels
+    /// below the struct's own the tree decoder's depth checks reach. Reading past one needs only a length check.
+    pub(crate) plain: Option<(usize, usize)>,
 }
 
 /// The plans of every struct of a schema, with the index by name the tree decoder uses (the first struct of a
@@ -143,14 +147,56 @@ impl Plans {
                 count_slots: slots.len(),
                 members: members.into(),
                 fixed_shape: false,
+                plain: None,
             });
         }
         let mut plans = Plans { structs, by_name };
         for i in 0..plans.structs.len() {
             let fixed = plans.shape_is_fixed(i, &mut Vec::new());
             plans.structs[i].fixed_shape = fixed;
+            let plain = plans.plain(i, &mut Vec::new());
+            plans.structs[i].plain = plain;
         }
         plans
+    }
+
+    /// `(size, depth below)` of a plain struct (see [`StructPlan::plain`]).
+    fn plain(&self, si: usize, path: &mut Vec<usize>) -> Option<(usize, usize)> {
+        if path.contains(&si) {
+            return None;
+        }
+        path.push(si);
+        let mut size = 0usize;
+        let mut extra = 0usize;
+        for m in self.structs[si].members.iter() {
+            let mut count = 1usize;
+            for d in m.dims.iter() {
+                match d {
+                    DimPlan::Fixed(n) if *n > 0 => count = count.checked_mul(*n)?,
+                    _ => {
+                        path.pop();
+                        return None;
+                    }
+                }
+            }
+            let (elem_size, elem_extra) = match &m.elem {
+                Elem::Prim(Primitive::String) | Elem::Unknown(_) => (None, 0),
+                Elem::Prim(p) => (p.wire_size(), 0),
+                Elem::Enum => (Some(4), 0),
+                Elem::Struct(i) => match self.plain(*i, path) {
+                    Some((s, x)) => (Some(s), 1 + x),
+                    None => (None, 0),
+                },
+            };
+            let Some(elem_size) = elem_size else {
+                path.pop();
+                return None;
+            };
+            size = size.checked_add(elem_size.checked_mul(count)?)?;
+            extra = extra.max(m.dims.len() + elem_extra);
+        }
+        path.pop();
+        (size > 0).then_some((size, extra))
     }
 
     fn shape_is_fixed(&self, si: usize, path: &mut Vec<usize>) -> bool {

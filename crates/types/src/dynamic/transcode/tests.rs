@@ -292,3 +292,28 @@ fn csv_shapes_grow_and_rows_follow_them() {
     let (_, v) = reg.decode(&b).unwrap();
     assert!(matches!(v, Value::Struct(_)));
 }
+
+#[test]
+fn nested_plain_structs_meet_the_depth_limit_as_the_tree_does() {
+    // s0 holds s1 holds ... s{N-1} holds a byte: every struct plain (fixed size, nothing in it can be wrong), and
+    // arrays of them, so that the shortcuts that read past plain structs meet the depth limit at every level.
+    for levels in [500usize, 509, 510, 511, 512, 520] {
+        let mut text = String::new();
+        for i in 0..levels - 1 {
+            text.push_str(&format!("struct s{i}_t {{ s{}_t a; }}\n", i + 1));
+        }
+        text.push_str(&format!("struct s{}_t {{ int8_t x; }}\n", levels - 1));
+        text.push_str("struct top_t { int32_t n; s0_t many[n]; s0_t one; s0_t fixed[2][1]; }\n");
+        let reg = registry(&text);
+        let top = reg.by_name(&TypeName::parse("top_t")).unwrap().fingerprint;
+        let t = Transcoder::new(reg);
+        for (n, extra) in [(0i32, 3usize), (2, 5), (3, 5), (1, 0)] {
+            let mut msg = top.to_be_bytes().to_vec();
+            msg.extend_from_slice(&n.to_be_bytes());
+            msg.extend(std::iter::repeat_n(7u8, extra));
+            agree(&t, &msg);
+            let mut shape = CsvShape::new();
+            assert_eq!(t.csv_merge(&msg, &mut shape).err(), t.registry().decode(&msg).err());
+        }
+    }
+}
