@@ -67,6 +67,70 @@ pub fn realtime_malloc() -> String {
     }
 }
 
+/// Minor page faults of the whole process so far (`getrusage(RUSAGE_SELF)`).
+pub fn minor_faults() -> u64 {
+    rusage(libc::RUSAGE_SELF).ru_minflt as u64
+}
+
+fn rusage(who: libc::c_int) -> libc::rusage {
+    // SAFETY: rusage is plain data; getrusage fills the valid local it is given.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut ru);
+        ru
+    }
+}
+
+/// What one deep copy of an image costs on this machine, with this run's allocator settings, outside any bus: the
+/// floor under the latency of a graph that requires one.
+pub struct CopyFloor {
+    /// p50 of back-to-back copies (source and destination in cache), µs.
+    pub warm_us: f64,
+    /// p50 of copies made after 33 ms idle, as each frame of the pipelines is, µs.
+    pub idle_us: f64,
+    /// Minor page faults per copy (0: the allocator hands back memory already faulted in).
+    pub faults_per_copy: f64,
+    /// (copy's address - original's) % 4096, the most frequent value (a few bytes: 4 KiB aliasing is possible).
+    pub alias: usize,
+}
+
+/// Measures [`CopyFloor`] the way the camera and the bus make an image and its copy: a fresh `vec![0x5a; bytes]`
+/// (the camera), then its `clone()` (the copy), both freed before the next one. About 0.6 s.
+pub fn copy_floor(bytes: usize) -> CopyFloor {
+    let one = |idle: bool| {
+        if idle {
+            std::thread::sleep(std::time::Duration::from_millis(33));
+        }
+        let src = vec![0x5a_u8; bytes];
+        let f0 = rusage(libc::RUSAGE_THREAD).ru_minflt;
+        let t0 = mono_ns();
+        let dst = src.clone();
+        let ns = mono_ns() - t0;
+        let faults = rusage(libc::RUSAGE_THREAD).ru_minflt - f0;
+        std::hint::black_box(dst.get(bytes / 2));
+        (ns as f64 / 1e3, faults as f64, (dst.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize) % 4096)
+    };
+    let p50 = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    // The first copies fault the heap in; they are not what a running graph sees.
+    for _ in 0..3 {
+        one(false);
+    }
+    let warm: Vec<_> = (0..30).map(|_| one(false)).collect();
+    let idle: Vec<_> = (0..15).map(|_| one(true)).collect();
+    let mut aliases: Vec<usize> = warm.iter().chain(&idle).map(|x| x.2).collect();
+    aliases.sort_unstable();
+    let alias = aliases.chunk_by(|a, b| a == b).max_by_key(|c| c.len()).map_or(0, |c| c[0]);
+    CopyFloor {
+        faults_per_copy: warm.iter().chain(&idle).map(|x| x.1).sum::<f64>() / (warm.len() + idle.len()) as f64,
+        warm_us: p50(warm.iter().map(|x| x.0).collect()),
+        idle_us: p50(idle.iter().map(|x| x.0).collect()),
+        alias,
+    }
+}
+
 /// VmRSS of this process, bytes.
 pub fn rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -105,6 +169,16 @@ impl Hist {
             n: AtomicU64::new(0),
             sum: AtomicU64::new(0),
             max: AtomicU64::new(0),
+        }
+    }
+
+    /// Forgets every sample (only while nothing records).
+    pub fn reset(&self) {
+        for b in &self.buckets {
+            b.store(0, Ordering::Relaxed);
+        }
+        for a in [&self.n, &self.sum, &self.max] {
+            a.store(0, Ordering::Relaxed);
         }
     }
 
@@ -168,5 +242,11 @@ pub struct Measured {
     pub copies_per_pub: f64,
     /// Decodes per publication.
     pub decodes_per_pub: f64,
+    /// How long each of those deep copies took (`Frame::clone` timed), when there were any.
+    pub copy: Option<crate::echo::Latencies>,
+    /// (copy's address - original's) % 4096 of the last copy.
+    pub copy_alias: u64,
+    /// Minor page faults of the process per publication over the measured part.
+    pub faults_per_pub: f64,
 }
 

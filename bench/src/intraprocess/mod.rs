@@ -6,6 +6,9 @@
 //! Sierra Nevada and Mont Blanc (shared subscriptions). For each graph and system: end-to-end latency (mean, p50,
 //! p99, max), CPU %, resident memory and its growth over the run, copies and decodes per publication (`graph` says
 //! how each is measured). The bars of issue 5 are computed from this run and printed as PASS / MISS.
+//!
+//! Before the graphs, `measure::copy_floor` times one bare image copy on this machine (back to back, and after 33 ms
+//! idle as every frame is), so a graph that requires copies can be read against it; each in-run copy is timed too.
 
 #[cfg(has_nerve_rust)]
 mod frame;
@@ -78,9 +81,12 @@ pub fn run(quick: bool, json: bool) -> i32 {
     let topologies = topology::all();
     let load = loadavg();
     let malloc = measure::realtime_malloc();
+    let floor = measure::copy_floor(topology::IMAGE_BYTES);
     out.json(json!({"suite": SUITE, "kind": "info", "mode": if quick {"quick"} else {"full"}, "host": host(),
         "loadavg": load, "executor": "all nodes' timers and callbacks on one thread (seed 003's all-in-one executor)",
-        "malloc": malloc, "seconds_inproc": inproc_s, "seconds_transport": transport_s}));
+        "malloc": malloc, "seconds_inproc": inproc_s, "seconds_transport": transport_s,
+        "copy_floor": {"bytes": topology::IMAGE_BYTES, "warm_p50_us": round3(floor.warm_us), "idle_33ms_p50_us": round3(floor.idle_us),
+            "minor_faults_per_copy": round3(floor.faults_per_copy), "dst_minus_src_mod_4096": floor.alias}}));
     out.text(&format!(
         "intraprocess: seed 003's in-process suite, every node in this process, timers and callbacks on one executor thread{}",
         if quick { " [--quick: short runs, rough]" } else { "" }
@@ -92,6 +98,15 @@ pub fn run(quick: bool, json: bool) -> i32 {
     ));
     out.text("latency: publish (first publication, CLOCK_MONOTONIC) to each consuming callback; copies and decodes per publication");
     out.text(&format!("allocator: {malloc}"));
+    out.text(&format!(
+        "copy floor: a bare clone of a fresh {} B image, same allocator: p50 {:.1} µs back to back, {:.1} µs after 33 ms \
+         idle (as every frame here); {:.2} minor page faults per copy; (dst - src) % 4096 = {}",
+        topology::IMAGE_BYTES,
+        floor.warm_us,
+        floor.idle_us,
+        floor.faults_per_copy,
+        floor.alias
+    ));
     for t in &topologies {
         let (p, s) = t.counts();
         out.text(&format!("  {}: {} nodes, {p} publishers, {s} subscriptions", t.case, t.nodes.len()));
@@ -133,7 +148,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
         }
         out.text("");
     }
-    bars(&out, &topologies, &results, quick, inproc_s);
+    bars(&out, &topologies, &results, quick, inproc_s, &floor);
     let load_end = loadavg();
     out.text(&format!("load average at end: {load_end}"));
     out.json(json!({"suite": SUITE, "kind": "info", "loadavg_end": load_end}));
@@ -166,6 +181,12 @@ fn report(out: &Out, case: &str, system: System, r: &Result<Measured, String>) {
         m.copies_per_pub,
         m.decodes_per_pub,
     ));
+    if let Some(c) = &m.copy {
+        out.text(&format!(
+            "{:<24} {:<13} ^ its {} copies: p50 {:.1} µs, max {:.1} µs each ((dst - src) % 4096 = {}); {:.2} minor page faults per publication",
+            "", "", c.n, c.p50, c.max, m.copy_alias, m.faults_per_pub
+        ));
+    }
     for name in ["mean", "p50", "p99", "max"] {
         let v = lat.as_ref().map(|l| match name {
             "mean" => l.mean,
@@ -179,6 +200,9 @@ fn report(out: &Out, case: &str, system: System, r: &Result<Measured, String>) {
                 "note": "no sample: nothing was received"})),
         }
     }
+    // Extra fields on the copies line: what each copy took, and the page faults around them.
+    let copy_fields = json!({"copy_p50_us": m.copy.as_ref().map(|c| round3(c.p50)), "copy_max_us": m.copy.as_ref().map(|c| round3(c.max)),
+        "minor_faults_per_msg": round3(m.faults_per_pub)});
     for (metric, v, unit) in [
         ("published", m.published as f64, "msgs"),
         ("received", m.hist.n() as f64, "msgs"),
@@ -189,7 +213,13 @@ fn report(out: &Out, case: &str, system: System, r: &Result<Measured, String>) {
         ("copies_per_msg", m.copies_per_pub, "copies"),
         ("decodes_per_msg", m.decodes_per_pub, "decodes"),
     ] {
-        out.json(json!({"suite": SUITE, "case": case, "system": sys, "metric": metric, "value": round3(v), "unit": unit}));
+        let mut line = json!({"suite": SUITE, "case": case, "system": sys, "metric": metric, "value": round3(v), "unit": unit});
+        if metric == "copies_per_msg" {
+            if let (Some(l), Some(extra)) = (line.as_object_mut(), copy_fields.as_object()) {
+                l.extend(extra.clone());
+            }
+        }
+        out.json(line);
     }
 }
 
@@ -223,7 +253,7 @@ fn bar(out: &Out, name: &str, case: &str, metric: &str, op: &str, value: Result<
     }
 }
 
-fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: bool, inproc_s: f64) {
+fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: bool, inproc_s: f64, floor: &measure::CopyFloor) {
     out.text("bars (issue 5), from this run:");
     let (mut pass, mut total) = (0, 0);
     let mut tally = |r: Option<bool>| {
@@ -266,6 +296,16 @@ fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: 
         .collect();
     if !shm_ratio.is_empty() {
         out.text(&format!("informative: p50 nerve-shm / nerve-inproc: {}", shm_ratio.join(", ")));
+    }
+    // Where a graph's inproc time goes when it requires copies: the same graph without them, plus the copies.
+    if let (Ok(one), Ok(two)) = (find(results, "image_pipeline", System::Inproc), find(results, "image_pipeline_2viewers", System::Inproc)) {
+        if let (Some(l1), Some(l2), Some(c)) = (one.hist.latencies(), two.hist.latencies(), &two.copy) {
+            out.text(&format!(
+                "informative: image_pipeline_2viewers nerve-inproc p50 {:.1} µs = image_pipeline's {:.1} µs + its one required copy per \
+                 frame, p50 {:.1} µs in this run (copy floor above: {:.1} µs after idle, {:.1} µs back to back)",
+                l2.p50, l1.p50, c.p50, floor.idle_us, floor.warm_us
+            ));
+        }
     }
     out.text("");
 }
