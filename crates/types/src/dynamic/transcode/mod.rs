@@ -34,6 +34,7 @@
 //! output's growth; numbers are formatted with `itoa` and `ryu` under Nerve's float rules (see `num`).
 
 mod csv;
+mod f32s;
 mod num;
 mod plan;
 

@@ -7,11 +7,17 @@
 //! own choice of plain or exponent form agrees with Nerve's except near the edges of those ranges (and, for `f32`,
 //! in `[1e-6, 1e-5)` and `[1e13, 1e16)`): there the standard formatter writes it, as before.
 //!
+//! `float`s are not formatted with `ryu` but by Schubfach (`f32s`), which gives their digits directly, twice as fast,
+//! with the standard library's choice on exact ties (upward; `ryu` picks the even digit).
+//!
 //! A `float` in JSON also passes the tree path's check that a reader which parses into a double and then rounds to
 //! float gets the same bits back; where it does not (double rounding), the double's digits are written instead.
-//! [`push_f32_json`] makes the same check with an exactly rounded fast parse of the digits just written.
+//! [`push_f32_json`] makes the same check from the digits, for the few floats an exact argument on the bits cannot
+//! clear.
 
 use std::fmt::Write as _;
+
+use super::f32s::shortest;
 
 /// Appends an integer.
 #[inline]
@@ -40,7 +46,7 @@ pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
     let a = x.abs();
     let form_ok = form_surely_agrees(a, 1.001e-5, 0.999e16) || s.contains(&b'e') == wants_exp(a);
     let (m, e2) = odd_parts(x.to_bits() & !(1 << 63), 52, 1075);
-    if form_ok && !(tie_possible::<18>(m, e2) && is_tie(s, m, e2)) {
+    if form_ok && !(tie_possible(m, e2) && is_tie(s, m, e2)) {
         out.extend_from_slice(s);
     } else {
         slow_text(out, a, x, x);
@@ -50,16 +56,46 @@ pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
 /// A finite `f32` as Nerve's float text (its own shortest digits; CSV cells).
 #[inline]
 pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
-    let mut b = ryu::Buffer::new();
-    let s = b.format_finite(x).as_bytes();
-    let a = f64::from(x).abs();
-    // (ryu writes an f32 plainly in [1e-6, 1e13) by its digits.)
-    let form_ok = form_surely_agrees(a, 1.001e-5, 0.999e13) || s.contains(&b'e') == wants_exp(a);
-    let (m, e2) = odd_parts(u64::from(x.to_bits() & !(1 << 31)), 23, 150);
-    if form_ok && !(tie_possible::<10>(m, e2) && is_tie(s, m, e2)) {
-        out.extend_from_slice(s);
+    let mag = x.to_bits() & 0x7fff_ffff;
+    if mag == 0 {
+        out.extend_from_slice(if x.is_sign_negative() { b"-0.0" } else { b"0.0" });
+        return;
+    }
+    let (digits, e) = shortest(mag);
+    push_digits(out, x.is_sign_negative(), digits, e, wants_exp(f64::from(x).abs()));
+}
+
+/// Nerve's float text from shortest digits (`digits * 10^e`, no trailing zeros), as `Display` (plain) or
+/// `LowerExp` (`exp_form`) writes them, with `.0` after a plain integer.
+#[inline]
+fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form: bool) {
+    let mut buf = itoa::Buffer::new();
+    let d = buf.format(digits).as_bytes();
+    let n = d.len() as i32;
+    let point = n + e;
+    if negative {
+        out.push(b'-');
+    }
+    if exp_form {
+        out.push(d[0]);
+        if n > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&d[1..]);
+        }
+        out.push(b'e');
+        push_int(out, point - 1);
+    } else if point <= 0 {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + point.unsigned_abs() as usize, b'0');
+        out.extend_from_slice(d);
+    } else if point >= n {
+        out.extend_from_slice(d);
+        out.resize(out.len() + (point - n) as usize, b'0');
+        out.extend_from_slice(b".0");
     } else {
-        slow_text(out, a, x, x);
+        out.extend_from_slice(&d[..point as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&d[point as usize..]);
     }
 }
 
@@ -99,18 +135,17 @@ const fn tie_limits<const D: u32>() -> [u64; 28] {
     t
 }
 
-const TIE_LIMITS_10: [u64; 28] = tie_limits::<10>();
 const TIE_LIMITS_18: [u64; 28] = tie_limits::<18>();
 
-/// Whether the exact decimal value of `m * 2^e` (`m` odd) is short enough (at most `D` significant digits) for its
+/// Whether the exact decimal value of `m * 2^e` (`m` odd) is short enough (at most 18 significant digits) for its
 /// shortest digits to be a tie between two candidates: `ryu` breaks such ties to even, the standard formatter
 /// upwards. A cheap filter on the bits: almost every float fails it.
 #[inline]
-fn tie_possible<const D: u32>(m: u64, e: i32) -> bool {
+fn tie_possible(m: u64, e: i32) -> bool {
     if m == 0 {
         return false;
     }
-    let limits = if D == 10 { &TIE_LIMITS_10 } else { &TIE_LIMITS_18 };
+    let limits = &TIE_LIMITS_18;
     if e < 0 {
         let k = e.unsigned_abs() as usize;
         k < 28 && m <= limits[k]
@@ -177,23 +212,48 @@ fn decimal(text: &[u8]) -> Option<(u64, i32)> {
 /// A finite `f32` in JSON: its text if a double-then-float reader gets the same bits back, else the double's.
 #[inline]
 pub(crate) fn push_f32_json(out: &mut Vec<u8>, x: f32) {
-    let start = out.len();
-    push_f32_text(out, x);
-    if may_double_round(x) {
-        let back = parse_f64(&out[start..]);
-        if back.map(|d| d as f32).map(f32::to_bits) != Some(x.to_bits()) {
-            out.truncate(start);
-            push_f64_text(out, f64::from(x));
-        }
+    let mag = x.to_bits() & 0x7fff_ffff;
+    if mag == 0 {
+        out.extend_from_slice(if x.is_sign_negative() { b"-0.0" } else { b"0.0" });
+        return;
+    }
+    let (digits, e) = shortest(mag);
+    let exp_form = wants_exp(f64::from(x).abs());
+    if may_double_round(x) && !reads_back(digits, e, mag, exp_form) {
+        push_f64_text(out, f64::from(x));
+    } else {
+        push_digits(out, x.is_sign_negative(), digits, e, exp_form);
     }
 }
 
+/// Whether `digits * 10^e`, read as a double and rounded to float, is the float `mag`: one correctly rounded
+/// multiplication or division of exact doubles when the power of ten allows (Clinger's fast path), else the
+/// standard parser on the text.
+#[cold]
+fn reads_back(digits: u32, e: i32, mag: u32, exp_form: bool) -> bool {
+    let d = if e.unsigned_abs() <= 22 {
+        let m = f64::from(digits);
+        if e >= 0 {
+            m * POW10[e as usize]
+        } else {
+            m / POW10[e.unsigned_abs() as usize]
+        }
+    } else {
+        let mut text = Vec::new();
+        push_digits(&mut text, false, digits, e, exp_form);
+        match std::str::from_utf8(&text).ok().and_then(|t| t.parse::<f64>().ok()) {
+            Some(d) => d,
+            None => return false,
+        }
+    };
+    (d as f32).to_bits() == mag
+}
+
 /// Whether the shortest digits `d` of `x` could fail the tree path's check (`(d as f64) as f32 == x`), from `x`
-/// alone. `d` lies in `x`'s rounding interval `[x - h, x + h]` (`h` half an f32 ulp), so the double nearest `d`
-/// does too, and rounds back to `x` unless it is exactly an end of the interval and `x`'s mantissa is odd (the tie
-/// goes to the even neighbour). For the double nearest `d` to be an end `b`, `d` (at most 9 digits) must be within
-/// half a double ulp of `b`: `b * 10^k` is then within about `2^-52` of it of an integer, for a `k` that makes
-/// such a `d` an integer. This tests that with a wide margin; when it cannot rule a failure out, the caller parses.
+/// alone; when it cannot be ruled out, the caller makes the check. `d` lies in `x`'s rounding interval
+/// `[x - h, x + h]` (`h` half an f32 ulp), so the double nearest `d` does too, and rounds back to `x` unless it is
+/// exactly an end `b` of the interval and `x`'s mantissa is odd (the tie goes to the even neighbour); and the
+/// double nearest `d` is `b` only if `d` is within half a double ulp of `b`.
 #[inline]
 fn may_double_round(x: f32) -> bool {
     let bits = x.to_bits() & 0x7fff_ffff;
@@ -201,34 +261,20 @@ fn may_double_round(x: f32) -> bool {
         return false;
     }
     let field = (bits >> 23) as i32;
-    // log10 of x, from below (never more than the true value; off by at most 1 below).
-    let e2 = if field == 0 { -149 } else { field - 127 };
-    // (floor(e2 * log10(2)) by the usual fixed-point product, exact for |e2| < 1650.)
-    let log10_floor = ((e2 * 78_913) >> 18) - 1;
-    // d = D * 10^q with D < 10^9 has q >= floor(log10 d) - 8, so d * 10^k is an integer for k = 8 - (a lower
-    // bound of floor(log10 d)), and b * 10^k stays below about 1e11.
-    let k = 8 - log10_floor;
-    if k.unsigned_abs() > 22 {
+    if field == 0 {
         return true;
     }
-    if k >= 0 && (1..=16).contains(&(1 - (e2 - 23) - k)) {
-        // Exactly: x = m * 2^(e2 - 23) with m the 24-bit mantissa, so b * 10^k = (2m +- 1) * 5^k / 2^s with
-        // s = 1 - (e2 - 23) - k: an odd number over 2^s, at least 2^-s from any integer. b * 10^k is below 1e11, so
-        // d rounds to b only within 1e11 * 2^-53 < 2^-16 of it: impossible for s <= 16 (most floats of ordinary
-        // magnitude, which then need no arithmetic at all).
-        return false;
-    }
-    let x = f64::from(x.abs());
-    let h = (f64::from(f32::from_bits(bits + 1)) - x) / 2.0;
-    let h_low = (x - f64::from(f32::from_bits(bits - 1))) / 2.0;
-    let p = POW10[k.unsigned_abs() as usize];
-    let near = |b: f64| {
-        let s = if k >= 0 { b * p } else { b / p };
-        // s is below about 1e11: its integer part fits, and converting truncates (no call to `round`).
-        let frac = s - (s as i64) as f64;
-        !(1e-4..=1.0 - 1e-4).contains(&frac)
-    };
-    near(x + h) || near(x - h_low)
+    // log2 of x is in [e2, e2 + 1); floor(log10 x) is at least log10_floor (by the usual fixed-point product for
+    // floor(e2 * log10(2)), exact for |e2| < 1650, less one).
+    let e2 = field - 127;
+    let log10_floor = ((e2 * 78_913) >> 18) - 1;
+    // d = D * 10^q with D < 10^9 has q >= floor(log10 d) - 8, so d * 10^k is an integer for k = 8 - log10_floor,
+    // and b * 10^k stays below 1e11. With x = m * 2^(e2 - 23) (m the 24-bit mantissa), b * 10^k is
+    // (2m +- 1) * 5^k / 2^s with s = 1 - (e2 - 23) - k: an odd number over 2^s, at least 2^-s from any integer,
+    // while d * 10^k is an integer; d rounds to b only within 1e11 * 2^-53 < 2^-16 of it: impossible for
+    // 1 <= s <= 16 (most floats of ordinary magnitude).
+    let k = 8 - log10_floor;
+    !(k >= 0 && (1..=16).contains(&(1 - (e2 - 23) - k)))
 }
 
 /// The standard formatter's text, as the tree path writes it (the rare cases `ryu`'s form differs).
@@ -248,24 +294,6 @@ const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
     1e21, 1e22,
 ];
-
-/// Float text (as written above) to the nearest double, exactly as `str::parse::<f64>` gives it: when the digits
-/// make an integer below 2^53 and the power of ten is at most 22 either way, one multiplication or division of two
-/// exact doubles is correctly rounded (Clinger's fast path); anything else goes to the standard parser.
-fn parse_f64(text: &[u8]) -> Option<f64> {
-    let Some((mantissa, exp10)) = decimal(text) else { return slow_parse(text) };
-    if mantissa >= 1 << 53 || exp10.unsigned_abs() > 22 {
-        return slow_parse(text);
-    }
-    let m = mantissa as f64;
-    let v = if exp10 >= 0 { m * POW10[exp10 as usize] } else { m / POW10[exp10.unsigned_abs() as usize] };
-    Some(if text.first() == Some(&b'-') { -v } else { v })
-}
-
-#[cold]
-fn slow_parse(text: &[u8]) -> Option<f64> {
-    std::str::from_utf8(text).ok()?.parse().ok()
-}
 
 /// `byte` values as JSON numbers followed by a comma: the text, and its length with the comma.
 static BYTE_TEXT: [([u8; 4], u8); 256] = {
@@ -436,8 +464,8 @@ mod tests {
         old_text(f64::from(x), &|| format!("{x}"), &|| format!("{x:e}"))
     }
 
-    fn old_f32_json(x: f32) -> String {
-        let s = old_f32(x);
+    /// The tree path's JSON of a float given its text.
+    fn json_of(x: f32, s: String) -> String {
         match s.parse::<f64>() {
             Ok(d) if (d as f32).to_bits() == x.to_bits() => s,
             _ => old_f64(f64::from(x)),
@@ -463,8 +491,9 @@ mod tests {
 
     fn check_f32(x: f32) {
         if x.is_finite() {
-            assert_eq!(new(push_f32_text, x), old_f32(x), "f32 text {x:e} ({:#x})", x.to_bits());
-            assert_eq!(new(push_f32_json, x), old_f32_json(x), "f32 json {x:e} ({:#x})", x.to_bits());
+            let old = old_f32(x);
+            assert_eq!(new(push_f32_text, x), old, "f32 text {x:e} ({:#x})", x.to_bits());
+            assert_eq!(new(push_f32_json, x), json_of(x, old), "f32 json {x:e} ({:#x})", x.to_bits());
         }
     }
 
@@ -505,7 +534,8 @@ mod tests {
         }
     }
 
-    /// Every `f32` (takes minutes in release: `cargo test --release -p nerve-types every_f32 -- --ignored`).
+    /// Every `f32` (takes a quarter of an hour in release, more on a busy machine:
+    /// `cargo test --release -p nerve-types every_f32 -- --ignored`).
     #[test]
     #[ignore]
     fn every_f32_matches_the_tree_path() {
@@ -514,9 +544,8 @@ mod tests {
         }
     }
 
-    /// The odd-mantissa `f32`s the exact shortcut in `may_double_round` clears read back from their shortest digits
-    /// (every one in every 7th binade, 1 in 64 elsewhere), and the fast parse agrees with the standard one on all the
-    /// others (`cargo test --release -p nerve-types shortcut -- --ignored`; minutes).
+    /// The odd-mantissa `f32`s `may_double_round` clears read back from their shortest digits (every one in every
+    /// 7th binade, 1 in 64 elsewhere; `cargo test --release -p nerve-types shortcut -- --ignored`, minutes).
     #[test]
     #[ignore]
     fn double_rounding_shortcut_never_clears_a_failure() {
@@ -525,32 +554,14 @@ mod tests {
             let x = f32::from_bits(bits);
             if !may_double_round(x) {
                 cleared += 1;
-                if cleared % 64 == 0 || (bits >> 23) % 7 == 0 {
+                if cleared.is_multiple_of(64) || (bits >> 23).is_multiple_of(7) {
                     let s = old_f32(x);
                     assert_eq!(s.parse::<f64>().map(|d| (d as f32).to_bits()), Ok(bits), "{s}");
                 }
-            } else {
-                let s = old_f32(x);
-                let back = s.parse::<f64>().map(|d| (d as f32).to_bits());
-                assert_eq!(parse_f64(s.as_bytes()).map(|d| (d as f32).to_bits()), back.ok(), "{s}");
             }
         }
         // (568,099,120 of the 2^31 odd-mantissa floats below infinity, mostly those of ordinary magnitude.)
         assert!(cleared > 1 << 29, "{cleared}");
-    }
-
-    #[test]
-    fn fast_parse_is_the_standard_parse() {
-        let mut rng = Rng(42);
-        for _ in 0..100_000 {
-            let r = rng.next();
-            for x in [f64::from(f32::from_bits(r as u32)), f64::from_bits(r), (r >> 20) as f64 / 1e6] {
-                if x.is_finite() {
-                    let s = new(push_f64_text, x);
-                    assert_eq!(parse_f64(s.as_bytes()).map(f64::to_bits), s.parse::<f64>().ok().map(f64::to_bits), "{s}");
-                }
-            }
-        }
     }
 
     #[test]
