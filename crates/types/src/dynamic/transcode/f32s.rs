@@ -3,7 +3,8 @@
 //! Giulietti's Schubfach algorithm ("The Schubfach way to render doubles", 2020; the `float` variant of Java's
 //! `FloatToDecimal`): three 64-bit multiplications by a power of ten from a table, no loops over digits. It is
 //! about twice as fast as `ryu` on `float`s, which dominate sensor logs; the tests hold it to the standard
-//! library's text on every `float` (an ignored sweep) and on random ones.
+//! library's text on every `float` (an ignored sweep) and on random ones. Subnormals, which have too few bits for
+//! it to find their shortest digits, take the standard formatter's.
 
 /// `floor(log10(2^q))`, exact for `|q| <= 1200` or so.
 #[inline]
@@ -110,8 +111,6 @@ static G1: [u64; 78] = [
 
 const Q_MIN: i32 = -149;
 const C_MIN: u32 = 1 << 23;
-/// Below this many units of the smallest subnormal, Java's variant would take a detour; see `shortest`.
-const C_TINY: u32 = 8;
 
 /// Rounds `g * cp / 2^64` to odd (the bit below is kept as a sticky bit), as Schubfach's `rop`.
 #[inline]
@@ -136,14 +135,22 @@ pub(crate) fn shortest(bits: u32) -> (u32, i32) {
         } else {
             to_decimal(-mq, c, 0)
         }
-    } else if t < C_TINY {
-        // The seven smallest subnormals (Java's variant gives them two digits; the shortest is one).
-        const TINY: [(u32, i32); 8] = [(0, 0), (1, -45), (3, -45), (4, -45), (6, -45), (7, -45), (8, -45), (1, -44)];
-        TINY[t as usize]
     } else {
-        to_decimal(Q_MIN, t, 0)
+        // Subnormals: so few significant bits that the shortest digits can be two or more fewer than Schubfach's
+        // candidates (Java's variant, which it follows, wants at least two digits there). Rare; the standard
+        // formatter's digits.
+        return subnormal(bits);
     };
     strip_zeros(f, e)
+}
+
+#[cold]
+fn subnormal(bits: u32) -> (u32, i32) {
+    let text = format!("{:e}", f32::from_bits(bits));
+    match super::num::decimal(text.as_bytes()) {
+        Some((digits, e)) => strip_zeros(digits as u32, e),
+        None => (0, 0),
+    }
 }
 
 #[inline]
@@ -224,6 +231,8 @@ mod tests {
             (f32::MAX, (34028235, 31)),
             (f32::MIN_POSITIVE, (11754944, -45)),
             (1e-45, (1, -45)),
+            (f32::from_bits(0x15), (3, -44)),
+            (f32::from_bits(0x7f_ffff), (11754942, -45)),
             (123456.79, (12345679, -2)),
         ] {
             assert_eq!(shortest(x.to_bits()), want, "{x:e}");

@@ -65,37 +65,115 @@ pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
     push_digits(out, x.is_sign_negative(), digits, e, wants_exp(f64::from(x).abs()));
 }
 
+/// "00" to "99".
+static DIGIT_PAIRS: [[u8; 2]; 100] = {
+    let mut t = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    t
+};
+
 /// Nerve's float text from shortest digits (`digits * 10^e`, no trailing zeros), as `Display` (plain) or
-/// `LowerExp` (`exp_form`) writes them, with `.0` after a plain integer.
+/// `LowerExp` (`exp_form`) writes them, with `.0` after a plain integer. The text is built in a fixed buffer and
+/// appended with one fixed-size copy (a copy of unknown length costs a call).
 #[inline]
 fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form: bool) {
-    let mut buf = itoa::Buffer::new();
-    let d = buf.format(digits).as_bytes();
+    // The digits, right-aligned in `d`.
+    let mut d = [0u8; 10];
+    let mut v = digits;
+    let mut at = 10;
+    while v >= 100 {
+        at -= 2;
+        d[at..at + 2].copy_from_slice(&DIGIT_PAIRS[(v % 100) as usize]);
+        v /= 100;
+    }
+    if v >= 10 {
+        at -= 2;
+        d[at..at + 2].copy_from_slice(&DIGIT_PAIRS[v as usize]);
+    } else {
+        at -= 1;
+        d[at] = b'0' + v as u8;
+    }
+    let d = &d[at..];
+    let n = d.len() as i32;
+    let point = n + e;
+    let mut t = [0u8; 32];
+    let mut len = 0;
+    let mut put = |bytes: &[u8], len: &mut usize| {
+        if let Some(dst) = t.get_mut(*len..*len + bytes.len()) {
+            dst.copy_from_slice(bytes);
+        }
+        *len += bytes.len();
+    };
+    if negative {
+        put(b"-", &mut len);
+    }
+    if exp_form {
+        put(&d[..1], &mut len);
+        if n > 1 {
+            put(b".", &mut len);
+            put(&d[1..], &mut len);
+        }
+        put(b"e", &mut len);
+        put(itoa::Buffer::new().format(point - 1).as_bytes(), &mut len);
+    } else if point <= 0 {
+        put(b"0.", &mut len);
+        for _ in 0..point.unsigned_abs() {
+            put(b"0", &mut len);
+        }
+        put(d, &mut len);
+    } else if point >= n {
+        put(d, &mut len);
+        for _ in 0..point - n {
+            put(b"0", &mut len);
+        }
+        put(b".0", &mut len);
+    } else {
+        put(&d[..point as usize], &mut len);
+        put(b".", &mut len);
+        put(&d[point as usize..], &mut len);
+    }
+    if len <= t.len() {
+        let start = out.len();
+        out.extend_from_slice(&t);
+        out.truncate(start + len);
+    } else {
+        // Longer than any float text in Nerve's forms; written the slow way all the same.
+        push_digits_slow(out, negative, digits, e, exp_form);
+    }
+}
+
+#[cold]
+fn push_digits_slow(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form: bool) {
+    let d = digits.to_string();
     let n = d.len() as i32;
     let point = n + e;
     if negative {
         out.push(b'-');
     }
     if exp_form {
-        out.push(d[0]);
+        out.push(d.as_bytes()[0]);
         if n > 1 {
             out.push(b'.');
-            out.extend_from_slice(&d[1..]);
+            out.extend_from_slice(&d.as_bytes()[1..]);
         }
         out.push(b'e');
         push_int(out, point - 1);
     } else if point <= 0 {
         out.extend_from_slice(b"0.");
         out.resize(out.len() + point.unsigned_abs() as usize, b'0');
-        out.extend_from_slice(d);
+        out.extend_from_slice(d.as_bytes());
     } else if point >= n {
-        out.extend_from_slice(d);
+        out.extend_from_slice(d.as_bytes());
         out.resize(out.len() + (point - n) as usize, b'0');
         out.extend_from_slice(b".0");
     } else {
-        out.extend_from_slice(&d[..point as usize]);
+        out.extend_from_slice(&d.as_bytes()[..point as usize]);
         out.push(b'.');
-        out.extend_from_slice(&d[point as usize..]);
+        out.extend_from_slice(&d.as_bytes()[point as usize..]);
     }
 }
 
@@ -178,7 +256,7 @@ fn significant_digits(text: &[u8]) -> Option<(u64, i32)> {
 }
 
 /// Float text as `(digits, power of ten)`: `-12.5e3` is `(125, 2)` (the sign is dropped); `None` past 19 digits.
-fn decimal(text: &[u8]) -> Option<(u64, i32)> {
+pub(crate) fn decimal(text: &[u8]) -> Option<(u64, i32)> {
     let body = text.strip_prefix(b"-").unwrap_or(text);
     let mut mantissa: u64 = 0;
     let mut digits = 0u32;
@@ -531,6 +609,17 @@ mod tests {
             // Values of ordinary magnitude, as sensors send them.
             check_f32((r >> 40) as f32 / 1024.0 - 4096.0);
             check_f64((r >> 11) as f64 / (1u64 << 30) as f64 - 1000.0);
+        }
+    }
+
+    #[test]
+    fn subnormals_and_a_stride_through_every_f32_match_the_tree_path() {
+        for bits in (0..0x80_0000u32).step_by(97).chain(0..64) {
+            check_f32(f32::from_bits(bits));
+            check_f32(-f32::from_bits(bits));
+        }
+        for bits in (0..=u32::MAX).step_by(65_537) {
+            check_f32(f32::from_bits(bits));
         }
     }
 
