@@ -77,8 +77,7 @@ static DIGIT_PAIRS: [[u8; 2]; 100] = {
 };
 
 /// Nerve's float text from shortest digits (`digits * 10^e`, no trailing zeros), as `Display` (plain) or
-/// `LowerExp` (`exp_form`) writes them, with `.0` after a plain integer. The text is built in a fixed buffer and
-/// appended with one fixed-size copy (a copy of unknown length costs a call).
+/// `LowerExp` (`exp_form`) writes them, with `.0` after a plain integer.
 #[inline]
 fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form: bool) {
     // The digits, right-aligned in `d`.
@@ -100,50 +99,83 @@ fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form:
     let d = &d[at..];
     let n = d.len() as i32;
     let point = n + e;
-    let mut t = [0u8; 32];
-    let mut len = 0;
-    let mut put = |bytes: &[u8], len: &mut usize| {
-        if let Some(dst) = t.get_mut(*len..*len + bytes.len()) {
-            dst.copy_from_slice(bytes);
-        }
-        *len += bytes.len();
-    };
+    // The text's length, to know it fits before a byte is placed.
+    let len = i32::from(negative)
+        + if exp_form {
+            let x = (point - 1).abs();
+            1 + if n > 1 { n } else { 0 } + 1 + i32::from(point - 1 < 0) + if x >= 10 { 2 } else { 1 }
+        } else if point <= 0 {
+            2 - point + n
+        } else if point >= n {
+            point + 2
+        } else {
+            n + 1
+        };
+    if !(1..=32).contains(&len) || (exp_form && (point - 1).abs() >= 100) {
+        return push_digits_slow(out, negative, digits, e, exp_form);
+    }
+    // Written in place at the end of `out` (a local buffer copied over would be read back right after its bytes
+    // were stored, which stalls). Zeros already in place: the padding of `0.000ddd` and `ddd000.0` is skipped.
+    let start = out.len();
+    out.resize(start + 32, b'0');
+    let t = &mut out[start..];
+    let mut p = 0usize;
     if negative {
-        put(b"-", &mut len);
+        t[0] = b'-';
+        p = 1;
     }
     if exp_form {
-        put(&d[..1], &mut len);
+        t[p] = d[0];
+        p += 1;
         if n > 1 {
-            put(b".", &mut len);
-            put(&d[1..], &mut len);
+            t[p] = b'.';
+            p += 1;
+            for &c in &d[1..] {
+                t[p] = c;
+                p += 1;
+            }
         }
-        put(b"e", &mut len);
-        put(itoa::Buffer::new().format(point - 1).as_bytes(), &mut len);
+        t[p] = b'e';
+        p += 1;
+        let mut x = point - 1;
+        if x < 0 {
+            t[p] = b'-';
+            p += 1;
+            x = -x;
+        }
+        if x >= 10 {
+            t[p] = b'0' + (x / 10) as u8;
+            p += 1;
+        }
+        t[p] = b'0' + (x % 10) as u8;
+        p += 1;
     } else if point <= 0 {
-        put(b"0.", &mut len);
-        for _ in 0..point.unsigned_abs() {
-            put(b"0", &mut len);
+        t[p + 1] = b'.';
+        p += 2 + point.unsigned_abs() as usize;
+        for &c in d {
+            t[p] = c;
+            p += 1;
         }
-        put(d, &mut len);
     } else if point >= n {
-        put(d, &mut len);
-        for _ in 0..point - n {
-            put(b"0", &mut len);
+        for &c in d {
+            t[p] = c;
+            p += 1;
         }
-        put(b".0", &mut len);
+        p += (point - n) as usize;
+        t[p] = b'.';
+        p += 2;
     } else {
-        put(&d[..point as usize], &mut len);
-        put(b".", &mut len);
-        put(&d[point as usize..], &mut len);
+        for (i, &c) in d.iter().enumerate() {
+            if i == point as usize {
+                t[p] = b'.';
+                p += 1;
+            }
+            t[p] = c;
+            p += 1;
+        }
     }
-    if len <= t.len() {
-        let start = out.len();
-        out.extend_from_slice(&t);
-        out.truncate(start + len);
-    } else {
-        // Longer than any float text in Nerve's forms; written the slow way all the same.
-        push_digits_slow(out, negative, digits, e, exp_form);
-    }
+    debug_assert_eq!(p as i32, len);
+    out.truncate(start + p);
 }
 
 #[cold]
