@@ -31,7 +31,7 @@
 //! no bytes, the depth limit, string lengths, NULs and UTF-8) and builds the same [`DynError`] with the same path
 //! and offset, so a caller cannot tell the two apart except by speed. Differential tests over the corpus and random
 //! messages, and the `dynamic_decode` fuzz target, hold it to that. Nothing is allocated per message beyond the
-//! output's growth; numbers are formatted with `itoa` and `ryu` under Nerve's float rules (see `num`).
+//! output's growth; numbers are formatted with `itoa`, `ryu` and Schubfach under Nerve's float rules (see `num`).
 
 mod csv;
 mod f32s;

@@ -1,14 +1,13 @@
-//! Number text for the transcoder, byte for byte what the value-tree path writes, only faster: `itoa` for integers
-//! and `ryu` for floats, with Nerve's rules on top.
+//! Number text for the transcoder, byte for byte what the value-tree path writes, only faster: `itoa` for integers,
+//! `ryu` for doubles, Schubfach (`f32s`) for floats, with Nerve's rules on top.
 //!
 //! Nerve's float text is the shortest digits that read back to the same float, written plainly for magnitudes in
 //! `[1e-5, 1e16)` and with an exponent otherwise (`1e-7`, `1.5e20`), with `.0` added when there is neither a `.`
-//! nor an `e`. The tree path gets it from `Display` / `LowerExp`; here `ryu` gives the same shortest digits, and its
-//! own choice of plain or exponent form agrees with Nerve's except near the edges of those ranges (and, for `f32`,
-//! in `[1e-6, 1e-5)` and `[1e13, 1e16)`): there the standard formatter writes it, as before.
-//!
-//! `float`s are not formatted with `ryu` but by Schubfach (`f32s`), which gives their digits directly, twice as fast,
-//! with the standard library's choice on exact ties (upward; `ryu` picks the even digit).
+//! nor an `e`. The tree path gets it from `Display` / `LowerExp`. For a double, `ryu` gives the same shortest digits
+//! and, inside a band, the same form; near the edges of the band, and on an exact tie between two shortest
+//! candidates (`ryu` picks the even digit, the standard formatter the upper), the standard formatter writes it, as
+//! before. For a float, Schubfach gives the digits themselves (with the standard formatter's choice on ties), twice
+//! as fast as `ryu` on this kind of data, and they are written in Nerve's form directly.
 //!
 //! A `float` in JSON also passes the tree path's check that a reader which parses into a double and then rounds to
 //! float gets the same bits back; where it does not (double rounding), the double's digits are written instead.
