@@ -43,7 +43,7 @@ use std::collections::HashMap;
 use nerve_codec::{fingerprint_of, Reader};
 
 use self::num::{push_base64, push_byte_numbers, push_f32_json, push_f64_text, push_int, push_json_str};
-use self::plan::{DimPlan, Elem, MemberPlan, Plans};
+use self::plan::{DimPlan, Elem, MemberPlan, Op, Plans};
 use super::{decode_err, DynError, DynErrorKind, MAX_DEPTH, MAX_EMPTY_ELEMENTS};
 use crate::model::{Primitive, Struct};
 use crate::registry::{Registry, RegistryError};
@@ -138,7 +138,9 @@ impl Transcoder {
     pub fn json<'s>(&'s self, bytes: &[u8], form: JsonForm, out: &mut Vec<u8>) -> Result<&'s Struct, RegistryError> {
         let start = out.len();
         let r = self.run(bytes, |w, si, r, budget| match form {
+            JsonForm::Value if w.write_plain::<VALUE>(si, r, 1, out) => Ok(()),
             JsonForm::Value => w.structure::<VALUE>(si, r, 1, budget, out),
+            JsonForm::Flat if w.write_plain::<FLAT>(si, r, 1, out) => Ok(()),
             JsonForm::Flat => w.structure::<FLAT>(si, r, 1, budget, out),
         });
         match r {
@@ -299,6 +301,27 @@ impl Walk<'_> {
         }
     }
 
+    /// Writes a plain struct that starts at `depth` by its program, if it has one, is all there and stays within
+    /// the depth limit (then nothing in it can be wrong). Otherwise writes and reads nothing.
+    #[inline]
+    fn write_plain<const M: u8>(&self, si: usize, r: &mut Reader<'_>, depth: usize, out: &mut Vec<u8>) -> bool {
+        let p = &self.plans.structs[si];
+        let (Some(ops), Some((size, extra))) = (&p.ops, p.plain) else { return false };
+        if depth + extra > MAX_DEPTH {
+            return false;
+        }
+        let mut ahead = r.clone();
+        let Ok(data) = ahead.take(size) else { return false };
+        let start = out.len();
+        if run_ops::<M>(&ops[usize::from(M == FLAT)], data, out) {
+            *r = ahead;
+            true
+        } else {
+            out.truncate(start);
+            false
+        }
+    }
+
     /// A struct (the tree decoder's `decode_struct`).
     fn structure<const M: u8>(
         &self,
@@ -387,7 +410,11 @@ impl Walk<'_> {
                 Ok(0)
             }
             Elem::Struct(si) => {
-                if M == SKIP && self.skip_plain(*si, 1, r, depth) {
+                if M == SKIP {
+                    if self.skip_plain(*si, 1, r, depth) {
+                        return Ok(0);
+                    }
+                } else if self.write_plain::<M>(*si, r, depth, out) {
                     return Ok(0);
                 }
                 self.structure::<M>(*si, r, depth, budget, out).map(|()| 0)
@@ -456,6 +483,82 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+/// Runs a plain struct's program over its bytes (exactly its size). `false` if the program and the bytes disagree,
+/// which the plans rule out; the caller then takes the walk.
+fn run_ops<const M: u8>(ops: &[Op], data: &[u8], out: &mut Vec<u8>) -> bool {
+    let mut pos = 0usize;
+    for op in ops {
+        match op {
+            Op::Short(text, len) => {
+                let start = out.len();
+                out.extend_from_slice(text);
+                out.truncate(start + usize::from(*len));
+            }
+            Op::Lit(text) => out.extend_from_slice(text),
+            Op::Run(p, n) => {
+                let Some(size) = p.wire_size() else { return false };
+                let Some(bytes) = size.checked_mul(*n).and_then(|len| data.get(pos..pos + len)) else { return false };
+                pos += bytes.len();
+                if !run_values::<M>(*p, bytes, out) {
+                    return false;
+                }
+            }
+            Op::Enums(n) => {
+                let Some(bytes) = data.get(pos..pos + 4 * n) else { return false };
+                pos += bytes.len();
+                for (k, c) in bytes.chunks_exact(4).enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    push_int(out, i32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+                }
+            }
+            Op::Base64(n) => {
+                let Some(bytes) = data.get(pos..pos + n) else { return false };
+                pos += n;
+                push_base64(out, bytes);
+            }
+        }
+    }
+    pos == data.len()
+}
+
+/// Comma-separated values of a primitive (not a string) from their bytes.
+#[inline]
+fn run_values<const M: u8>(p: Primitive, bytes: &[u8], out: &mut Vec<u8>) -> bool {
+    macro_rules! each {
+        ($size:expr, $t:ty, $push:expr) => {{
+            for (k, c) in bytes.chunks_exact($size).enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                let mut a = [0u8; $size];
+                a.copy_from_slice(c);
+                $push(&mut *out, <$t>::from_be_bytes(a));
+            }
+        }};
+    }
+    match p {
+        Primitive::Byte => push_byte_numbers(out, bytes),
+        Primitive::Int8 => each!(1, i8, push_int::<i8>),
+        Primitive::Int16 => each!(2, i16, push_int::<i16>),
+        Primitive::Int32 => each!(4, i32, push_int::<i32>),
+        Primitive::Int64 => each!(8, i64, push_int::<i64>),
+        Primitive::Float => each!(4, f32, push_f32::<M>),
+        Primitive::Double => each!(8, f64, push_f64::<M>),
+        Primitive::Boolean => {
+            for (k, &b) in bytes.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(if b != 0 { b"true" } else { b"false" });
+            }
+        }
+        Primitive::String => return false,
+    }
+    true
 }
 
 /// One primitive value; an integer's value is returned (for count members).

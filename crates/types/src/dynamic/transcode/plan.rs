@@ -67,6 +67,56 @@ pub(crate) struct StructPlan {
     /// than strings, enums, such structs, in arrays of fixed non-zero lengths): that size, and how many levels
     /// below the struct's own the tree decoder's depth checks reach. Reading past one needs only a length check.
     pub(crate) plain: Option<(usize, usize)>,
+    /// For a plain struct of not too many parts, its JSON as a program: `[VALUE form, FLAT form]`.
+    pub(crate) ops: Option<[Box<[Op]>; 2]>,
+}
+
+/// One step of writing a plain struct's JSON straight from its bytes: every value is at a fixed place, so the text
+/// is literal pieces between runs of values.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    /// Literal text of at most 24 bytes (braces, keys, brackets, commas), and its length.
+    Short([u8; 24], u8),
+    /// Longer literal text.
+    Lit(Box<[u8]>),
+    /// `n` values of a primitive (not a string), comma-separated.
+    Run(Primitive, usize),
+    /// `n` enum values, comma-separated.
+    Enums(usize),
+    /// `n` bytes as base64 (a FLAT byte array; the quotes are literal).
+    Base64(usize),
+}
+
+/// The most steps a plain struct's program may have (beyond, the walk writes it).
+const MAX_OPS: usize = 4096;
+
+/// Builds a program, merging adjacent literal text.
+struct Program {
+    ops: Vec<Op>,
+    lit: Vec<u8>,
+}
+
+impl Program {
+    fn lit(&mut self, b: &[u8]) {
+        self.lit.extend_from_slice(b);
+    }
+    fn op(&mut self, op: Op) -> Option<()> {
+        self.end_lit();
+        self.ops.push(op);
+        (self.ops.len() <= MAX_OPS).then_some(())
+    }
+    fn end_lit(&mut self) {
+        if !self.lit.is_empty() {
+            let lit = std::mem::take(&mut self.lit);
+            self.ops.push(if lit.len() <= 24 {
+                let mut a = [0u8; 24];
+                a[..lit.len()].copy_from_slice(&lit);
+                Op::Short(a, lit.len() as u8)
+            } else {
+                Op::Lit(lit.into())
+            });
+        }
+    }
 }
 
 /// The plans of every struct of a schema, with the index by name the tree decoder uses (the first struct of a
@@ -148,6 +198,7 @@ impl Plans {
                 members: members.into(),
                 fixed_shape: false,
                 plain: None,
+                ops: None,
             });
         }
         let mut plans = Plans { structs, by_name };
@@ -157,7 +208,94 @@ impl Plans {
             let plain = plans.plain(i, &mut Vec::new());
             plans.structs[i].plain = plain;
         }
+        for i in 0..plans.structs.len() {
+            if plans.structs[i].plain.is_some() {
+                let value = plans.program(i, false);
+                let flat = plans.program(i, true);
+                if let (Some(v), Some(f)) = (value, flat) {
+                    plans.structs[i].ops = Some([v, f]);
+                }
+            }
+        }
         plans
+    }
+
+    /// The JSON program of a plain struct (`None` past [`MAX_OPS`] steps).
+    fn program(&self, si: usize, flat: bool) -> Option<Box<[Op]>> {
+        let mut p = Program { ops: Vec::new(), lit: Vec::new() };
+        self.program_struct(si, flat, &mut p)?;
+        p.end_lit();
+        (p.ops.len() <= MAX_OPS).then(|| p.ops.into())
+    }
+
+    fn program_struct(&self, si: usize, flat: bool, p: &mut Program) -> Option<()> {
+        p.lit(b"{");
+        for (j, m) in self.structs[si].members.iter().enumerate() {
+            if j > 0 {
+                p.lit(b",");
+            }
+            p.lit(&m.key);
+            let lens: Vec<usize> = m
+                .dims
+                .iter()
+                .map(|d| match d {
+                    DimPlan::Fixed(n) => Some(*n),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            let total: usize = lens.iter().product();
+            if lens.is_empty() {
+                self.program_elems(&m.elem, 1, flat, p)?;
+            } else if flat && m.elem == Elem::Prim(Primitive::Byte) {
+                p.lit(b"\"");
+                p.op(Op::Base64(total))?;
+                p.lit(b"\"");
+            } else if flat {
+                p.lit(b"[");
+                self.program_elems(&m.elem, total, flat, p)?;
+                p.lit(b"]");
+            } else {
+                self.program_nested(&m.elem, &lens, p)?;
+            }
+        }
+        p.lit(b"}");
+        Some(())
+    }
+
+    /// `n` elements, comma-separated.
+    fn program_elems(&self, e: &Elem, n: usize, flat: bool, p: &mut Program) -> Option<()> {
+        match e {
+            Elem::Prim(Primitive::String) | Elem::Unknown(_) => None,
+            Elem::Prim(prim) => p.op(Op::Run(*prim, n)),
+            Elem::Enum => p.op(Op::Enums(n)),
+            Elem::Struct(i) => {
+                for k in 0..n {
+                    if k > 0 {
+                        p.lit(b",");
+                    }
+                    self.program_struct(*i, flat, p)?;
+                }
+                Some(())
+            }
+        }
+    }
+
+    /// Nested arrays (the VALUE form) of the given lengths.
+    fn program_nested(&self, e: &Elem, lens: &[usize], p: &mut Program) -> Option<()> {
+        let (&n, rest) = lens.split_first()?;
+        p.lit(b"[");
+        if rest.is_empty() {
+            self.program_elems(e, n, false, p)?;
+        } else {
+            for k in 0..n {
+                if k > 0 {
+                    p.lit(b",");
+                }
+                self.program_nested(e, rest, p)?;
+            }
+        }
+        p.lit(b"]");
+        Some(())
     }
 
     /// `(size, depth below)` of a plain struct (see [`StructPlan::plain`]).
