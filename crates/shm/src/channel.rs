@@ -215,9 +215,11 @@ impl Channel {
             if self.newest_seq() > last {
                 return true;
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) || !wait_once(&self.shared, last, deadline, Duration::ZERO) {
+            let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if remaining == Some(Duration::ZERO) {
                 return self.newest_seq() > last;
             }
+            wait_once(&self.shared, last, remaining, Duration::ZERO);
         }
     }
 
