@@ -55,7 +55,7 @@ impl Memory {
             lock: WriterLock::new(LoomLockState::default()),
             next_seq: AtomicU64::new(1),
             data_head: zero_u64(),
-            _pad_writer: [0; 6],
+            _pad_writer: [0; crate::layout::WRITER_PAD],
             newest: zero_u64(),
             tail: zero_u64(),
             wake: AtomicU32::new(0),

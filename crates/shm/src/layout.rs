@@ -11,7 +11,7 @@ use crate::sync::{AtomicI64, AtomicU32, AtomicU64, WriterLock};
 /// The first 8 bytes of every channel file.
 pub const MAGIC: [u8; 8] = *b"NERVESHM";
 /// The layout version this library reads and writes. Any change to the file's layout or protocol bumps it.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// How many bytes of the header are read (with `pread`) and validated before the file is mapped.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) const PREFIX_LEN: usize = 64;
@@ -24,11 +24,24 @@ pub const MAX_FRAME_SIZE: u64 = u32::MAX as u64;
 /// The largest data ring (1 TiB: far above any tmpfs, far below overflow of the byte positions' arithmetic).
 pub const MAX_DATA_BYTES: u64 = 1 << 40;
 
+/// Pads the writer's cache line (the lock and the writer state) to 64 bytes: glibc's mutex is 40 bytes on x86-64,
+/// 48 on aarch64 (a larger one fails to compile here).
+#[cfg(not(loom))]
+pub(crate) const WRITER_PAD: usize = 64 - size_of::<WriterLock>() - 2 * size_of::<AtomicU64>();
+/// Under loom the header is heap memory that nothing else maps: no padding to keep.
+#[cfg(loom)]
+pub(crate) const WRITER_PAD: usize = 0;
+
 /// The channel header at offset 0 of the file.
 ///
 /// The first fields (magic to `file_size`) are written once, before the file appears under its name, and read once
 /// (into a [`Geometry`]) when it is opened; they are never trusted again. The atomics are the protocol's shared
 /// state: `next_seq` and `data_head` are touched only under `lock`; readers read `newest` and `tail` without it.
+///
+/// After the prefix come three cache lines, each touched by different parties: the writer's (the lock and the
+/// writer state: a put locks, reads and updates them in one line that readers never touch), the readers' (`newest`,
+/// `tail`, the futex word and `waiters`: everything a reader reads, and a waiting reader's handshake, in one line),
+/// and the statistics (touched only when a handle is made or a writer recovers).
 #[repr(C, align(64))]
 pub(crate) struct Header {
     pub(crate) magic: [u8; 8],
@@ -44,14 +57,14 @@ pub(crate) struct Header {
     pub(crate) file_size: u64,
     pub(crate) _reserved: [u64; 9],
 
-    /// The writer lock (a robust process-shared pthread mutex; loom's mutex under loom).
+    /// The writer lock (a robust process-shared pthread mutex; loom's mutex under loom), in one cache line with
+    /// the writer state it protects.
     pub(crate) lock: WriterLock,
-
     /// Writer state, only touched under `lock`: the sequence number the next put takes (starts at 1).
     pub(crate) next_seq: AtomicU64,
     /// Writer state: the byte position where the next frame goes.
     pub(crate) data_head: AtomicU64,
-    pub(crate) _pad_writer: [u64; 6],
+    pub(crate) _pad_writer: [u8; WRITER_PAD],
 
     /// The newest published sequence number (0: none yet).
     pub(crate) newest: AtomicU64,
@@ -74,8 +87,9 @@ pub(crate) struct Header {
     pub(crate) _pad_stats: [u64; 4],
 }
 
-/// One index entry: entry `s % N` describes sequence number `s`.
-#[repr(C)]
+/// One index entry: entry `s % N` describes sequence number `s`. It fills a cache line of its own, so a reader
+/// validating it (G3) and the writer filling it (W4, W6) each touch one line, never two.
+#[repr(C, align(64))]
 pub(crate) struct Entry {
     /// The sequence number this entry describes; 0 while it is being rewritten.
     pub(crate) seq: AtomicU64,
@@ -92,8 +106,13 @@ pub(crate) struct Entry {
 
 #[cfg(not(loom))]
 const _: () = {
-    assert!(size_of::<Header>() == 384);
-    assert!(size_of::<Entry>() == 40);
+    use std::mem::offset_of;
+    assert!(size_of::<Header>() == 320);
+    // The prefix, then one cache line each: the writer's, the readers', the statistics.
+    assert!(offset_of!(Header, lock) == 128 && offset_of!(Header, data_head) + 8 <= 192);
+    assert!(offset_of!(Header, newest) == 192 && offset_of!(Header, waiters) < 256);
+    assert!(offset_of!(Header, writer_opens) == 256);
+    assert!(size_of::<Entry>() == 64);
 };
 
 /// The sizes of a channel, derived from its configuration or validated from its file.

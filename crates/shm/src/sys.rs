@@ -20,7 +20,7 @@ use std::cell::UnsafeCell;
 use std::fs::File;
 use std::io;
 use std::marker::PhantomData;
-use std::mem::{size_of, MaybeUninit};
+use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU32;
@@ -28,11 +28,11 @@ use std::time::Duration;
 
 use crate::layout::{Entry, Geometry, Header, PREFIX_LEN};
 
-/// A process-shared, robust, error-checking pthread mutex, padded to a cache line.
-#[repr(C, align(64))]
+/// A process-shared, robust, error-checking pthread mutex (the header keeps the writer state in the rest of its
+/// cache line).
+#[repr(C)]
 pub(crate) struct RobustMutex {
     mutex: UnsafeCell<libc::pthread_mutex_t>,
-    _pad: [u8; 64 - size_of::<libc::pthread_mutex_t>()],
 }
 
 // SAFETY: a pthread mutex is made to be used from several threads (and, being process-shared, several processes)
