@@ -119,6 +119,16 @@ pub fn process_origin() -> u64 {
     })
 }
 
+/// W6's put time: microseconds since the Unix epoch (CLOCK_REALTIME). Read with one `clock_gettime` and integer
+/// arithmetic: it is on every put's path to the wake-up, and `SystemTime`'s conversions (a checked subtraction, a
+/// u128 `as_micros`) cost about a third again as much as the clock read itself on the development VM (105 ns against
+/// 65 ns).
+#[cfg(not(loom))]
+fn now_utime() -> i64 {
+    crate::sys::realtime_micros()
+}
+
+#[cfg(loom)]
 fn now_utime() -> i64 {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)

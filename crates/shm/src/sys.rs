@@ -116,6 +116,15 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     }
 }
 
+/// CLOCK_REALTIME in microseconds since the Unix epoch (a put's time stamp, W6).
+pub(crate) fn realtime_micros() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into `ts`, a valid local. CLOCK_REALTIME always exists, so it cannot
+    // fail with a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec.saturating_mul(1_000_000).saturating_add(ts.tv_nsec / 1_000)
+}
+
 /// Wakes every process and thread sleeping on `word`.
 pub(crate) fn futex_wake(word: &AtomicU32) {
     // SAFETY: the word is a live, aligned u32; FUTEX_WAKE does not touch memory beyond looking up its address.
