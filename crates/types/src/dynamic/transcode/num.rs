@@ -64,39 +64,41 @@ pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
     push_digits(out, x.is_sign_negative(), digits, e, wants_exp(f64::from(x).abs()));
 }
 
-/// "00" to "99".
-static DIGIT_PAIRS: [[u8; 2]; 100] = {
-    let mut t = [[0u8; 2]; 100];
-    let mut i = 0;
-    while i < 100 {
-        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
-        i += 1;
-    }
-    t
-};
+/// The 8 decimal digits of `v` (below 10^8, with leading zeros) as ASCII, first digit in the lowest byte: the
+/// halves, quarters and eighths split with multiplications in 32-, 16- and 8-bit lanes of one register.
+#[inline]
+fn eight_digits(v: u32) -> u64 {
+    let v = u64::from(v);
+    let merged = (v / 10_000) | ((v % 10_000) << 32);
+    let hundreds = ((merged * 10_486) >> 20) & 0x0000_007f_0000_007f;
+    let merged = ((merged - 100 * hundreds) << 16) | hundreds;
+    let tens = ((merged * 103) >> 10) & 0x000f_000f_000f_000f;
+    let merged = ((merged - 10 * tens) << 8) | tens;
+    merged + 0x3030_3030_3030_3030
+}
+
+/// The decimal digits of `v` (below 10^9) as ASCII in a register, first digit in the lowest byte, followed by
+/// '0's; and how many digits.
+#[inline]
+fn ascii_digits(v: u32) -> (u128, usize) {
+    let n = v.checked_ilog10().map_or(1, |l| l as usize + 1);
+    let nine = u128::from(v / 100_000_000 + 0x30) | (u128::from(eight_digits(v % 100_000_000)) << 8);
+    let zeros = u128::from_le_bytes([b'0'; 16]);
+    ((nine >> (8 * (9 - n))) | (zeros << (8 * n)), n)
+}
 
 /// Nerve's float text from shortest digits (`digits * 10^e`, no trailing zeros), as `Display` (plain) or
 /// `LowerExp` (`exp_form`) writes them, with `.0` after a plain integer.
 #[inline]
 fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form: bool) {
-    // The digits, right-aligned in `d`.
-    let mut d = [0u8; 10];
-    let mut v = digits;
-    let mut at = 10;
-    while v >= 100 {
-        at -= 2;
-        d[at..at + 2].copy_from_slice(&DIGIT_PAIRS[(v % 100) as usize]);
-        v /= 100;
+    if digits >= 1_000_000_000 {
+        return push_digits_slow(out, negative, digits, e, exp_form);
     }
-    if v >= 10 {
-        at -= 2;
-        d[at..at + 2].copy_from_slice(&DIGIT_PAIRS[v as usize]);
-    } else {
-        at -= 1;
-        d[at] = b'0' + v as u8;
-    }
-    let d = &d[at..];
-    let n = d.len() as i32;
+    // The digits as text in a register, first digit in the lowest byte and '0's after them (which the plain form
+    // `ddd000.0` takes as its padding): runs of them are stored 16 bytes at a time, and the text cut to its length.
+    let (ascii, n) = ascii_digits(digits);
+    let run = |from: usize| (ascii >> (8 * from)).to_le_bytes();
+    let n = n as i32;
     let point = n + e;
     // The text's length, to know it fits before a byte is placed.
     let len = i32::from(negative)
@@ -110,29 +112,28 @@ fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form:
         } else {
             n + 1
         };
-    if !(1..=32).contains(&len) || (exp_form && (point - 1).abs() >= 100) {
+    // (Every copy below ends within 48 bytes of the text's start when it is at most 32 long, which every float's
+    // text in Nerve's forms is.)
+    if !(1..=32).contains(&len) {
         return push_digits_slow(out, negative, digits, e, exp_form);
     }
     // Written in place at the end of `out` (a local buffer copied over would be read back right after its bytes
-    // were stored, which stalls). Zeros already in place: the padding of `0.000ddd` and `ddd000.0` is skipped.
+    // were stored, which stalls). '0's already in place: the padding of `0.000ddd` is only skipped over.
     let start = out.len();
-    out.resize(start + 32, b'0');
+    out.extend_from_slice(&[b'0'; 48]);
     let t = &mut out[start..];
-    let mut p = 0usize;
+    let mut p = 0;
     if negative {
         t[0] = b'-';
         p = 1;
     }
     if exp_form {
-        t[p] = d[0];
+        t[p] = ascii as u8;
         p += 1;
         if n > 1 {
             t[p] = b'.';
-            p += 1;
-            for &c in &d[1..] {
-                t[p] = c;
-                p += 1;
-            }
+            t[p + 1..p + 17].copy_from_slice(&run(1));
+            p += n as usize;
         }
         t[p] = b'e';
         p += 1;
@@ -151,27 +152,20 @@ fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form:
     } else if point <= 0 {
         t[p + 1] = b'.';
         p += 2 + point.unsigned_abs() as usize;
-        for &c in d {
-            t[p] = c;
-            p += 1;
-        }
+        t[p..p + 16].copy_from_slice(&run(0));
+        p += n as usize;
     } else if point >= n {
-        for &c in d {
-            t[p] = c;
-            p += 1;
-        }
-        p += (point - n) as usize;
+        t[p..p + 16].copy_from_slice(&run(0));
+        p += point as usize;
         t[p] = b'.';
+        t[p + 1] = b'0';
         p += 2;
     } else {
-        for (i, &c) in d.iter().enumerate() {
-            if i == point as usize {
-                t[p] = b'.';
-                p += 1;
-            }
-            t[p] = c;
-            p += 1;
-        }
+        let point = point as usize;
+        t[p..p + 16].copy_from_slice(&run(0));
+        t[p + point] = b'.';
+        t[p + point + 1..p + point + 17].copy_from_slice(&run(point));
+        p += n as usize + 1;
     }
     debug_assert_eq!(p as i32, len);
     out.truncate(start + p);
@@ -682,6 +676,20 @@ mod tests {
         }
         // (568,099,120 of the 2^31 odd-mantissa floats below infinity, mostly those of ordinary magnitude.)
         assert!(cleared > 1 << 29, "{cleared}");
+    }
+
+    #[test]
+    fn digits_in_a_register() {
+        let mut rng = Rng(99);
+        let mut vs: Vec<u32> = vec![0, 1, 9, 10, 99, 100, 9999, 10_000, 99_999_999, 100_000_000, 999_999_999];
+        vs.extend((0..200_000).map(|_| (rng.next() % 1_000_000_000) as u32));
+        for v in vs {
+            let (ascii, n) = ascii_digits(v);
+            let bytes = ascii.to_le_bytes();
+            let want = v.to_string();
+            assert_eq!(&bytes[..n], want.as_bytes(), "{v}");
+            assert!(bytes[n..].iter().all(|&b| b == b'0'), "{v}");
+        }
     }
 
     #[test]
