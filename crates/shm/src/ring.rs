@@ -622,14 +622,24 @@ fn far_future() -> Instant {
 /// G-WAIT, once: spin if asked, then register as a waiter, re-check G1 and sleep on the futex for at most one slice
 /// (and at most `remaining`, the time left before the caller's deadline: `None` for none). The caller reads the
 /// clock, once, and only if it has a deadline; it looks at `newest` again (G1) after this returns, whatever woke it.
-pub(crate) fn wait_once(shared: &Shared, last: u64, remaining: Option<Duration>, spin: Duration) {
+pub(crate) fn wait_once(shared: &Shared, last: u64, mut remaining: Option<Duration>, spin: Duration) {
     let h = shared.header();
     if !spin.is_zero() {
-        // G-WAIT: with spin asked for, poll newest for that long before sleeping (bounded by the spin and deadline).
-        let spin_end = Instant::now() + remaining.map_or(spin, |r| r.min(spin));
-        while Instant::now() < spin_end {
+        // G-WAIT: with spin asked for, poll newest for that long before sleeping (bounded by the spin and deadline);
+        // the time spun comes off the sleep, so the deadline holds.
+        let start = Instant::now();
+        let spin_for = remaining.map_or(spin, |r| r.min(spin));
+        loop {
             if h.newest.load(Ordering::Acquire) > last {
                 return;
+            }
+            let spun = start.elapsed();
+            if spun >= spin_for {
+                remaining = remaining.map(|r| r.saturating_sub(spun));
+                if remaining == Some(Duration::ZERO) {
+                    return;
+                }
+                break;
             }
             std::hint::spin_loop();
         }

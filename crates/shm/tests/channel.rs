@@ -232,6 +232,23 @@ fn a_wait_with_timeout_returns_after_a_bounded_time() {
 }
 
 #[test]
+fn time_spent_spinning_comes_off_the_sleep() {
+    let dir = TestDir::new("spin-deadline");
+    let ch = Channel::create("a", &config(&dir, 4, 64)).unwrap();
+    let mut r = ch.reader();
+    let mut buf = [0u8; 64];
+    // A spin longer than the timeout is cut at the deadline and no sleep follows it: about 60 ms in all, not 60 ms of
+    // spinning and then a slice (20 ms) asleep.
+    r.set_spin(Duration::from_secs(1));
+    let t0 = Instant::now();
+    assert_eq!(r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_millis(60))).unwrap(), GetOutcome::TimedOut);
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(60), "returned early: {waited:?}");
+    assert!(waited < Duration::from_millis(76), "spun, then slept past the deadline: {waited:?}");
+    assert_eq!(ch.stats().waiting_readers, 0);
+}
+
+#[test]
 fn a_put_wakes_a_waiting_reader() {
     let dir = TestDir::new("wake");
     let ch = Channel::create("a", &config(&dir, 4, 64)).unwrap();
