@@ -663,8 +663,7 @@ impl Core {
         full: Full,
         typed: Option<TypedInfo>,
     ) -> Result<u64, BusError> {
-        self.start()?;
-        self.provider.subscribed(&pattern)?;
+        let pattern_for_provider = pattern.clone();
         let mut wake = Wake::default();
         let id = {
             let mut st = self.lock();
@@ -688,6 +687,12 @@ impl Core {
             id
         };
         self.finish(wake);
+        // The provider starts, and hears of the pattern, only once the subscription is in place: a fast source (a
+        // log played at speed 0) would otherwise hand over its first messages before anyone could match them.
+        if let Err(e) = self.start().and_then(|()| self.provider.subscribed(&pattern_for_provider)) {
+            let _ = self.remove(id);
+            return Err(e);
+        }
         Ok(id)
     }
 
