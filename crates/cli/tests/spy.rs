@@ -169,13 +169,17 @@ fn live_screen_in_tmux() {
             String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "spy"]).stdout).into_owned()
         }
         fn wait_for(&self, what: &str) -> String {
+            self.wait_for_all(&[what])
+        }
+        /// Waits until the screen shows every one of `what` at once: a capture can catch a frame half drawn.
+        fn wait_for_all(&self, what: &[&str]) -> String {
             let deadline = Instant::now() + Duration::from_secs(15);
             loop {
                 let s = self.screen();
-                if s.contains(what) {
+                if what.iter().all(|w| s.contains(w)) {
                     return s;
                 }
-                assert!(Instant::now() < deadline, "never saw {what:?}; the screen:\n{s}");
+                assert!(Instant::now() < deadline, "never saw all of {what:?}; the screen:\n{s}");
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -194,16 +198,13 @@ fn live_screen_in_tmux() {
     tmux.wait_for("no messages yet");
     let _scan = publisher("SCAN", &url, &["--type", "exlcm.laser_t", "--json", SCAN, "--types", &types], 300, 20);
 
-    let s = tmux.wait_for("exlcm.laser_t");
-    assert!(s.contains("Channel ▲") && s.contains("Rate Hz") && s.contains("Bandwidth"), "{s}");
+    let s = tmux.wait_for_all(&["exlcm.laser_t", "Channel ▲", "Rate Hz", "Bandwidth", "Enter open"]);
     let row = s.lines().find(|l| l.contains("SCAN")).unwrap();
     assert!(row.starts_with("> SCAN"), "{s}");
     assert!(s.lines().last().unwrap().contains("Enter open"), "{s}");
 
     tmux.run(&["send-keys", "-t", "spy", "Enter"]);
-    let s = tmux.wait_for("ranges: float[3] [1.5, 2.5, 3.5]");
-    assert!(s.contains("utime: 7") && s.contains("radstep: 0.5"), "{s}");
-    assert!(s.contains("Esc/q back"), "{s}");
+    tmux.wait_for_all(&["ranges: float[3] [1.5, 2.5, 3.5]", "utime: 7", "radstep: 0.5", "Esc/q back"]);
 
     tmux.run(&["send-keys", "-t", "spy", "q"]);
     tmux.wait_for("Enter open");
