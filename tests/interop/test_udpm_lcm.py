@@ -208,10 +208,12 @@ print(" ".join(got))
 def test_lcm_logger_records_nerve_traffic_byte_for_byte(nerve_bin, venv_python, tmp_path):
     u = url(6)
     log = tmp_path / "nerve.lcmlog"
+    # Its output goes to a file, not a pipe nobody reads: a full pipe would block lcm-logger (and its exit) forever.
+    logger_out = open(tmp_path / "lcm-logger.out", "wb")
     logger = subprocess.Popen(
         [str(oracle.VENV / "bin" / "lcm-logger"), "-q", "-f", f"--lcm-url={u}", str(log)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=logger_out,
+        stderr=subprocess.STDOUT,
     )
     try:
         time.sleep(1.0)
@@ -242,7 +244,9 @@ def test_lcm_logger_records_nerve_traffic_byte_for_byte(nerve_bin, venv_python, 
         else:
             logger.kill()
             logger.wait(timeout=10)
-            raise AssertionError("lcm-logger did not exit within 30 s of SIGINT")
+            raise AssertionError("lcm-logger did not exit within 30 s of SIGINT; it said: "
+                                 + (tmp_path / "lcm-logger.out").read_text(errors="replace")[-2000:])
+        logger_out.close()
     read = real_lcm(
         f"""
 import lcm
