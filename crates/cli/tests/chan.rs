@@ -5,85 +5,19 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use nerve_shm::Channel;
 
-fn nerve() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_nerve"))
-}
-
-fn types_dir() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/types").canonicalize().unwrap().display().to_string()
-}
-
-/// A fresh channel directory, removed when dropped.
-struct TestDir(PathBuf);
+mod common;
+use common::{finish, nerve, text, types_dir, Guard, TestDir};
 
 impl TestDir {
-    fn new(tag: &str) -> TestDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nerve-chan-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn s(&self) -> String {
-        self.0.display().to_string()
-    }
-
     /// `nerve chan ARGS --dir DIR`, run to completion.
     fn chan(&self, args: &[&str]) -> Output {
         nerve().arg("chan").args(args).args(["--dir", &self.s()]).output().unwrap()
     }
-
-    fn url(&self) -> String {
-        format!("shm://?dir={}", self.s())
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child process this test started, killed (by its PID) and reaped when dropped.
-struct Guard(Option<Child>);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Waits up to `limit` for the child to exit and returns its output (the guard kills it if the wait fails).
-fn finish(mut g: Guard, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while g.0.as_mut().unwrap().try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "process still running after {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    g.0.take().unwrap().wait_with_output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn code(o: &Output) -> i32 {
@@ -98,7 +32,7 @@ fn ls_json(dir: &TestDir) -> Vec<serde_json::Value> {
 
 #[test]
 fn mk_ls_chmod_rm() {
-    let dir = TestDir::new("mk");
+    let dir = TestDir::new("chan", "mk");
     let out = dir.chan(&["mk", "robot/arm", "--frames", "8", "--frame-size", "2K", "--mode", "640"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("made channel robot/arm: 8 frames of 2048 bytes"), "{}", text(&out.stdout));
@@ -165,7 +99,7 @@ fn mk_ls_chmod_rm() {
 
 #[test]
 fn ls_shows_files_it_cannot_read_and_raw_names() {
-    let dir = TestDir::new("ls");
+    let dir = TestDir::new("chan", "ls");
     Channel::create("a%zz", &nerve_shm::ChannelConfig::new(4, 64).dir(dir.path())).unwrap();
     std::fs::write(dir.path().join("nerve-junk"), b"not a channel at all, just some bytes, long enough to be read").unwrap();
     let listed = ls_json(&dir);
@@ -182,7 +116,7 @@ const SCAN: &str = r#"{"utime": 7, "nranges": 3, "ranges": [1.5, 2.5, 3.5], "rad
 
 #[test]
 fn dump_prints_messages_as_they_arrive_decoded() {
-    let dir = TestDir::new("dump");
+    let dir = TestDir::new("chan", "dump");
     assert_eq!(code(&dir.chan(&["mk", "SCAN/front", "--frames", "16", "--frame-size", "1K"])), 0);
     let types = types_dir();
     // Messages already in the channel are not dumped by default.
@@ -252,7 +186,7 @@ fn running_as_root(dir: &TestDir) -> bool {
 /// this user on a channel chmod-ed to 000.
 #[test]
 fn a_channel_without_permission_is_an_error() {
-    let dir = TestDir::new("perm");
+    let dir = TestDir::new("chan", "perm");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(code(&dir.chan(&["mk", "SECRET", "--mode", "600"])), 0);
     let mut cmd = nerve();

@@ -5,79 +5,13 @@
 //! A subscriber is ready once its provider watches the directory: the test reads `/proc/PID/fdinfo` for the
 //! process's inotify watch (set before the subscription scans the directory), then allows the scan a moment.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nerve_log::LogReader;
 
-fn nerve() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_nerve"))
-}
-
-fn types_dir() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/types").canonicalize().unwrap().display().to_string()
-}
-
-/// A fresh channel directory, removed when dropped.
-struct TestDir(PathBuf);
-
-impl TestDir {
-    fn new(tag: &str) -> TestDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nerve-shm-bus-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn url(&self) -> String {
-        format!("shm://?dir={}", self.0.display())
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child process this test started, killed (by its PID) and reaped when dropped.
-struct Guard(Option<Child>);
-
-impl Guard {
-    fn pid(&self) -> u32 {
-        self.0.as_ref().unwrap().id()
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Waits up to `limit` for the child to exit and returns its output (the guard kills it if the wait fails).
-fn finish(mut g: Guard, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while g.0.as_mut().unwrap().try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "process still running after {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    g.0.take().unwrap().wait_with_output().unwrap()
-}
+mod common;
+use common::{finish, nerve, text, types_dir, Guard, TestDir};
 
 /// Waits (bounded) until process `pid` has an inotify watch, i.e. its shm:// provider watches the directory, then
 /// a little longer for its subscription's scan.
@@ -100,9 +34,6 @@ fn wait_until_watching(g: &mut Guard) {
     std::thread::sleep(Duration::from_millis(300));
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn publish(url: &str, channel: &str, args: &[&str]) {
     let out = nerve().args(["pub", channel, "--url", url]).args(args).output().unwrap();
@@ -113,7 +44,7 @@ const SCAN: &str = r#"{"utime": 7, "nranges": 3, "ranges": [1.5, 2.5, 3.5], "rad
 
 #[test]
 fn sub_receives_what_pub_publishes() {
-    let dir = TestDir::new("pubsub");
+    let dir = TestDir::new("shm-bus", "pubsub");
     let url = dir.url();
     let types = types_dir();
     // A channel that exists before the subscription, with a message the subscriber must not get.
@@ -147,7 +78,7 @@ fn sub_receives_what_pub_publishes() {
 
 #[test]
 fn log_records_shm_traffic() {
-    let dir = TestDir::new("log");
+    let dir = TestDir::new("shm-bus", "log");
     let url = dir.url();
     let file = dir.path().join("rec.lcm");
     publish(&url, "BEFORE", &["--hex", "ff"]);

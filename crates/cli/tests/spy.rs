@@ -3,45 +3,18 @@
 //! (where tmux is installed) the live screen driven through tmux and read back with capture-pane.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use nerve_types::{Registry, TypeName};
 
-fn nerve() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_nerve"))
-}
-
-fn types_dir() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/types").canonicalize().unwrap().display().to_string()
-}
+mod common;
+use common::{finish, nerve, types_dir, Guard};
 
 /// A URL of this test process's own: group 239.255.76.90, a port from its PID; `slot` keeps the tests in this
 /// file (threads of one process) apart.
 fn url(slot: u32) -> String {
     format!("udpm://239.255.76.90:{}?ttl=0", 48_000 + (std::process::id() % 500) * 4 + slot)
-}
-
-/// A child process this test started, killed (by its PID) and reaped when dropped.
-struct Guard(Option<Child>);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Waits up to `limit` for the child to exit and returns its output (the guard kills it if the wait fails).
-fn finish(mut g: Guard, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while g.0.as_mut().unwrap().try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "process still running after {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    g.0.take().unwrap().wait_with_output().unwrap()
 }
 
 fn hex(b: &[u8]) -> String {
