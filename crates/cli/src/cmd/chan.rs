@@ -19,6 +19,7 @@ use nerve_shm::{Channel, ChannelConfig, ChannelStats, GetOutcome, MessageInfo, R
 use nerve_types::dynamic::json_string;
 use nerve_types::Registry;
 
+use super::sub::{decoded_text, fingerprint_json, hex, push_decoded_json};
 use super::types_arg::{load_registry, type_dirs};
 
 /// Arguments of `nerve chan`.
@@ -349,46 +350,28 @@ fn dump(a: DumpArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn fingerprint(data: &[u8]) -> Option<u64> {
-    data.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
-}
-
 fn utime_text(utime: i64) -> String {
     format!("{}.{:06}", utime.div_euclid(1_000_000), utime.rem_euclid(1_000_000))
 }
 
 fn dump_text(info: &MessageInfo, data: &[u8], registry: Option<&Registry>) -> String {
     let head = format!("seq {} at {} {} bytes missed {}", info.seq, utime_text(info.put_utime), data.len(), info.missed);
-    let fp = fingerprint(data).map_or("(no fingerprint)".to_owned(), |f| format!("0x{f:016x}"));
-    match registry.map(|r| r.decode(data)) {
-        Some(Ok((st, value))) => format!("{head} {}: {}", st.name, value.to_json()),
-        Some(Err(e)) => format!("{head} {fp}: {e}"),
-        None => format!("{head} {fp}"),
-    }
+    format!("{head}{}", decoded_text(data, registry))
 }
 
 fn dump_json(info: &MessageInfo, data: &[u8], registry: Option<&Registry>) -> String {
-    let fp = fingerprint(data).map_or("null".to_owned(), |f| format!("\"0x{f:016x}\""));
-    let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
     let mut line = format!(
-        "{{\"seq\": {}, \"put_utime\": {}, \"size\": {}, \"missed\": {}, \"origin\": \"0x{:016x}\", \"fingerprint\": {fp}, \
-         \"data_hex\": \"{hex}\"",
+        "{{\"seq\": {}, \"put_utime\": {}, \"size\": {}, \"missed\": {}, \"origin\": \"0x{:016x}\", \"fingerprint\": {}, \
+         \"data_hex\": \"{}\"",
         info.seq,
         info.put_utime,
         data.len(),
         info.missed,
-        info.origin
+        info.origin,
+        fingerprint_json(data),
+        hex(data)
     );
-    if let Some(reg) = registry {
-        match reg.decode(data) {
-            Ok((st, value)) => {
-                let _ = write!(line, ", \"type\": {}, \"value\": {}", json_string(&st.name.full()), value.to_json());
-            }
-            Err(e) => {
-                let _ = write!(line, ", \"error\": {}", json_string(&e.to_string()));
-            }
-        }
-    }
+    push_decoded_json(&mut line, data, registry);
     line.push('}');
     line
 }

@@ -77,36 +77,53 @@ fn fingerprint(data: &[u8]) -> Option<u64> {
     data.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
 }
 
-fn hex(data: &[u8]) -> String {
+/// The message's fingerprint as a JSON value: a hex string, or null when it is shorter than 8 bytes.
+pub(crate) fn fingerprint_json(data: &[u8]) -> String {
+    fingerprint(data).map_or("null".to_owned(), |f| format!("\"0x{f:016x}\""))
+}
+
+pub(crate) fn hex(data: &[u8]) -> String {
     data.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn json_line(m: &Received, registry: Option<&Registry>) -> String {
-    let fp = fingerprint(&m.data).map_or("null".to_owned(), |f| format!("\"0x{f:016x}\""));
-    let mut line = format!(
-        "{{\"channel\": {}, \"size\": {}, \"fingerprint\": {fp}, \"recv_utime\": {}, \"data_hex\": \"{}\"",
-        json_string(&m.channel),
-        m.data.len(),
-        m.recv_utime,
-        hex(&m.data)
-    );
+/// What a text line says of a message's content, after its header: ` TYPE: {json}` when the registry decodes it,
+/// else its fingerprint (and the decode error, if a registry was given).
+pub(crate) fn decoded_text(data: &[u8], registry: Option<&Registry>) -> String {
+    let fp = fingerprint(data).map_or("(no fingerprint)".to_owned(), |f| format!("0x{f:016x}"));
+    match registry.map(|r| r.decode(data)) {
+        Some(Ok((st, value))) => format!(" {}: {}", st.name, value.to_json()),
+        Some(Err(e)) => format!(" {fp}: {e}"),
+        None => format!(" {fp}"),
+    }
+}
+
+/// Appends to a JSON object being written the decoded `type` and `value`, or the decode `error` (nothing without a
+/// registry).
+pub(crate) fn push_decoded_json(line: &mut String, data: &[u8], registry: Option<&Registry>) {
     if let Some(reg) = registry {
-        match reg.decode(&m.data) {
+        match reg.decode(data) {
             Ok((st, value)) => {
                 line.push_str(&format!(", \"type\": {}, \"value\": {}", json_string(&st.name.full()), value.to_json()))
             }
             Err(e) => line.push_str(&format!(", \"error\": {}", json_string(&e.to_string()))),
         }
     }
+}
+
+fn json_line(m: &Received, registry: Option<&Registry>) -> String {
+    let mut line = format!(
+        "{{\"channel\": {}, \"size\": {}, \"fingerprint\": {}, \"recv_utime\": {}, \"data_hex\": \"{}\"",
+        json_string(&m.channel),
+        m.data.len(),
+        fingerprint_json(&m.data),
+        m.recv_utime,
+        hex(&m.data)
+    );
+    push_decoded_json(&mut line, &m.data, registry);
     line.push('}');
     line
 }
 
 fn text_line(m: &Received, registry: Option<&Registry>) -> String {
-    let fp = fingerprint(&m.data).map_or("(no fingerprint)".to_owned(), |f| format!("0x{f:016x}"));
-    match registry.map(|r| r.decode(&m.data)) {
-        Some(Ok((st, value))) => format!("{} {} bytes {}: {}", m.channel, m.data.len(), st.name, value.to_json()),
-        Some(Err(e)) => format!("{} {} bytes {fp}: {e}", m.channel, m.data.len()),
-        None => format!("{} {} bytes {fp}", m.channel, m.data.len()),
-    }
+    format!("{} {} bytes{}", m.channel, m.data.len(), decoded_text(&m.data, registry))
 }
