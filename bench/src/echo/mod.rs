@@ -145,13 +145,13 @@ impl Latencies {
     }
 }
 
-/// Printing: text rows as they come, or JSON lines.
-struct Out {
-    json: bool,
+/// Printing: text rows as they come, or JSON lines (shared by the process-based suites and `intraprocess`).
+pub(crate) struct Out {
+    pub(crate) json: bool,
 }
 
 impl Out {
-    fn text(&self, s: &str) {
+    pub(crate) fn text(&self, s: &str) {
         if !self.json {
             let mut o = std::io::stdout().lock();
             let _ = writeln!(o, "{s}");
@@ -159,7 +159,7 @@ impl Out {
         }
     }
 
-    fn json(&self, v: serde_json::Value) {
+    pub(crate) fn json(&self, v: serde_json::Value) {
         if self.json {
             let mut o = std::io::stdout().lock();
             let _ = writeln!(o, "{v}");
@@ -192,7 +192,7 @@ impl Out {
     }
 }
 
-fn round3(x: f64) -> f64 {
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 

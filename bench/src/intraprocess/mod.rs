@@ -17,11 +17,12 @@ mod graph;
 mod measure;
 mod topology;
 
-use std::io::Write;
-
 use serde_json::json;
 
 use measure::{Measured, System};
+
+use crate::echo::clock::{host, loadavg};
+use crate::echo::{round3, Out};
 
 const SUITE: &str = "intraprocess";
 
@@ -31,43 +32,6 @@ const SYSTEMS: [System; 3] = [System::Inproc, System::Shm, System::Udpm];
 /// The bars of issue 5.
 const P50_RATIO: f64 = 20.0;
 const GROWTH_PCT: f64 = 5.0;
-
-/// Printing: text rows as they come, or JSON lines.
-struct Out {
-    json: bool,
-}
-
-impl Out {
-    fn text(&self, s: &str) {
-        if !self.json {
-            let mut o = std::io::stdout().lock();
-            let _ = writeln!(o, "{s}");
-            let _ = o.flush();
-        }
-    }
-
-    fn json(&self, v: serde_json::Value) {
-        if self.json {
-            let mut o = std::io::stdout().lock();
-            let _ = writeln!(o, "{v}");
-            let _ = o.flush();
-        }
-    }
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
-}
 
 /// A base port for this run, below the ephemeral range (runs started together use different ports).
 fn base_port() -> u16 {
