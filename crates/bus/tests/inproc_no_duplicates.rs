@@ -8,9 +8,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{eventually, udpm_url, Counted};
@@ -44,22 +41,7 @@ fn child_subscriber() {
 #[test]
 fn inside_once_outside_once() {
     let url = udpm_url(5);
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_subscriber", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, &url)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("starting the child process");
-    let (tx, rx) = mpsc::channel();
-    let out = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            // libtest may print "test child_subscriber ... " on the same line first.
-            if let Some(at) = line.find("CHILD ") {
-                let _ = tx.send(line[at + 6..].to_owned());
-            }
-        }
-    });
+    let (mut child, rx) = common::spawn_child_test("child_subscriber", CHILD_ENV, &url);
     let line = rx.recv_timeout(Duration::from_secs(20)).expect("the child is ready");
     assert_eq!(line, "ready");
 

@@ -9,11 +9,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{eventually, Counted};
@@ -265,21 +263,7 @@ fn child_subscriber() {
 fn own_messages_inside_once_outside_once() {
     let dir = TestDir::new("nodup");
     let url = dir.url("");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_subscriber", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, &url)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("starting the child process");
-    let (tx, rx) = mpsc::channel();
-    let out = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("CHILD ") {
-                let _ = tx.send(line[at + 6..].to_owned());
-            }
-        }
-    });
+    let (mut child, rx) = common::spawn_child_test("child_subscriber", CHILD_ENV, &url);
     let ready = rx.recv_timeout(Duration::from_secs(20));
     if ready.as_deref() != Ok("ready") {
         let _ = child.kill();

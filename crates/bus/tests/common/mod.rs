@@ -109,3 +109,30 @@ pub fn eventually(what: &str, f: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// Starts this test binary again as a child process running only the ignored test `test_name`, with `env_key` set
+/// to `url`, and returns it with the lines it prints after `CHILD ` (libtest may print its own text on the same line
+/// first), read on a thread of their own.
+pub fn spawn_child_test(
+    test_name: &str,
+    env_key: &str,
+    url: &str,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test_name, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(env_key, url)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting the child process");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("CHILD ") {
+                let _ = tx.send(line[at + 6..].to_owned());
+            }
+        }
+    });
+    (child, rx)
+}
