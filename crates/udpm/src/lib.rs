@@ -5,7 +5,8 @@
 //! [`Config`] comes from a `udpm://GROUP:PORT?ttl=..&recv_buf_size=..&iface=..` URL. A [`Sender`] turns a channel and
 //! payload into one `LC02` datagram or a run of `LC03` fragments (the [`packet`] module, byte-identical to LCM's C
 //! sender). A [`Receiver`] reads datagrams, parses them, puts fragments together in a bounded [`Reassembler`] and
-//! returns whole [`Message`]s; every malformed datagram is counted in [`RecvStats`] and dropped.
+//! returns whole [`Message`]s; every malformed datagram is counted in [`RecvStats`] and dropped. [`Sender::send_batch`]
+//! sends many messages in few `sendmmsg(2)` calls, the same datagrams as one `send` each.
 //!
 //! # Design
 //!
@@ -15,12 +16,15 @@
 
 #![deny(missing_docs)]
 
+mod batch;
 pub mod config;
 pub mod multiport;
 pub mod packet;
 pub mod reassembly;
 mod socket;
+mod sys;
 
+pub use batch::BatchError;
 pub use config::{Config, ConfigError, Interface};
 pub use reassembly::{Limits, Reassembler, ReassemblyStats};
 pub use socket::{

@@ -246,27 +246,47 @@ pub fn plan(channel: &str, payload_len: usize) -> Result<Plan, SendError> {
 /// Writes the small datagram for a message into `out` (cleared first).
 pub fn write_small(out: &mut Vec<u8>, seq: u32, channel: &str, payload: &[u8]) {
     out.clear();
+    push_small_header(out, seq, channel);
+    out.extend_from_slice(payload);
+}
+
+/// Appends the header of a small datagram (magic, sequence number, channel, NUL) to `out`: the datagram is this
+/// followed by the whole payload.
+pub fn push_small_header(out: &mut Vec<u8>, seq: u32, channel: &str) {
     out.extend_from_slice(&MAGIC_SHORT.to_be_bytes());
     out.extend_from_slice(&seq.to_be_bytes());
     out.extend_from_slice(channel.as_bytes());
     out.push(0);
-    out.extend_from_slice(payload);
 }
 
 /// Writes fragment `number` of `count` for a message into `out` (cleared first). Fragment 0 carries the channel
 /// and `FRAGMENT_BODY - channel - 1` payload bytes; each later one up to `FRAGMENT_BODY` payload bytes.
 pub fn write_fragment(out: &mut Vec<u8>, seq: u32, channel: &str, payload: &[u8], number: u16, count: u16) {
+    out.clear();
+    let data = push_fragment_header(out, seq, channel, payload.len(), number, count);
+    out.extend_from_slice(&payload[data]);
+}
+
+/// Appends the header of fragment `number` of `count` (the 20 bytes, and for fragment 0 the channel and its NUL)
+/// to `out`, and returns the range of the payload that follows it in the datagram.
+pub fn push_fragment_header(
+    out: &mut Vec<u8>,
+    seq: u32,
+    channel: &str,
+    payload_len: usize,
+    number: u16,
+    count: u16,
+) -> std::ops::Range<usize> {
     let first = FRAGMENT_BODY - channel.len() - 1;
     let (offset, len) = if number == 0 {
-        (0, first.min(payload.len()))
+        (0, first.min(payload_len))
     } else {
         let offset = first + (number as usize - 1) * FRAGMENT_BODY;
-        (offset, FRAGMENT_BODY.min(payload.len() - offset))
+        (offset, FRAGMENT_BODY.min(payload_len - offset))
     };
-    out.clear();
     out.extend_from_slice(&MAGIC_LONG.to_be_bytes());
     out.extend_from_slice(&seq.to_be_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&(payload_len as u32).to_be_bytes());
     out.extend_from_slice(&(offset as u32).to_be_bytes());
     out.extend_from_slice(&number.to_be_bytes());
     out.extend_from_slice(&count.to_be_bytes());
@@ -274,7 +294,7 @@ pub fn write_fragment(out: &mut Vec<u8>, seq: u32, channel: &str, payload: &[u8]
         out.extend_from_slice(channel.as_bytes());
         out.push(0);
     }
-    out.extend_from_slice(&payload[offset..offset + len]);
+    offset..offset + len
 }
 
 #[cfg(test)]
@@ -305,6 +325,25 @@ mod tests {
             seen.push((buf.len(), f.offset));
         }
         assert_eq!(seen, [(65507, 0), (65507, 65483), (19050, 130970)]);
+    }
+
+    #[test]
+    fn headers_then_payload_are_the_whole_datagrams() {
+        // A batched send writes only the headers and points at the payload: the same bytes as the single send.
+        let mut whole = Vec::new();
+        let mut header = Vec::new();
+        write_small(&mut whole, 9, "POSE", b"abc");
+        push_small_header(&mut header, 9, "POSE");
+        header.extend_from_slice(b"abc");
+        assert_eq!(header, whole);
+        let payload: Vec<u8> = (0..150_000u32).map(|i| (i % 251) as u8).collect();
+        for n in 0..3 {
+            write_fragment(&mut whole, 4, "BIG", &payload, n, 3);
+            header.clear();
+            let data = push_fragment_header(&mut header, 4, "BIG", payload.len(), n, 3);
+            header.extend_from_slice(&payload[data]);
+            assert_eq!(header, whole, "fragment {n}");
+        }
     }
 
     #[test]

@@ -116,11 +116,13 @@ pub fn now_utime() -> i64 {
 /// reassembly on the source address), in order, fragment 0 first, never interleaved with another message.
 #[derive(Debug)]
 pub struct Sender {
-    socket: UdpSocket,
-    group: Ipv4Addr,
-    port: u16,
-    seq: u32,
+    pub(crate) socket: UdpSocket,
+    pub(crate) group: Ipv4Addr,
+    pub(crate) port: u16,
+    pub(crate) seq: u32,
     datagram: Vec<u8>,
+    /// Scratch space of batched sends, kept between them.
+    pub(crate) batch: crate::batch::Scratch,
 }
 
 impl Sender {
@@ -138,7 +140,14 @@ impl Sender {
         if let Err(source) = probe.connect(SocketAddrV4::new(config.group, config.port)) {
             return Err(UdpmError::NoRoute { group: config.group, source });
         }
-        Ok(Sender { socket: socket.into(), group: config.group, port: config.port, seq: 0, datagram: Vec::with_capacity(65536) })
+        Ok(Sender {
+            socket: socket.into(),
+            group: config.group,
+            port: config.port,
+            seq: 0,
+            datagram: Vec::with_capacity(65536),
+            batch: Default::default(),
+        })
     }
 
     /// The local address datagrams leave from.
@@ -176,16 +185,36 @@ impl Sender {
         loop {
             match self.socket.send_to(&self.datagram, dest) {
                 Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // The kernel's queue is momentarily full (a burst of fragments): wait for it rather than lose one
-                // fragment and with it the whole message.
-                Err(e) if e.raw_os_error() == Some(nix::libc::ENOBUFS) => std::thread::sleep(Duration::from_micros(50)),
-                Err(e) if e.raw_os_error() == Some(nix::libc::ENETUNREACH) => {
-                    return Err(UdpmError::NoRoute { group: self.group, source: e })
-                }
-                Err(e) => return Err(UdpmError::Io { op: format!("sending to {dest}"), source: e }),
+                Err(e) => match on_send_error(e, self.group, dest) {
+                    Retry::Now => {}
+                    Retry::AfterPause => std::thread::sleep(SEND_PAUSE),
+                    Retry::Fail(e) => return Err(e),
+                },
             }
         }
+    }
+}
+
+/// How long a sender waits for the kernel's queue to drain before trying again.
+pub(crate) const SEND_PAUSE: Duration = Duration::from_micros(50);
+
+/// What a sender does after a failed send of a datagram to `dest`.
+pub(crate) enum Retry {
+    /// Interrupted: try again at once.
+    Now,
+    /// The kernel's queue is momentarily full (a burst of fragments): wait for it rather than lose a datagram and
+    /// with it a whole message.
+    AfterPause,
+    /// Give up with this error.
+    Fail(UdpmError),
+}
+
+pub(crate) fn on_send_error(e: io::Error, group: Ipv4Addr, dest: SocketAddrV4) -> Retry {
+    match e.raw_os_error() {
+        _ if e.kind() == io::ErrorKind::Interrupted => Retry::Now,
+        Some(nix::libc::ENOBUFS) | Some(nix::libc::EAGAIN) => Retry::AfterPause,
+        Some(nix::libc::ENETUNREACH) => Retry::Fail(UdpmError::NoRoute { group, source: e }),
+        _ => Retry::Fail(UdpmError::Io { op: format!("sending to {dest}"), source: e }),
     }
 }
 
