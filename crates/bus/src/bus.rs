@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use nerve_codec::Message;
 use nix::sys::eventfd::{EfdFlags, EventFd};
 
-use crate::error::{BusError, TypeError};
+use crate::error::{BatchError, BusError, TypeError};
 use crate::executor::ExecShared;
 use crate::inproc::{PublisherStats, Take, TypedInfo};
 use crate::pattern::Pattern;
@@ -904,6 +904,28 @@ impl Bus {
             self.core.provider.publish(channel, data)?;
         }
         Ok(())
+    }
+
+    /// Publishes raw messages (channel, bytes) in order, as [`Bus::publish_raw`] on each would, but hands them to
+    /// the transport all at once, so it can send them in few system calls (udpm and mpudpm: `sendmmsg`; other
+    /// transports publish them one by one). Each message is delivered to this bus's own matching subscriptions once,
+    /// directly, and never comes back through the transport.
+    ///
+    /// If the transport fails on a message, the batch stops there, with the same outcome as a loop of `publish_raw`
+    /// stopping at its first error: the messages before it were published, it was delivered in-process only, and
+    /// none after it was published ([`BatchError::sent`] says which).
+    pub fn publish_raw_batch(&self, batch: &[(&str, &[u8])]) -> Result<(), BatchError> {
+        let result = if self.core.provider.leaves_process() { self.core.provider.publish_batch(batch) } else { Ok(()) };
+        // In-process delivery after the sends (publish_raw does it before its send): the same deliveries whatever
+        // the transport did, since a transport never hands the bus back its own messages.
+        let reached = match &result {
+            Ok(()) => batch.len(),
+            Err(e) => (e.sent + 1).min(batch.len()),
+        };
+        for &(channel, data) in &batch[..reached] {
+            self.core.route_bytes(channel, Cow::Borrowed(data), nerve_udpm::now_utime());
+        }
+        result
     }
 
     /// Publishes a typed message (encoded; see [`Bus::publisher`] for in-process delivery without encoding).

@@ -139,6 +139,28 @@ impl std::error::Error for BusError {
     }
 }
 
+/// A batch publication ([`crate::Bus::publish_raw_batch`]) that stopped at one message.
+#[derive(Debug)]
+pub struct BatchError {
+    /// How many messages, from the first, were published: `batch[sent]` is the one that failed, and none after it was
+    /// published.
+    pub sent: usize,
+    /// Why it failed, as a single publication reports it.
+    pub error: BusError,
+}
+
+impl fmt::Display for BatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "message {} of the batch", self.sent)
+    }
+}
+
+impl std::error::Error for BatchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
 /// A received message that is not of the type a typed subscription expects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TypeError {

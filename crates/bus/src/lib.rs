@@ -49,7 +49,7 @@ mod url;
 pub use bus::{
     Bus, Dispatcher, MessageStream, Overflow, Received, Subscriber, Subscription, SubscriptionStats, DEFAULT_CAPACITY,
 };
-pub use error::{BusError, TypeError};
+pub use error::{BatchError, BusError, TypeError};
 pub use executor::Executor;
 pub use inproc::{Publisher, PublisherStats, Take, TypedSubscriber};
 pub use pattern::{Pattern, PatternError};

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use crate::error::BusError;
+use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
 pub use crate::qos::QosSupport;
 
@@ -85,6 +85,15 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &'static str;
     /// Sends one message.
     fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError>;
+    /// Sends several messages, in order, exactly as [`Provider::publish`] on each would, stopping at the first that
+    /// fails. This default does just that; a transport that can send many in fewer system calls overrides it
+    /// (udpm and mpudpm: `sendmmsg`).
+    fn publish_batch(&self, batch: &[(&str, &[u8])]) -> Result<(), BatchError> {
+        for (sent, &(channel, data)) in batch.iter().enumerate() {
+            self.publish(channel, data).map_err(|error| BatchError { sent, error })?;
+        }
+        Ok(())
+    }
     /// Starts receiving into `sink`. Called once, on the first subscription, `handle` or `fileno`.
     fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError>;
     /// A subscription was added: a provider that receives selectively (multi-port udpm) joins what it needs.

@@ -16,7 +16,7 @@ use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
-use crate::error::BusError;
+use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
 
 /// How often a publisher re-announces its channels (liblcm: about every 5 s).
@@ -178,6 +178,45 @@ impl Provider for Mpudpm {
         self.shared.own.note(&p.sender);
         drop(p);
         self.published.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn publish_batch(&self, batch: &[(&str, &[u8])]) -> Result<(), BatchError> {
+        let (start, nports) = (self.shared.start, self.shared.nports);
+        let mut i = 0;
+        while i < batch.len() {
+            let mut p = self.shared.publishing.lock().expect("publishing lock");
+            // A run of messages on channels already published here goes out in one batched send, each datagram to
+            // its channel's port; a channel published for the first time takes `publish`'s way (listening first,
+            // announcing before its data).
+            let end = batch[i..]
+                .iter()
+                .position(|(c, _)| !multiport::is_internal(c) && !p.channels.contains_key(*c))
+                .map_or(batch.len(), |k| i + k);
+            if end == i {
+                drop(p);
+                let (channel, data) = batch[i];
+                self.publish(channel, data).map_err(|error| BatchError { sent: i, error })?;
+                i += 1;
+                continue;
+            }
+            let run = &batch[i..end];
+            // As `publish` does before a message, once per run: re-announce when it is time.
+            if run.iter().any(|(c, _)| !multiport::is_internal(c))
+                && p.last_announce.is_none_or(|t| t.elapsed() >= ANNOUNCE_EVERY)
+            {
+                p.announce(start, nports).map_err(|e| BatchError { sent: i, error: transport(e) })?;
+            }
+            let result = p.sender.send_batch_to_ports(run, |c| multiport::port_of(c, start, nports));
+            self.shared.own.note(&p.sender);
+            drop(p);
+            let sent = result.as_ref().map_or_else(|e| e.sent, |()| run.len());
+            self.published.fetch_add(sent as u64, Ordering::Relaxed);
+            if let Err(e) = result {
+                return Err(BatchError { sent: i + e.sent, error: transport(e.error) });
+            }
+            i = end;
+        }
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
-use crate::error::BusError;
+use crate::error::{BatchError, BusError};
 
 /// How long the self-test may take before receiving is refused (liblcm waits up to 10 s).
 const SELF_TEST_WITHIN: Duration = Duration::from_secs(3);
@@ -68,6 +68,16 @@ impl Provider for Udpm {
         drop(sender);
         self.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    fn publish_batch(&self, batch: &[(&str, &[u8])]) -> Result<(), BatchError> {
+        let mut sender = self.sender.lock().expect("sender lock");
+        let result = sender.send_batch(batch);
+        self.own.note(&sender);
+        drop(sender);
+        let sent = result.as_ref().map_or_else(|e| e.sent, |()| batch.len());
+        self.published.fetch_add(sent as u64, Ordering::Relaxed);
+        result.map_err(|e| BatchError { sent: e.sent, error: transport(e.error) })
     }
 
     fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError> {
