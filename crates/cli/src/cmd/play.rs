@@ -5,9 +5,16 @@
 //! Timing follows an absolute schedule: an event is due at the wall time the playback started plus its offset in
 //! the log divided by the speed, so sleeping late never accumulates drift. A damaged log is played up to and past
 //! the damage (the reader resynchronises); the damage is reported at the end and the exit status is 1.
+//!
+//! Events that are due together go to the bus in batches ([`Bus::publish_raw_batch`]: one `sendmmsg` for many
+//! datagrams on udpm), in log order: at `--speed 0` every event is due at once, so batches are full (64 messages or
+//! 256 KiB); at other speeds an event waits in the batch only while the next one read is due too (the player is
+//! behind, or they share a time), and the batch goes out before any sleep and before an event is skipped, so the
+//! schedule is the same as publishing one by one.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -78,8 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut total = Pass::default();
     let mut damage_report = Vec::new();
     let mut damage_regions = 0;
-    // channel bytes -> the name to publish as (None: filtered out); looked up without allocating.
-    let mut names: HashMap<Vec<u8>, Option<String>> = HashMap::new();
+    let mut names = Names::default();
     loop {
         let mut reader = LogReader::open(&args.file)?;
         let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
@@ -125,13 +131,90 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Channel names as read -> the names to publish them as, looked up without allocating.
+#[derive(Default)]
+struct Names {
+    /// Channel bytes -> index in `published` (None: filtered out).
+    index: HashMap<Vec<u8>, Option<usize>>,
+    published: Vec<String>,
+}
+
+impl Names {
+    /// The index of the name to publish `channel` as, or None when `--channel` filters it out.
+    fn lookup(
+        &mut self,
+        channel: &[u8],
+        filter: Option<&Pattern>,
+        remap: &HashMap<String, String>,
+    ) -> Option<usize> {
+        if let Some(&i) = self.index.get(channel) {
+            return i;
+        }
+        let ch = String::from_utf8_lossy(channel).into_owned();
+        let i = filter.is_none_or(|f| f.matches(&ch)).then(|| {
+            self.published.push(remap.get(&ch).cloned().unwrap_or(ch));
+            self.published.len() - 1
+        });
+        self.index.insert(channel.to_vec(), i);
+        i
+    }
+}
+
+/// Most events published in one batch.
+const BATCH_MESSAGES: usize = 64;
+/// Most bytes of events copied into one batch; a bigger event is published on its own, from the reader's buffer.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// Events read and due, waiting to be published together (copied: the reader lends an event only until the next).
+#[derive(Default)]
+struct Batch {
+    data: Vec<u8>,
+    events: Vec<(usize, Range<usize>)>,
+}
+
+impl Batch {
+    fn push(&mut self, name: usize, data: &[u8]) {
+        let start = self.data.len();
+        self.data.extend_from_slice(data);
+        self.events.push((name, start..self.data.len()));
+    }
+
+    fn is_full(&self) -> bool {
+        self.events.len() >= BATCH_MESSAGES || self.data.len() >= BATCH_BYTES
+    }
+
+    /// Publishes everything waiting, in order.
+    fn flush(&mut self, bus: &Bus, names: &Names, pass: &mut Pass) -> anyhow::Result<()> {
+        if self.events.is_empty() {
+            return Ok(());
+        }
+        let batch: Vec<(&str, &[u8])> =
+            self.events.iter().map(|(n, r)| (names.published[*n].as_str(), &self.data[r.clone()])).collect();
+        publish(bus, &batch, pass)?;
+        self.events.clear();
+        self.data.clear();
+        Ok(())
+    }
+}
+
+fn publish(bus: &Bus, batch: &[(&str, &[u8])], pass: &mut Pass) -> anyhow::Result<()> {
+    if let Err(e) = bus.publish_raw_batch(batch) {
+        let channel = batch[e.sent].0;
+        pass.published += e.sent as u64;
+        return Err(anyhow::Error::new(e.error).context(format!("publishing on {channel}")));
+    }
+    pass.published += batch.len() as u64;
+    pass.bytes += batch.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
+    Ok(())
+}
+
 fn play_once(
     args: &Args,
     bus: &Bus,
     reader: &mut LogReader<std::fs::File>,
     filter: Option<&Pattern>,
     remap: &HashMap<String, String>,
-    names: &mut HashMap<Vec<u8>, Option<String>>,
+    names: &mut Names,
     bar: Option<&ProgressBar>,
 ) -> anyhow::Result<Pass> {
     let mut pass = Pass::default();
@@ -140,42 +223,49 @@ fn play_once(
     let mut origin: Option<(Instant, i64)> = None;
     let start_us = (args.start * 1e6) as i64;
     let mut since_bar = 0u32;
+    let mut batch = Batch::default();
+    let timed = args.speed > 0.0;
     while let Some(ev) = reader.next_event()? {
         let first = *first_utime.get_or_insert(ev.utime);
-        if ev.utime < first.saturating_add(start_us) {
-            pass.skipped += 1;
-            continue;
-        }
-        if !names.contains_key(ev.channel_bytes) {
-            let ch = ev.channel().into_owned();
-            let n = filter.is_none_or(|f| f.matches(&ch)).then(|| remap.get(&ch).cloned().unwrap_or(ch));
-            names.insert(ev.channel_bytes.to_vec(), n);
-        }
-        let name = names[ev.channel_bytes].as_deref();
+        let name = if ev.utime < first.saturating_add(start_us) { None } else { names.lookup(ev.channel_bytes, filter, remap) };
         let Some(name) = name else {
             pass.skipped += 1;
+            if timed {
+                // What waits is due: out before the time spent skipping.
+                batch.flush(bus, names, &mut pass)?;
+            }
             continue;
         };
-        if args.speed > 0.0 {
+        if timed {
             let (wall0, log0) = *origin.get_or_insert((Instant::now(), ev.utime));
             let offset_us = (ev.utime - log0).max(0) as f64 / args.speed;
             let due = wall0 + Duration::from_secs_f64(offset_us / 1e6);
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
+            if due > Instant::now() {
+                batch.flush(bus, names, &mut pass)?;
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
             }
         }
-        bus.publish_raw(name, ev.data).with_context(|| format!("publishing on {name}"))?;
-        pass.published += 1;
-        pass.bytes += ev.data.len() as u64;
+        if ev.data.len() >= BATCH_BYTES {
+            batch.flush(bus, names, &mut pass)?;
+            publish(bus, &[(names.published[name].as_str(), ev.data)], &mut pass)?;
+        } else {
+            batch.push(name, ev.data);
+            if batch.is_full() {
+                batch.flush(bus, names, &mut pass)?;
+            }
+        }
         since_bar += 1;
-        if since_bar >= 4096 || args.speed > 0.0 {
+        if since_bar >= 4096 || timed {
             since_bar = 0;
             if let Some(bar) = bar {
                 bar.set_position(reader.offset());
-                bar.set_message(format!("{} msgs", pass.published));
+                bar.set_message(format!("{} msgs", pass.published + batch.events.len() as u64));
             }
         }
     }
+    batch.flush(bus, names, &mut pass)?;
     Ok(pass)
 }
