@@ -60,18 +60,37 @@ pub fn chunks_mut<const S: usize>(
 }
 
 /// `n` elements decoded by `f` from consecutive `S`-byte chunks at the front of `b` (which the caller has checked
-/// holds `n * S` bytes), into a new `Vec` of exactly `n`. Counting by index rather than with `chunks_exact` keeps
-/// a division out of the setup, which for a short array costs more than the elements.
+/// holds `n * S` bytes), into a new `Vec` of exactly `n`. The chunks come from `as_chunks` (a division by the
+/// constant `S`, i.e. a multiply) cut to `n` with one check, so the loop has no per-element bounds check and the
+/// `Vec` is filled from an exact-size iterator.
 #[inline(always)]
 pub fn decode_chunks<const S: usize, T>(b: &[u8], n: usize, f: impl Fn(&[u8; S]) -> T) -> Vec<T> {
-    (0..n).map(|i| f(chunk::<S>(b, i * S))).collect()
+    if S == 0 {
+        return (0..n).map(|_| f(chunk::<S>(b, 0))).collect();
+    }
+    exact_chunks::<S>(b, n).iter().map(f).collect()
 }
 
 /// Like [`decode_chunks`], into `v`, reusing its capacity (the allocation-free decode).
 #[inline(always)]
 pub fn decode_chunks_into<const S: usize, T>(v: &mut Vec<T>, b: &[u8], n: usize, f: impl Fn(&[u8; S]) -> T) {
     v.clear();
-    v.extend((0..n).map(|i| f(chunk::<S>(b, i * S))));
+    if S == 0 {
+        v.extend((0..n).map(|_| f(chunk::<S>(b, 0))));
+        return;
+    }
+    v.extend(exact_chunks::<S>(b, n).iter().map(f));
+}
+
+/// The first `n` `S`-byte chunks of `b` (`S > 0`); `b` must hold them (the decoders' callers check it first).
+#[inline(always)]
+#[track_caller]
+fn exact_chunks<const S: usize>(b: &[u8], n: usize) -> &[[u8; S]] {
+    let (chunks, _) = b.as_chunks::<S>();
+    match chunks.get(..n) {
+        Some(c) => c,
+        None => out_of_range(0, n.saturating_mul(S), b.len()),
+    }
 }
 
 /// Builds `[T; N]` from a fallible element reader, stopping at the first error. `filler` makes the (unused)
@@ -181,5 +200,26 @@ mod tests {
         assert_eq!(product(&[2, 3, 4]), Some(24));
         assert_eq!(product(&[]), Some(1));
         assert_eq!(product(&[usize::MAX, 2]), None);
+    }
+
+    #[test]
+    fn decode_chunks_takes_the_first_n_chunks() {
+        let b = [0u8, 1, 2, 3, 4, 5, 6, 7];
+        let sum = |c: &[u8; 3]| c.iter().map(|&x| u32::from(x)).sum::<u32>();
+        assert_eq!(decode_chunks::<3, _>(&b, 2, sum), vec![3, 12]);
+        assert_eq!(decode_chunks::<3, _>(&b, 0, sum), Vec::<u32>::new());
+        let mut v = vec![9, 9, 9];
+        decode_chunks_into::<3, _>(&mut v, &b, 2, sum);
+        assert_eq!(v, vec![3, 12]);
+        // zero-size elements (empty structs): n of them, from no bytes
+        assert_eq!(decode_chunks::<0, _>(&[], 4, |_| 1u8), vec![1; 4]);
+        decode_chunks_into::<0, _>(&mut v, &[], 1, |_| 7);
+        assert_eq!(v, vec![7]);
+    }
+
+    #[test]
+    #[should_panic(expected = "generator bug")]
+    fn decode_chunks_past_the_end_is_a_generator_bug() {
+        decode_chunks::<4, _>(&[0; 7], 2, |c| c[0]);
     }
 }
