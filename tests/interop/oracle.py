@@ -25,6 +25,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -38,6 +39,31 @@ CORPUS = REPO / "tests" / "corpus"
 VENV = REPO / ".venv"
 LCM_GEN = VENV / "bin" / "lcm-gen"
 VENV_PYTHON = VENV / "bin" / "python"
+
+
+def lcm_program(name: str) -> Path:
+    """The wheel's C program `name` (lcm-logger, lcm-logplayer, ...), not the Python wrapper of that name in VENV/bin.
+
+    The wrapper runs the program with `subprocess.call`, so a signal sent to the wrapper never reaches the program:
+    SIGINT makes the wrapper return and leaves the program running as an orphan (its stdio buffer unflushed), and in a
+    suite started as a background job (SIGINT ignored) the wrapper ignores it altogether. Tests that stop a program
+    run the program itself."""
+    found = sorted(VENV.glob(f"lib/python*/site-packages/bin/{name}"))
+    if not found:
+        raise FileNotFoundError(f"{name}: not in {VENV}/lib/python*/site-packages/bin (run scripts/setup)")
+    return found[0]
+
+
+def stop_with_sigint(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGINT (the clean exit of lcm-logger and `nerve log`), then wait; a process still running after `timeout` is
+    killed and the test fails, so nothing outlives it."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+        raise AssertionError(f"{proc.args[0]} did not exit within {timeout} s of SIGINT (killed)")
 
 #: A corpus file containing this text declares types the real Python binding cannot encode (see corpus README).
 FINGERPRINT_ONLY_MARKER = "nerve-corpus: fingerprint-only"

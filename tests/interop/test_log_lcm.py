@@ -28,8 +28,8 @@ import pytest
 
 import oracle
 
-LCM_LOGGER = oracle.VENV / "bin" / "lcm-logger"
-LCM_LOGPLAYER = oracle.VENV / "bin" / "lcm-logplayer"
+LCM_LOGGER = oracle.lcm_program("lcm-logger")
+LCM_LOGPLAYER = oracle.lcm_program("lcm-logplayer")
 EXAMPLES = oracle.REPO / "examples" / "types"
 
 
@@ -104,18 +104,6 @@ for e in lcm.EventLog(sys.argv[1], "r"):
     return [json.loads(line) for line in out.splitlines()]
 
 
-def stop_lcm_logger(proc: subprocess.Popen) -> None:
-    """The wheel's lcm-logger is a Python wrapper around the C program; SIGINT both, children first (spec 5.2)."""
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    pids = [int(p) for p in children.read_text().split()] if children.exists() else []
-    for pid in pids + [proc.pid]:
-        try:
-            os.kill(pid, signal.SIGINT)
-        except ProcessLookupError:
-            pass
-    proc.wait(timeout=10)
-
-
 def test_nerve_log_recorded_and_real_lcm_logplayer_replays_it(nerve_bin, venv_python, tmp_path):
     log = tmp_path / "nerve.lcmlog"
     msgs = payloads()
@@ -150,15 +138,11 @@ def test_real_lcm_logger_recorded_and_nerve_play_replays_it(nerve_bin, venv_pyth
     try:
         time.sleep(1.0)
         publish(venv_python, url(2, rcvbuf=False), msgs)
-        # lcm-logger writes an event only when a later one arrives past its flush interval: trailing messages.
-        for _ in range(3):
-            time.sleep(0.3)
-            publish(venv_python, url(2, rcvbuf=False), [("LOG_END", b"\x00")])
         time.sleep(0.3)
     finally:
-        stop_lcm_logger(logger)
+        oracle.stop_with_sigint(logger)
     recorded = [(e["ch"], bytes.fromhex(e["data"])) for e in read_eventlog(venv_python, log)]
-    recorded = [r for r in recorded if r[0] not in ("LOG_END", "LCM_SELF_TEST")]
+    recorded = [r for r in recorded if r[0] != "LCM_SELF_TEST"]
     assert recorded == msgs
 
     # As fast as possible, only DATA_*, DATA_1 renamed.

@@ -89,13 +89,18 @@ fn tools() -> Tools {
         .filter(|p| p.exists())
         .ok_or_else(|| "no nerve binary next to nerve-bench (cargo build --release -p nerve-cli)".to_string());
     let venv = std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
+    // The wheel's C programs, not the Python wrappers of the same name in VENV/bin: a wrapper runs its program with
+    // subprocess.call, so the SIGINT that stops lcm-logger would stop only the wrapper and leave the logger running,
+    // its last events unflushed when the suite counts them (or be ignored outright when SIGINT is ignored).
     let find = |name: &str| {
-        let p = venv.join("bin").join(name);
-        if p.exists() {
-            Ok(p)
-        } else {
-            Err(format!("{} missing (scripts/setup)", p.display()))
-        }
+        let lib = venv.join("lib");
+        std::fs::read_dir(&lib)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|python| python.path().join("site-packages/bin").join(name))
+            .find(|p| p.exists())
+            .ok_or_else(|| format!("{name} missing under {}/python*/site-packages/bin (scripts/setup)", lib.display()))
     };
     Tools { nerve, lcm_logger: find("lcm-logger"), lcm_logplayer: find("lcm-logplayer") }
 }
