@@ -1,13 +1,15 @@
 //! Events gathered into batches and transcoded on several threads, in order.
 //!
 //! An exporter copies each event it is handed into a [`Batch`]; when the batch is full (or at `finish`), it calls
-//! [`transcode`], which splits the batch into contiguous parts of about equal bytes, one per core, and runs the
-//! exporter's per-event work on each part at once (the first part on the caller's thread). Each part's output is
+//! [`transcode`], which splits the batch into contiguous parts of about equal bytes, several per core, and runs the
+//! exporter's per-event work on them on every core at once (the caller's thread too), each thread taking the next
+//! part when it is done with one. Each part's output is
 //! one buffer with each event's end in it, so the exporter then walks the events in their original order and
 //! writes, numbers and indexes them exactly as it would one at a time. Only the text is made in parallel; every
 //! decision that depends on order (MCAP ids, CSV file names, counts) stays on the caller's thread.
 
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
 use crate::EventRef;
 
@@ -124,6 +126,11 @@ fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
 }
 
+/// Parts per thread: a batch is cut finer than one part per thread, and each thread takes the next part when it is
+/// done with one, so that threads whose parts were cheaper to transcode (a byte array costs far less per input
+/// byte than floats do) do not sit idle while another finishes.
+const PARTS_PER_THREAD: usize = 8;
+
 /// Runs `work` on every event of `batch`, in parts on several threads; `parts` then holds the parts in order
 /// (parts beyond the ones used are left empty).
 pub(crate) fn transcode<R: Send, S: Default + Send>(
@@ -132,8 +139,8 @@ pub(crate) fn transcode<R: Send, S: Default + Send>(
     work: &(dyn Fn(&EventRef<'_>, &mut Vec<u8>, &mut S) -> R + Sync),
 ) {
     // Small batches are not worth a thread.
-    let n = if batch.bytes.len() < (1 << 16) { 1 } else { threads() };
-    let ranges = batch.split(n);
+    let threads = if batch.bytes.len() < (1 << 16) { 1 } else { threads() };
+    let ranges = batch.split(if threads == 1 { 1 } else { threads * PARTS_PER_THREAD });
     if parts.len() < ranges.len().max(1) {
         parts.resize_with(ranges.len().max(1), Part::default);
     }
@@ -142,25 +149,22 @@ pub(crate) fn transcode<R: Send, S: Default + Send>(
         p.results.clear();
         p.events = 0..0;
     }
-    let Some((first_range, rest_ranges)) = ranges.split_first() else { return };
-    let (first, rest) = parts.split_first_mut().expect("at least one part");
+    // The parts still to do, in order; each thread takes the next one.
+    let queue = Mutex::new(parts.iter_mut().zip(ranges));
+    let run = || loop {
+        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+        match next {
+            Some((part, range)) => fill(part, batch, range, work),
+            None => break,
+        }
+    };
     std::thread::scope(|s| {
-        for (part, range) in rest.iter_mut().zip(rest_ranges) {
-            let range = range.clone();
-            // If no thread can be had, the part stays unfilled and is done below.
-            let _ = std::thread::Builder::new()
-                .name("nerve-export".into())
-                .stack_size(WORKER_STACK)
-                .spawn_scoped(s, move || fill(part, batch, range, work));
+        for _ in 1..threads {
+            // If no thread can be had, this thread does its parts.
+            let _ = std::thread::Builder::new().name("nerve-export".into()).stack_size(WORKER_STACK).spawn_scoped(s, run);
         }
-        fill(first, batch, first_range.clone(), work);
+        run();
     });
-    // Parts whose thread could not start were not filled: fill them now, in order.
-    for (part, range) in parts.iter_mut().skip(1).zip(rest_ranges) {
-        if part.events != *range {
-            fill(part, batch, range.clone(), work);
-        }
-    }
 }
 
 #[cfg(test)]

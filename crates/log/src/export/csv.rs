@@ -9,13 +9,12 @@
 //! ([`nerve_types::dynamic::CsvShape`]); no value tree is built.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{CsvShape, JsonForm};
 
 use super::batch::{transcode, Batch, Part};
+use super::sink::Sink;
 use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, OUT_CHUNK};
 use crate::EventRef;
 
@@ -36,7 +35,8 @@ type Key = (String, Option<u64>);
 struct Table {
     type_name: Option<String>,
     shape: CsvShape,
-    file: Option<(PathBuf, File)>,
+    /// Its path and its number in the exporter's [`Sink`].
+    file: Option<(PathBuf, usize)>,
     /// Rows not written yet (written in pieces of about [`OUT_CHUNK`]).
     buf: Vec<u8>,
 }
@@ -46,10 +46,10 @@ impl Table {
         Table { type_name, shape, file: None, buf: Vec::new() }
     }
 
-    fn write_out(&mut self) -> Result<(), ExportError> {
-        if let Some((path, f)) = self.file.as_mut() {
-            f.write_all(&self.buf).map_err(|e| ExportError::io(path, "writing", e))?;
-            self.buf.clear();
+    /// Hands the rows to the sink (the buffer comes back empty).
+    fn write_out(&mut self, sink: &mut Sink) -> Result<(), ExportError> {
+        if let Some((_, i)) = self.file {
+            sink.send(i, &mut self.buf)?;
         }
         Ok(())
     }
@@ -60,6 +60,8 @@ pub struct CsvExport<'d> {
     dir: PathBuf,
     decoder: &'d Decoder,
     tables: HashMap<Key, Table>,
+    /// The files, written on their own thread.
+    sink: Sink,
     /// Keys in first-seen order (file names are given in this order).
     order: Vec<Key>,
     names_given: bool,
@@ -84,6 +86,7 @@ impl<'d> CsvExport<'d> {
             dir: dir.to_path_buf(),
             decoder,
             tables: HashMap::new(),
+            sink: Sink::new(),
             order: Vec::new(),
             names_given: false,
             batch: Batch::default(),
@@ -159,7 +162,7 @@ impl<'d> CsvExport<'d> {
 
     fn open_table(&mut self, key: &Key, path: PathBuf) -> Result<(), ExportError> {
         let t = self.tables.get_mut(key).expect("known key");
-        let file = File::create(&path).map_err(|e| ExportError::io(&path, "creating", e))?;
+        let file = self.sink.create(&path)?;
         let mut header = String::from("recv_utime,event");
         if key.1.is_none() {
             header.push_str(",fingerprint,data_hex,error");
@@ -300,7 +303,7 @@ impl<'d> CsvExport<'d> {
         self.stats.messages += 1;
         self.stats.bytes_out += (table.buf.len() - start) as u64;
         if table.buf.len() >= OUT_CHUNK {
-            table.write_out()?;
+            table.write_out(&mut self.sink)?;
         }
         Ok(())
     }
@@ -312,8 +315,9 @@ impl<'d> CsvExport<'d> {
         }
         self.run_batch()?;
         for t in self.tables.values_mut() {
-            t.write_out()?;
+            t.write_out(&mut self.sink)?;
         }
+        self.sink.finish()?;
         Ok(self.stats)
     }
 }

@@ -4,23 +4,29 @@
 //! `"error"` instead of `"type"` and `"value"` for one no type decoded.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{json_string, JsonForm};
 
 use super::batch::{transcode, Batch, Part};
+use super::sink::Sink;
 use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats};
 use crate::EventRef;
 
 /// Each channel's name as a JSON string, escaped once (per thread).
 type ChannelNames = HashMap<Vec<u8>, Box<[u8]>>;
 
+/// Where the lines go: a file written on its own thread, or a caller's writer.
+enum Output<'d> {
+    File(Sink),
+    Writer(Box<dyn Write + 'd>),
+}
+
 /// Exports to a JSON lines file.
 pub struct JsonlExport<'d> {
     path: PathBuf,
-    out: Box<dyn Write + 'd>,
+    out: Output<'d>,
     decoder: &'d Decoder,
     batch: Batch,
     /// Whether each line's message decoded.
@@ -31,12 +37,17 @@ pub struct JsonlExport<'d> {
 impl<'d> JsonlExport<'d> {
     /// Creates `path` (overwriting it).
     pub fn create(path: &Path, decoder: &'d Decoder) -> Result<JsonlExport<'d>, ExportError> {
-        let file = File::create(path).map_err(|e| ExportError::io(path, "creating", e))?;
-        Ok(JsonlExport::to_writer(path, Box::new(file), decoder))
+        let mut sink = Sink::new();
+        sink.create(path)?;
+        Ok(JsonlExport::with_output(path, Output::File(sink), decoder))
     }
 
     /// Writes to `out` (`name` is used in error messages).
     pub fn to_writer(name: &Path, out: Box<dyn Write + 'd>, decoder: &'d Decoder) -> JsonlExport<'d> {
+        JsonlExport::with_output(name, Output::Writer(out), decoder)
+    }
+
+    fn with_output(name: &Path, out: Output<'d>, decoder: &'d Decoder) -> JsonlExport<'d> {
         JsonlExport {
             path: name.to_path_buf(),
             out,
@@ -69,8 +80,13 @@ impl<'d> JsonlExport<'d> {
                 }
             }
             self.stats.bytes_out += part.out.len() as u64;
-            self.out.write_all(&part.out).map_err(|e| ExportError::io(&self.path, "writing", e))?;
-            part.out.clear();
+            match &mut self.out {
+                Output::File(sink) => sink.send(0, &mut part.out)?,
+                Output::Writer(w) => {
+                    w.write_all(&part.out).map_err(|e| ExportError::io(&self.path, "writing", e))?;
+                    part.out.clear();
+                }
+            }
         }
         self.batch.clear();
         Ok(())
@@ -79,7 +95,10 @@ impl<'d> JsonlExport<'d> {
     /// Writes what is left, flushes and closes.
     pub fn finish(mut self) -> Result<ExportStats, ExportError> {
         self.run_batch()?;
-        self.out.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?;
+        match self.out {
+            Output::File(sink) => sink.finish()?,
+            Output::Writer(mut w) => w.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?,
+        }
         Ok(self.stats)
     }
 }

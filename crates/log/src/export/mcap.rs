@@ -7,8 +7,6 @@
 //! the message's sequence number (low 32 bits).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::JsonForm;
@@ -17,6 +15,7 @@ use nerve_types::Struct;
 use super::batch::{transcode, Batch, Part};
 use super::json::push_base64;
 use super::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
+use super::sink::Sink;
 use super::{fingerprint, push_fingerprint, Decoder, ExportError, ExportStats};
 use crate::EventRef;
 
@@ -110,7 +109,7 @@ fn channel_record(c: &ChannelRec) -> Vec<u8> {
 /// Exports to one MCAP file.
 pub struct McapExport<'d> {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: Sink,
     pos: u64,
     decoder: &'d Decoder,
     schemas: Vec<SchemaRec>,
@@ -137,10 +136,11 @@ pub struct McapExport<'d> {
 impl<'d> McapExport<'d> {
     /// Creates `path` (overwriting it) and writes the MCAP header.
     pub fn create(path: &Path, decoder: &'d Decoder) -> Result<McapExport<'d>, ExportError> {
-        let file = File::create(path).map_err(|e| ExportError::io(path, "creating", e))?;
+        let mut out = Sink::new();
+        out.create(path)?;
         let mut x = McapExport {
             path: path.to_path_buf(),
-            out: BufWriter::with_capacity(1 << 20, file),
+            out,
             pos: 0,
             decoder,
             schemas: Vec::new(),
@@ -168,7 +168,7 @@ impl<'d> McapExport<'d> {
     }
 
     fn put(&mut self, b: &[u8]) -> Result<(), ExportError> {
-        self.out.write_all(b).map_err(|e| ExportError::io(&self.path, "writing", e))?;
+        self.out.write(0, b)?;
         self.pos += b.len() as u64;
         Ok(())
     }
@@ -291,9 +291,10 @@ impl<'d> McapExport<'d> {
         let total = (head.len() - 9 + self.chunk.len()) as u64;
         head[1..9].copy_from_slice(&total.to_le_bytes());
         self.put(&head)?;
-        let chunk = std::mem::take(&mut self.chunk);
-        self.put(&chunk)?;
-        self.chunk = chunk;
+        let chunk_size = self.chunk.len() as u64;
+        self.pos += chunk_size;
+        // Handed over whole (the chunk comes back empty, a buffer the writer is done with).
+        self.out.send(0, &mut self.chunk)?;
         let chunk_length = self.pos - chunk_offset;
         let index_start = self.pos;
         let mut index_offsets = Vec::new();
@@ -314,7 +315,7 @@ impl<'d> McapExport<'d> {
             length: chunk_length,
             index_offsets,
             index_length: self.pos - index_start,
-            size: self.chunk.len() as u64,
+            size: chunk_size,
         });
         self.chunk.clear();
         self.chunk_start = u64::MAX;
@@ -392,8 +393,8 @@ impl<'d> McapExport<'d> {
         self.put(&summary)?;
         self.put(&footer.done())?;
         self.put(MAGIC)?;
-        self.out.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?;
         self.stats.bytes_out = self.pos;
+        self.out.finish()?;
         Ok(self.stats)
     }
 }
