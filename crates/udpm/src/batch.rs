@@ -4,6 +4,11 @@
 //! A datagram is two slices: its header (written into scratch space kept by the sender) and the part of the
 //! caller's payload it carries, so no payload byte is copied. Small messages are one datagram each; fragmented ones
 //! are batched fragment by fragment, in order, fragment 0 first, never interleaved with another message.
+//!
+//! Where the kernel segments UDP (GSO, Linux 4.18+), a run of datagrams of one length (up to 1400 bytes) to one port
+//! is handed over as one `sendmsg` with a UDP_SEGMENT control message: the kernel goes down the stack once and cuts
+//! the run back into exactly those datagrams, each with its own UDP and IP header, so receivers (LCM's included) see
+//! the same datagrams as from single sends. A kernel or device that refuses it turns it off for the sender.
 
 use std::io::IoSlice;
 use std::net::SocketAddrV4;
@@ -13,6 +18,7 @@ use std::os::fd::AsFd;
 use crate::packet::{self, Plan};
 use crate::socket::{on_send_error, Retry, Sender, UdpmError, SEND_PAUSE};
 use crate::sys;
+use nix::libc;
 
 /// A batched send that stopped at one message.
 #[derive(Debug)]
@@ -46,11 +52,30 @@ struct Planned {
     port: u16,
 }
 
+impl Planned {
+    /// The datagram's length.
+    fn len(&self) -> usize {
+        self.header.len() + self.payload.len()
+    }
+}
+
 /// A sender's scratch space for batches (kept so that a batch allocates only its iovecs and system-call headers).
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     headers: Vec<u8>,
     planned: Vec<Planned>,
+    /// Set when the kernel does not know UDP GSO (before Linux 4.18, where the control message would be ignored and
+    /// a run of datagrams sent as one), or refused a segmented send: one datagram per `sendmsg` from then on.
+    no_gso: bool,
+}
+
+impl Scratch {
+    /// Scratch space for a sender's socket, asking the kernel once whether it segments UDP (a kernel that does not
+    /// has no UDP_SEGMENT socket option).
+    pub(crate) fn for_socket(socket: &std::net::UdpSocket) -> Scratch {
+        use nix::sys::socket::{getsockopt, sockopt::UdpGsoSegment};
+        Scratch { no_gso: getsockopt(socket, UdpGsoSegment).is_err(), ..Scratch::default() }
+    }
 }
 
 impl Sender {
@@ -130,21 +155,40 @@ impl Sender {
         if scratch.planned.is_empty() {
             return Ok(());
         }
-        let iovs: Vec<[IoSlice<'_>; 2]> = scratch
+        let iovs: Vec<IoSlice<'_>> = scratch
             .planned
             .iter()
-            .map(|d| [IoSlice::new(&scratch.headers[d.header.clone()]), IoSlice::new(&messages[d.message].1[d.payload.clone()])])
+            .flat_map(|d| [IoSlice::new(&scratch.headers[d.header.clone()]), IoSlice::new(&messages[d.message].1[d.payload.clone()])])
             .collect();
-        let dests: Vec<_> =
-            scratch.planned.iter().map(|d| sys::sockaddr_in(SocketAddrV4::new(self.group, d.port))).collect();
         let mut done = 0;
         let mut failed = None;
-        while done < iovs.len() {
-            match sys::sendmmsg(self.socket.as_fd(), &iovs[done..], &dests[done..]) {
+        while done < scratch.planned.len() {
+            // (first datagram, how many) of each send, from the first not sent yet.
+            let groups = group(&scratch.planned[done..], !scratch.no_gso);
+            let mut sends = Vec::with_capacity(groups.len());
+            let mut at = done;
+            for &(count, gso) in &groups {
+                let d = &scratch.planned[at];
+                sends.push(sys::Send {
+                    iov: &iovs[2 * at..2 * (at + count)],
+                    dest: sys::sockaddr_in(SocketAddrV4::new(self.group, d.port)),
+                    segment: gso.then(|| d.len() as u16),
+                });
+                at += count;
+            }
+            match sys::sendmmsg(self.socket.as_fd(), &sends) {
                 // The kernel takes at most UIO_MAXIOV at once, and stops early at an error it reports on the next
                 // call (which starts at the first datagram not sent).
-                Ok(n) if n > 0 => done += n,
+                Ok(n) if n > 0 => done += groups[..n].iter().map(|(count, _)| count).sum::<usize>(),
                 Ok(_) => std::thread::sleep(SEND_PAUSE),
+                // A kernel or a device that cannot segment (EIO: no checksum offload; EINVAL: a segment over the
+                // path's MTU): send one datagram per message from now on.
+                Err(e)
+                    if sends[0].segment.is_some()
+                        && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)) =>
+                {
+                    scratch.no_gso = true;
+                }
                 Err(e) => {
                     let d = &scratch.planned[done];
                     match on_send_error(e, self.group, SocketAddrV4::new(self.group, d.port)) {
@@ -168,5 +212,84 @@ impl Sender {
                 Err(e)
             }
         }
+    }
+}
+
+/// Most datagrams one segmented send carries (the kernel's UDP_MAX_SEGMENTS on older kernels).
+const GSO_SEGMENTS: usize = 64;
+/// Largest datagram sent segmented: within any usual MTU, since a segment may not be IP-fragmented (bigger ones are
+/// sent one by one, fragmented by IP as always).
+const GSO_MAX_DATAGRAM: usize = 1400;
+/// Most bytes one segmented send carries (one UDP datagram's limit).
+const GSO_MAX_TOTAL: usize = 65507;
+
+/// Cuts `planned` into sends of up to [`sys::MAX_MMSG`]: (datagrams, segmented?) each. With `gso`, a run of datagrams
+/// of one length to one port is one segmented send (the kernel cuts it back into exactly those datagrams).
+fn group(planned: &[Planned], gso: bool) -> Vec<(usize, bool)> {
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < planned.len() && groups.len() < sys::MAX_MMSG {
+        let (len, port) = (planned[i].len(), planned[i].port);
+        let mut count = 1;
+        if gso && len <= GSO_MAX_DATAGRAM {
+            while i + count < planned.len()
+                && count < GSO_SEGMENTS
+                && (count + 1) * len <= GSO_MAX_TOTAL
+                && planned[i + count].len() == len
+                && planned[i + count].port == port
+            {
+                count += 1;
+            }
+        }
+        groups.push((count, count > 1));
+        i += count;
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Receiver};
+    use std::time::Duration;
+
+    fn planned(lens: &[(usize, u16)]) -> Vec<Planned> {
+        lens.iter().enumerate().map(|(i, &(len, port))| Planned { header: 0..8, payload: 0..len - 8, message: i, port }).collect()
+    }
+
+    #[test]
+    fn runs_of_one_length_to_one_port_are_grouped() {
+        let p = planned(&[(21, 1), (21, 1), (21, 1), (30, 1), (30, 2), (30, 2), (2000, 2), (2000, 2), (21, 1)]);
+        assert_eq!(group(&p, true), [(3, true), (1, false), (2, true), (1, false), (1, false), (1, false)]);
+        assert_eq!(group(&p, false), vec![(1, false); 9]);
+        let many = planned(&vec![(21, 1); 150]);
+        assert_eq!(group(&many, true), [(64, true), (64, true), (22, true)]);
+        let big = planned(&vec![(1400, 1); 100]);
+        assert!(group(&big, true).iter().all(|&(n, _)| n * 1400 <= GSO_MAX_TOTAL));
+    }
+
+    #[test]
+    fn segmented_and_one_by_one_sends_deliver_the_same_datagrams() {
+        let port = 26000 + (std::process::id() % 1000) as u16 * 8 + 6;
+        let opts = [("recv_buf_size".to_string(), (16 << 20).to_string())];
+        let cfg = Config::from_url_parts(&format!("239.255.76.84:{port}"), &opts).unwrap().0;
+        let mut rx = Receiver::open(&cfg).unwrap();
+        let payloads: Vec<Vec<u8>> = (0..500usize).map(|i| vec![i as u8; [8, 8, 8, 100, 8, 1500, 70_000][i % 7]]).collect();
+        let batch: Vec<(&str, &[u8])> = payloads.iter().enumerate().map(|(i, p)| (["A", "B"][i / 50 % 2], p.as_slice())).collect();
+        let mut got = Vec::new();
+        for gso in [true, false] {
+            let mut tx = Sender::open(&cfg).unwrap();
+            tx.batch.no_gso |= !gso;
+            tx.send_batch(&batch).unwrap();
+            let mut seen = Vec::new();
+            while seen.len() < batch.len() {
+                let Some(m) = rx.recv(Some(Duration::from_secs(5))).unwrap() else { break };
+                seen.push((m.seq, m.channel, m.payload));
+            }
+            got.push(seen);
+        }
+        let expected: Vec<_> = batch.iter().enumerate().map(|(i, (c, p))| (i as u32, c.to_string(), p.to_vec())).collect();
+        assert!(got[0] == expected, "segmented: every datagram, in order");
+        assert!(got[1] == expected, "one by one: every datagram, in order");
     }
 }

@@ -140,13 +140,14 @@ impl Sender {
         if let Err(source) = probe.connect(SocketAddrV4::new(config.group, config.port)) {
             return Err(UdpmError::NoRoute { group: config.group, source });
         }
+        let socket: UdpSocket = socket.into();
         Ok(Sender {
-            socket: socket.into(),
+            batch: crate::batch::Scratch::for_socket(&socket),
+            socket,
             group: config.group,
             port: config.port,
             seq: 0,
             datagram: Vec::with_capacity(65536),
-            batch: Default::default(),
         })
     }
 

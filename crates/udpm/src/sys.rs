@@ -20,32 +20,64 @@ pub(crate) fn sockaddr_in(addr: SocketAddrV4) -> libc::sockaddr_in {
     }
 }
 
-/// Sends `datagrams[i]` (its slices back to back) to `dests[i]`, for as many as the kernel takes in one call (at most
-/// [`MAX_MMSG`]); returns how many it took, from the first. An error means the first one was not sent.
-pub(crate) fn sendmmsg(
-    fd: BorrowedFd<'_>,
-    datagrams: &[[IoSlice<'_>; 2]],
-    dests: &[libc::sockaddr_in],
-) -> io::Result<usize> {
-    assert_eq!(datagrams.len(), dests.len(), "one destination per datagram");
-    let n = datagrams.len().min(MAX_MMSG);
-    // Made per call: it holds raw pointers into this call's arguments (and so could not live in a `Send` sender).
+/// One `sendmsg` of a `sendmmsg` call: the slices of one datagram, or with `segment` the slices of several datagrams
+/// of `segment` bytes each (the last may be shorter) that the kernel cuts apart (UDP GSO: one trip down the stack).
+pub(crate) struct Send<'a> {
+    pub(crate) iov: &'a [IoSlice<'a>],
+    pub(crate) dest: libc::sockaddr_in,
+    pub(crate) segment: Option<u16>,
+}
+
+/// A control message carrying UDP_SEGMENT, laid out as CMSG_SPACE(2) bytes (the data right after the header).
+#[repr(C)]
+struct SegmentCmsg {
+    header: libc::cmsghdr,
+    size: u16,
+}
+
+/// Sends `sends`, for as many as the kernel takes in one call (at most [`MAX_MMSG`]); returns how many it took, from
+/// the first. An error means the first one was not sent.
+pub(crate) fn sendmmsg(fd: BorrowedFd<'_>, sends: &[Send<'_>]) -> io::Result<usize> {
+    let n = sends.len().min(MAX_MMSG);
+    // Made per call: they hold raw pointers into this call's arguments (and so could not live in a `Send` sender).
+    // Both are filled before any pointer into them is taken, and never grow after.
+    let mut cmsgs: Vec<SegmentCmsg> = Vec::with_capacity(n);
+    for send in &sends[..n] {
+        // SAFETY: cmsghdr is a plain C struct of integers, for which all zero bytes is a valid value.
+        #[allow(unsafe_code)]
+        let mut header: libc::cmsghdr = unsafe { std::mem::zeroed() };
+        // SAFETY: CMSG_LEN is arithmetic on its argument.
+        #[allow(unsafe_code)]
+        let len = unsafe { libc::CMSG_LEN(2) };
+        header.cmsg_len = len as _;
+        header.cmsg_level = libc::SOL_UDP;
+        header.cmsg_type = libc::UDP_SEGMENT;
+        cmsgs.push(SegmentCmsg { header, size: send.segment.unwrap_or(0) });
+    }
+    // SAFETY: CMSG_SPACE is arithmetic on its argument.
+    #[allow(unsafe_code)]
+    let space = unsafe { libc::CMSG_SPACE(2) } as usize;
+    debug_assert!(space <= std::mem::size_of::<SegmentCmsg>());
     let mut headers: Vec<libc::mmsghdr> = Vec::with_capacity(n);
-    for (iov, dest) in datagrams[..n].iter().zip(dests) {
+    for (send, cmsg) in sends[..n].iter().zip(&mut cmsgs) {
         // SAFETY: msghdr and mmsghdr are plain C structs of integers and pointers, for which all zero bytes is a
         // valid value (null pointers, zero lengths); zeroing also covers padding fields some libcs declare.
         #[allow(unsafe_code)]
         let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-        h.msg_hdr.msg_name = (dest as *const libc::sockaddr_in).cast_mut().cast();
+        h.msg_hdr.msg_name = (&send.dest as *const libc::sockaddr_in).cast_mut().cast();
         h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
         // IoSlice is guaranteed ABI-compatible with iovec on Unix.
-        h.msg_hdr.msg_iov = iov.as_ptr().cast_mut().cast();
-        h.msg_hdr.msg_iovlen = iov.len() as _;
+        h.msg_hdr.msg_iov = send.iov.as_ptr().cast_mut().cast();
+        h.msg_hdr.msg_iovlen = send.iov.len() as _;
+        if send.segment.is_some() {
+            h.msg_hdr.msg_control = (cmsg as *mut SegmentCmsg).cast();
+            h.msg_hdr.msg_controllen = space as _;
+        }
         headers.push(h);
     }
-    // SAFETY: every header points at a sockaddr_in in `dests` and at two iovecs in `datagrams`, whose buffers the
-    // IoSlices borrow; all of them outlive this call, and the kernel only reads them (it writes msg_len, inside
-    // `headers`). `n` is the length of `headers`.
+    // SAFETY: every header points at the sockaddr_in and the iovecs of one `Send` (whose buffers the IoSlices
+    // borrow) and at most at one control message in `cmsgs`; all of them outlive this call, and the kernel only
+    // reads them (it writes msg_len, inside `headers`). `n` is the length of `headers`.
     #[allow(unsafe_code)]
     let sent = unsafe { libc::sendmmsg(fd.as_raw_fd(), headers.as_mut_ptr(), n as libc::c_uint, 0) };
     if sent < 0 {
