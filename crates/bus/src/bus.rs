@@ -922,8 +922,10 @@ impl Bus {
             Ok(()) => batch.len(),
             Err(e) => (e.sent + 1).min(batch.len()),
         };
+        // One clock read for the batch: its messages are published at one instant.
+        let now = nerve_udpm::now_utime();
         for &(channel, data) in &batch[..reached] {
-            self.core.route_bytes(channel, Cow::Borrowed(data), nerve_udpm::now_utime());
+            self.core.route_bytes(channel, Cow::Borrowed(data), now);
         }
         result
     }
