@@ -8,7 +8,8 @@
 //! Where the kernel segments UDP (GSO, Linux 4.18+), a run of datagrams of one length (up to 1400 bytes) to one port
 //! is handed over as one `sendmsg` with a UDP_SEGMENT control message: the kernel goes down the stack once and cuts
 //! the run back into exactly those datagrams, each with its own UDP and IP header, so receivers (LCM's included) see
-//! the same datagrams as from single sends. A kernel or device that refuses it turns it off for the sender.
+//! the same datagrams as from single sends. A kernel or device that refuses it turns it off for the sender, and so
+//! does the URL option `gso=0`.
 
 use std::io::IoSlice;
 use std::net::SocketAddrV4;
@@ -70,11 +71,11 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
-    /// Scratch space for a sender's socket, asking the kernel once whether it segments UDP (a kernel that does not
-    /// has no UDP_SEGMENT socket option).
-    pub(crate) fn for_socket(socket: &std::net::UdpSocket) -> Scratch {
+    /// Scratch space for a sender's socket, with `gso` asking the kernel once whether it segments UDP (a kernel
+    /// that does not has no UDP_SEGMENT socket option).
+    pub(crate) fn for_socket(socket: &std::net::UdpSocket, gso: bool) -> Scratch {
         use nix::sys::socket::{getsockopt, sockopt::UdpGsoSegment};
-        Scratch { no_gso: getsockopt(socket, UdpGsoSegment).is_err(), ..Scratch::default() }
+        Scratch { no_gso: !gso || getsockopt(socket, UdpGsoSegment).is_err(), ..Scratch::default() }
     }
 }
 

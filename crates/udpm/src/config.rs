@@ -38,6 +38,9 @@ pub struct Config {
     pub limits: Limits,
     /// Multi-port mode (LCM's `mpudpm`): channels spread over this many ports from `port` on.
     pub ports: Option<u16>,
+    /// Whether batched sends may hand the kernel runs of equal-length datagrams to segment (UDP GSO, where the kernel
+    /// has it); `gso=0` turns it off (the datagrams are the same either way).
+    pub gso: bool,
 }
 
 impl Default for Config {
@@ -50,6 +53,7 @@ impl Default for Config {
             interface: Interface::Default,
             limits: Limits::default(),
             ports: None,
+            gso: true,
         }
     }
 }
@@ -140,6 +144,13 @@ impl Config {
                             .ok_or_else(|| bad(value, "nports must be 1..65535"))?,
                     )
                 }
+                "gso" => {
+                    c.gso = match value.as_str() {
+                        "0" | "false" | "off" => false,
+                        "1" | "true" | "on" | "" => true,
+                        _ => return Err(bad(value, "gso must be 0 or 1")),
+                    }
+                }
                 // LCM accepts and ignores this obsolete option; so do we, silently.
                 "transmit_only" => {}
                 _ => unknown.push(key.clone()),
@@ -179,6 +190,9 @@ mod tests {
         assert_eq!((c.port, c.ttl, c.recv_buf_size), (4096, 1, Some(4194304)));
         assert_eq!(c.interface, Interface::Name("lo".into()));
         assert_eq!(unknown, ["bogus"]);
+        assert!(c.gso);
+        assert!(!Config::from_url_parts("", &opts(&[("gso", "0")])).unwrap().0.gso);
+        assert!(Config::from_url_parts("", &opts(&[("gso", "2")])).is_err());
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl Sender {
         }
         let socket: UdpSocket = socket.into();
         Ok(Sender {
-            batch: crate::batch::Scratch::for_socket(&socket),
+            batch: crate::batch::Scratch::for_socket(&socket, config.gso),
             socket,
             group: config.group,
             port: config.port,
