@@ -10,7 +10,8 @@ DIR holds the generated packages. The manifest lists the cases: the LCM type, a 
 decode then encode must give the reference bytes back, and the projections the expected values; a mismatch prints
 an {"error": ...} line and exits 1. Output: one JSON object per line, {"case", "metric", "ns"} with the median time
 of one operation in nanoseconds, or {"unavailable": reason} if the generated code cannot be imported; nerve-python
-first prints {"info": ...} saying whether the native accelerator is in use (nerve_lcm.NATIVE), which the bench shows.
+first prints {"info": ...} saying whether the native accelerator is in use (nerve_lcm.NATIVE), which the bench shows,
+and per LiDAR case an info line with its decode + read-all time through objects (its full_projection reads numpy).
 """
 
 import argparse
