@@ -3,9 +3,10 @@
 //! - **logger keep-up**: a source process publishes 800-byte messages over udpm at the echo suite's highest target
 //!   rate (50 MB/s, 62,500 msg/s) and as fast as it can; `nerve log` and the real `lcm-logger` each record it (one
 //!   at a time); the row counts the messages in the file against those sent.
-//! - **player**: a log of small messages (8-byte payloads) played at `--speed 0` by `nerve play` to `memq://` (no
-//!   transport: the reader and the play loop alone), by `nerve play` to udpm, and by the real `lcm-logplayer -s 0`
-//!   to udpm; messages per second of wall time, process start included.
+//! - **player** (`player.rs`): a log of small messages (8-byte payloads) played at `--speed 0` by `nerve play` to
+//!   `memq://` (no transport: the reader and the play loop alone), by `nerve play` to udpm, and by the real
+//!   `lcm-logplayer -s 0` to udpm; messages per second of wall time, process start included; to udpm with nothing
+//!   listening, then with the real `lcm-logger` recording (how many it received).
 //! - **export**: a mixed log (seed types: image_t, laser_t, path_t, lidar_t) exported by `nerve export` to each
 //!   format, in MB of log (input) per second, against copying the same file (page cache, and with fsync: "disk
 //!   speed"); the text formats write more bytes than they read, and the row says how many (out MB). Then end to
@@ -23,6 +24,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::data;
+
+mod player;
 
 /// The echo suite's message size and highest target rate (bench/src/echo: 50 MB/s of 800-byte messages).
 const MSG_SIZE: usize = 800;
@@ -210,7 +213,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
         std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
     ));
     logger_rows(&out, &t, &dir, quick);
-    player_rows(&out, &t, &dir, quick);
+    player::rows(&out, &t, &dir, quick);
     export_rows(&out, &t, &dir, quick);
     let _ = std::fs::remove_dir_all(&dir);
     0
@@ -334,66 +337,6 @@ fn write_log(path: &Path, events: impl Iterator<Item = (i64, String, Vec<u8>)>) 
     }
     w.flush()?;
     Ok(bytes)
-}
-
-fn player_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
-    let n: u64 = if quick { 300_000 } else { 3_000_000 };
-    let reps = if quick { 1 } else { 3 };
-    let file = dir.join("small.lcmlog");
-    let made =
-        write_log(&file, (0..n).map(|i| (1_700_000_000_000_000 + i as i64, "PLAY".to_owned(), (i as u64).to_be_bytes().to_vec())));
-    out.text("");
-    out.text(&format!(
-        "player: {n} messages of 8 bytes at speed 0 (as fast as possible), wall time of the process; median of {reps}"
-    ));
-    if let Err(e) = made {
-        return out.text(&format!("  unavailable: writing the log: {e}"));
-    }
-    out.text(&format!("{:<44} {:>12} {:>8}", "player", "msgs/s", "vs lcm"));
-    let port = base_port() + 100;
-    let udpm = format!("udpm://{GROUP}:{port}?ttl=0");
-    let mut rows: Vec<(String, Result<f64, String>)> = Vec::new();
-    let run = |mut c: Command| -> Result<f64, String> {
-        let mut v = Vec::new();
-        for _ in 0..reps {
-            v.push(n as f64 / timed(&mut c)?);
-        }
-        Ok(median(v))
-    };
-    let lcm = match &t.lcm_logplayer {
-        Ok(p) => {
-            let mut c = Command::new(p);
-            c.args(["-s", "0", "-l", &udpm]).arg(&file);
-            run(c)
-        }
-        Err(e) => Err(e.clone()),
-    };
-    for (name, url) in [("nerve play --url memq:// (no transport)", "memq://"), ("nerve play --url udpm://", udpm.as_str())] {
-        let r = match &t.nerve {
-            Ok(nv) => {
-                let mut c = Command::new(nv);
-                c.args(["play", "-q", "--speed", "0", "--url", url]).arg(&file);
-                run(c)
-            }
-            Err(e) => Err(e.clone()),
-        };
-        rows.push((name.to_owned(), r));
-    }
-    rows.push(("lcm-logplayer -s 0 -l udpm://".to_owned(), lcm.clone()));
-    for (name, r) in rows {
-        match r {
-            Ok(rate) => {
-                let ratio = lcm.as_ref().map(|l| format!("{:.2}x", rate / l)).unwrap_or_else(|_| "-".into());
-                out.row(
-                    format!("{name:<44} {rate:>12.0} {ratio:>8}"),
-                    json!({"suite": "log", "figure": "player", "system": name, "msgs_per_s": rate, "messages": n,
-                           "vs_lcm_logplayer": lcm.as_ref().ok().map(|l| rate / l)}),
-                );
-            }
-            Err(e) => out.text(&format!("{name:<44} unavailable: {e}")),
-        }
-    }
-    let _ = std::fs::remove_file(&file);
 }
 
 /// The export rows' input: per cycle 1 image_t (300 KB), 40 laser_t, 10 path_t, 10 lidar_t of 1000 points and 10
