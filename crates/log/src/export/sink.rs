@@ -5,7 +5,10 @@
 //! thread has finished with, so nothing is copied and big buffers are reused rather than faulted in again) or small
 //! pieces ([`Sink::write`], gathered per file into pieces of about [`OUT_CHUNK`]). Buffers are written in the order
 //! they were handed over; at most [`IN_FLIGHT`] wait, so a slow disk holds the exporter back instead of filling
-//! memory. A write error stops all writing; it is reported by the next call, with the file's path.
+//! memory. Every [`SYNC_EVERY`] bytes of a file a third thread syncs the file's data (`fdatasync`) behind the
+//! writer, so that the disk writes while the next text is made rather than all at the end; at the end the writer
+//! syncs every file, so the output is on the disk when the export returns (as `--to lcm`'s is). A write error stops all writing; it is reported by the next call, with the file's
+//! path.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -19,6 +22,9 @@ use super::{ExportError, OUT_CHUNK};
 
 /// Buffers handed over and not yet written, at most.
 pub(crate) const IN_FLIGHT: usize = 4;
+/// Bytes written to a file between two `fdatasync`s: the disk writes while the next text is made, and no more
+/// than this is left for the last one.
+const SYNC_EVERY: usize = 32 << 20;
 /// Written buffers kept for reuse, at most: enough for every part of a batch (see `batch`) and those in flight.
 const SPARES: usize = 96;
 
@@ -50,28 +56,56 @@ impl Sink {
         let thread = std::thread::Builder::new()
             .name("nerve-export-write".into())
             .spawn(move || {
-                let mut files = Vec::new();
-                let mut error = None;
-                for msg in rx {
-                    match msg {
-                        Msg::Open(f) => files.push(f),
-                        Msg::Data(i, mut buf) => {
-                            if error.is_none() {
-                                if let Err(e) = files[i].write_all(&buf) {
-                                    flag.store(true, Ordering::Release);
-                                    error = Some((i, e));
-                                }
+                let (sync_tx, sync_rx) = sync_channel::<(usize, File)>(1);
+                std::thread::scope(|s| {
+                    // Syncs files behind the writer: `fdatasync` blocks this thread, not the writes.
+                    let syncer = std::thread::Builder::new()
+                        .name("nerve-export-sync".into())
+                        .spawn_scoped(s, move || {
+                            for (i, f) in sync_rx {
+                                sync(&f).map_err(|e| (i, e))?;
                             }
-                            buf.clear();
-                            // Full of spares already: this one is dropped.
-                            let _ = spare_tx.try_send(buf);
+                            Ok(())
+                        })
+                        .ok();
+                    let mut files: Vec<(File, usize)> = Vec::new();
+                    let mut error = None;
+                    for msg in rx {
+                        match msg {
+                            Msg::Open(f) => files.push((f, 0)),
+                            Msg::Data(i, mut buf) => {
+                                if error.is_none() {
+                                    let (f, unsynced) = &mut files[i];
+                                    *unsynced += buf.len();
+                                    if let Err(e) = f.write_all(&buf) {
+                                        flag.store(true, Ordering::Release);
+                                        error = Some((i, e));
+                                    } else if *unsynced >= SYNC_EVERY {
+                                        *unsynced = 0;
+                                        // Busy with the last one: this one waits for the next or the end.
+                                        if let Ok(clone) = f.try_clone() {
+                                            let _ = sync_tx.try_send((i, clone));
+                                        }
+                                    }
+                                }
+                                buf.clear();
+                                // Full of spares already: this one is dropped.
+                                let _ = spare_tx.try_send(buf);
+                            }
                         }
                     }
-                }
-                match error {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                }
+                    drop(sync_tx);
+                    if let Some(Ok(Err(e))) = syncer.map(|t| t.join()) {
+                        error = error.or(Some(e));
+                    }
+                    if error.is_none() {
+                        error = files.iter().enumerate().find_map(|(i, (f, _))| sync(f).err().map(|e| (i, e)));
+                    }
+                    match error {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    }
+                })
             })
             .ok();
         Sink { paths: Vec::new(), pending: Vec::new(), tx: thread.as_ref().map(|_| tx), spare, failed, thread, inline: Vec::new() }
@@ -175,6 +209,14 @@ impl Sink {
                 io::Error::other("the export's writer thread panicked"),
             )),
         }
+    }
+}
+
+/// `fdatasync`; a file that cannot be synced (`/dev/null`, a pipe) is not an error.
+fn sync(f: &File) -> io::Result<()> {
+    match f.sync_data() {
+        Err(e) if matches!(e.kind(), io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported) => Ok(()),
+        r => r,
     }
 }
 
