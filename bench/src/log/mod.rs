@@ -401,7 +401,7 @@ fn disk_write(path: &Path, bytes: u64) -> Result<f64, String> {
 /// One repetition of an export row: its figures and the disk's write rate measured right after it.
 #[derive(Clone, Copy)]
 struct ExportRun {
-    /// MB of input per second of the process alone (output left in the page cache): the old column.
+    /// MB of input per second of the process alone: the old column.
     in_rate: f64,
     /// MB of input per second, the process and then an fsync of its output.
     in_rate_synced: f64,
@@ -424,7 +424,7 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     out.text("");
     out.text(&format!(
         "export: a {mb:.0} MB log of seed types (image_t, laser_t, path_t, lidar_t) from the page cache; median of {reps}.\n\
-         \x20 MB/s: MB of log (input) per second of the process, start included, output left in the page cache; vs copy, \
+         \x20 MB/s: MB of log (input) per second of the process, start included (nerve export syncs its output before it exits); vs copy, \
          vs copy+sync: that over a copy of the log (std::fs::copy) without, with fsync; out MB: what it wrote.\n\
          \x20 End to end (+sync): the process, then an fsync of everything it wrote. in+sync: MB of input per second, \
          vs c+s: over copy+fsync (input-based). out+sync: MB of output per second; disk: the disk's write rate \

@@ -3,7 +3,7 @@
 //! (or `NERVE_TYPES`); messages no type decodes are exported raw with the reason. A progress bar shows on a
 //! terminal. A damaged log is exported up to and past the damage, which is reported (exit status 1). `--to lcm`
 //! copies the matching events into a new log with Nerve's writer (lcm-logfilter's job, and a repaired copy of a
-//! damaged log).
+//! damaged log). Every format's files are synced to the disk before it exits.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
