@@ -1,6 +1,6 @@
 //! The log suite's player rows: a log of small messages played as fast as possible by `nerve play` (to `memq://`
 //! and to udpm) and by the real `lcm-logplayer`, first with nothing listening on the port, then with the real
-//! `lcm-logger` recording, which says how many of the messages a real subscriber received.
+//! `lcm-logger` and with `nerve log` recording, which say how many of the messages a real subscriber received.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -13,20 +13,30 @@ use super::{base_port, count_events, median, sigint, timed, wait_bounded, write_
 /// The channel of the played messages.
 const CHANNEL: &str = "PLAY";
 
-/// Plays `file` (of `n` events) with `cmd` while the real lcm-logger records `url`; the player's messages per
-/// second and how many events on [`CHANNEL`] the logger recorded.
-fn with_listener(t: &Tools, dir: &Path, url: &str, n: u64, mut cmd: Command) -> Result<(f64, u64), String> {
-    let logger = t.lcm_logger.as_ref().map_err(|e| e.clone())?;
+/// The loggers that listen in the last rows.
+const LISTENERS: [&str; 2] = ["lcm-logger", "nerve log"];
+
+/// Plays `file` (of `n` events) with `cmd` while `listener` (one of [`LISTENERS`]) records `url`; the player's
+/// messages per second and how many events on [`CHANNEL`] the logger recorded.
+fn with_listener(t: &Tools, dir: &Path, listener: &str, url: &str, n: u64, mut cmd: Command) -> Result<(f64, u64), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = dir.join("listened.lcmlog");
     let _ = std::fs::remove_file(&out);
-    let mut child = Command::new(logger)
-        .args(["-q", "-f", &format!("--lcm-url={url}")])
+    let mut logger = if listener == "nerve log" {
+        let mut c = Command::new(t.nerve.as_ref().map_err(|e| e.clone())?);
+        c.args(["log", "-q", "-f", "--url", url]);
+        c
+    } else {
+        let mut c = Command::new(t.lcm_logger.as_ref().map_err(|e| e.clone())?);
+        c.args(["-q", "-f", &format!("--lcm-url={url}")]);
+        c
+    };
+    let mut child = logger
         .arg(&out)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("starting lcm-logger: {e}"))?;
+        .map_err(|e| format!("starting {listener}: {e}"))?;
     std::thread::sleep(Duration::from_millis(1000));
     let played = timed(&mut cmd);
     // lcm-logger writes an event only when a later one arrives: a few tail messages on another channel.
@@ -36,11 +46,14 @@ fn with_listener(t: &Tools, dir: &Path, url: &str, n: u64, mut cmd: Command) -> 
     let stopped = wait_bounded(&mut child, Duration::from_secs(30));
     let secs = played?;
     tail.map_err(|e| format!("tail messages: {e}"))?;
-    stopped.map_err(|e| format!("lcm-logger {e}"))?;
+    stopped.map_err(|e| format!("{listener} {e}"))?;
     let recorded = count_events(&out, CHANNEL)?;
     let _ = std::fs::remove_file(&out);
     Ok((n as f64 / secs, recorded))
 }
+
+/// A row: its name, messages per second and how many the listener received (if one did), the peer's rate.
+type Row = (String, Result<(f64, Option<u64>), String>, Option<f64>);
 
 pub(super) fn rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     let n: u64 = if quick { 300_000 } else { 3_000_000 };
@@ -48,16 +61,17 @@ pub(super) fn rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     let file = dir.join("small.lcmlog");
     let made = write_log(
         &file,
-        (0..n).map(|i| (1_700_000_000_000_000 + i as i64, CHANNEL.to_owned(), (i as u64).to_be_bytes().to_vec())),
+        (0..n).map(|i| (1_700_000_000_000_000 + i as i64, CHANNEL.to_owned(), i.to_be_bytes().to_vec())),
     );
     out.text("");
     out.text(&format!(
         "player: {n} messages of 8 bytes at speed 0 (as fast as possible), wall time of the process; median of {reps}. \
          In the first rows nothing listens on the port: the kernel goes down the whole send path and loops each \
          datagram back, then drops it at the UDP layer (nerve play's segmented sends of up to 64 datagrams, UDP \
-         GSO, are dropped whole there, which flatters them; gso=0: sendmmsg alone, one datagram per sendmsg); in the last rows the real lcm-logger \
-         (recv_buf_size=2 MB, as the echo suite) records the port, every datagram is cut apart and queued to it, and \
-         `received` is what it wrote to its log (one run each)"
+         GSO, are dropped whole there, which flatters them; gso=0: sendmmsg alone, one datagram per sendmsg); in the last rows a logger (the real lcm-logger, \
+         then nerve log; recv_buf_size=2 MB, as the echo suite) records the port, every datagram is cut apart and \
+         queued to it, and `received` is what it wrote to its log (one run each: how much of a burst at that rate a \
+         real subscriber takes, its socket buffer's and its own queue's drops included)"
     ));
     if let Err(e) = made {
         return out.text(&format!("  unavailable: writing the log: {e}"));
@@ -86,27 +100,23 @@ pub(super) fn rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
         Ok(c)
     };
     let lcm = lcm_player(&udpm).and_then(run);
-    let lcm_listened = lcm_player(&listened).and_then(|c| with_listener(t, dir, &listened, n, c));
-    let rows: Vec<(&str, Result<(f64, Option<u64>), String>, Option<f64>)> = vec![
-        ("nerve play --url memq:// (no transport)", nerve("memq://").and_then(run).map(|r| (r, None)), lcm.clone().ok()),
-        ("nerve play --url udpm://, nothing listening", nerve(&udpm).and_then(run).map(|r| (r, None)), lcm.clone().ok()),
+    let mut rows: Vec<Row> = vec![
+        ("nerve play --url memq:// (no transport)".into(), nerve("memq://").and_then(run).map(|r| (r, None)), lcm.clone().ok()),
+        ("nerve play --url udpm://, nothing listening".into(), nerve(&udpm).and_then(run).map(|r| (r, None)), lcm.clone().ok()),
         (
-            "nerve play --url udpm://?gso=0, nothing listening",
+            "nerve play --url udpm://?gso=0, nothing listening".into(),
             nerve(&format!("{udpm}&gso=0")).and_then(run).map(|r| (r, None)),
             lcm.clone().ok(),
         ),
-        ("lcm-logplayer -s 0 -l udpm://, nothing listening", lcm.clone().map(|r| (r, None)), lcm.clone().ok()),
-        (
-            "nerve play --url udpm://, lcm-logger listening",
-            nerve(&listened).and_then(|c| with_listener(t, dir, &listened, n, c)).map(|(r, got)| (r, Some(got))),
-            lcm_listened.as_ref().ok().map(|l| l.0),
-        ),
-        (
-            "lcm-logplayer -s 0, lcm-logger listening",
-            lcm_listened.clone().map(|(r, got)| (r, Some(got))),
-            lcm_listened.as_ref().ok().map(|l| l.0),
-        ),
+        ("lcm-logplayer -s 0 -l udpm://, nothing listening".into(), lcm.clone().map(|r| (r, None)), lcm.clone().ok()),
     ];
+    for listener in LISTENERS {
+        let lcm_listened = lcm_player(&listened).and_then(|c| with_listener(t, dir, listener, &listened, n, c));
+        let nerve_listened = nerve(&listened).and_then(|c| with_listener(t, dir, listener, &listened, n, c));
+        let peer = lcm_listened.as_ref().ok().map(|l| l.0);
+        rows.push((format!("nerve play --url udpm://, {listener} listening"), nerve_listened.map(|(r, g)| (r, Some(g))), peer));
+        rows.push((format!("lcm-logplayer -s 0, {listener} listening"), lcm_listened.map(|(r, g)| (r, Some(g))), peer));
+    }
     for (name, r, peer) in rows {
         match r {
             Ok((rate, received)) => {
@@ -115,7 +125,8 @@ pub(super) fn rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                 out.row(
                     format!("{name:<48} {rate:>12.0} {ratio:>8} {got:>16}"),
                     json!({"suite": "log", "figure": "player", "system": name, "msgs_per_s": rate, "messages": n,
-                           "listener": received.map(|_| "lcm-logger"), "received": received,
+                           "listener": received.map(|_| name.split(", ").nth(1).unwrap_or("").trim_end_matches(" listening")),
+                           "received": received,
                            "vs_lcm_logplayer": peer.map(|l| rate / l)}),
                 );
             }
