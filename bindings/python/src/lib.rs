@@ -22,6 +22,15 @@
 //! dominated messages with many of them. Encoding such a member takes a tuple, a list or a numpy array, like any
 //! primitive array.
 //!
+//! # Freeing
+//!
+//! Decoding a message of many small structs spends about as long freeing them again as making them, and CPython's
+//! generic deallocator of Python classes (`subtype_dealloc`) was the largest part of that. When a plan compiles, a
+//! plain slotted class straight under `object` with no finalizer gets [`plain_dealloc`] instead: untrack, clear the
+//! slots, free, drop the reference to the class - what `subtype_dealloc` does for such a class, without its general
+//! steps. Python subclasses keep CPython's deallocator, which calls this one for the base part; a class given a
+//! `__del__` later goes back to CPython's; a long chain of instances is freed in a loop, as CPython's trashcan does.
+//!
 //! # The key design decision: a fast path, never a second semantics
 //!
 //! The pure-Python code stays the definition. The native codec handles the common forms exactly (`bytes` input,
@@ -40,9 +49,10 @@
 #![allow(unsafe_code)]
 #![allow(clippy::missing_safety_doc)]
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use numpy::npyffi::{self, npy_intp, NpyTypes, PyArrayObject, PyArray_Descr, PY_ARRAY_API};
@@ -502,6 +512,10 @@ fn build_plan(
                 m.offset >= std::mem::size_of::<ffi::PyObject>() as isize && m.offset < (*t).tp_basicsize
             })
     };
+    if plain_alloc {
+        // SAFETY: GIL held; `cls` is a live plain slotted class (checked just above), kept alive by the plan.
+        unsafe { install_plain_dealloc(cls.as_ptr() as *mut ffi::PyTypeObject) };
+    }
     Ok(Plan {
         cls: cls.as_ptr() as *mut ffi::PyTypeObject,
         plain_alloc,
@@ -970,6 +984,145 @@ fn is_ascii(b: &[u8]) -> bool {
         tail |= *x;
     }
     (acc & 0x8080_8080_8080_8080) == 0 && tail < 0x80
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Freeing
+
+/// CPython's deallocator of heap classes (`subtype_dealloc`), as found on the first class given [`plain_dealloc`];
+/// handed back to a class that gains a finalizer.
+static GENERIC_DEALLOC: AtomicUsize = AtomicUsize::new(0);
+
+/// How many [`plain_dealloc`] calls are nested on this thread, and the instances put off until the outermost one
+/// returns (CPython's trashcan, for our frames: a long chain of instances is freed in a loop, not by recursion).
+const FREE_NESTING: u32 = 50;
+thread_local! {
+    static FREEING: Cell<u32> = const { Cell::new(0) };
+    static FREE_LATER: RefCell<Vec<(*mut ffi::PyObject, *mut ffi::PyTypeObject)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Gives a plain slotted class (`Plan::plain_alloc`) [`plain_dealloc`] in place of CPython's `subtype_dealloc`,
+/// whose general steps (finalizers, weak references, `__dict__`, untrack then track again around the slots, a walk
+/// of the bases twice) were an eighth of decoding a message of many small structs and freeing it again. Only for a
+/// heap class straight under `object`, with no finalizer, freed by `PyObject_GC_Del`, as the generator writes them.
+unsafe fn install_plain_dealloc(t: *mut ffi::PyTypeObject) {
+    let Some(cur) = (*t).tp_dealloc else { return };
+    let cur = cur as usize;
+    if cur == plain_dealloc as *const () as usize {
+        return;
+    }
+    if (*t).tp_base != std::ptr::addr_of_mut!(ffi::PyBaseObject_Type)
+        || (*t).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0
+        || (*t).tp_finalize.is_some()
+        || (*t).tp_del.is_some()
+        || (*t).tp_free.map(|f| f as usize) != Some(ffi::PyObject_GC_Del as *const () as usize)
+    {
+        return;
+    }
+    match GENERIC_DEALLOC.compare_exchange(0, cur, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => {}
+        Err(g) if g == cur => {}
+        Err(_) => return, // not the deallocator the other classes had: leave this one alone
+    }
+    (*t).tp_dealloc = Some(plain_dealloc);
+}
+
+/// `tp_dealloc` of the plain slotted classes: what `subtype_dealloc` does for them, without its general steps.
+///
+/// It is called for an instance of the class, or, as the base's deallocator, by `subtype_dealloc` of a Python
+/// subclass, which has already run the finalizer, cleared the subclass's own slots, `__dict__` and weak references;
+/// either way what is left is the class's slots (every word between the object header and its `tp_basicsize`,
+/// checked when the plan compiled), the memory (`tp_free`) and the instance's reference to its type.
+unsafe extern "C" fn plain_dealloc(obj: *mut ffi::PyObject) {
+    let tp = ffi::Py_TYPE(obj);
+    // the class whose dealloc this is: `tp` itself or its nearest base with this dealloc
+    let mut layer = tp;
+    while (*layer).tp_dealloc.map(|f| f as usize) != Some(plain_dealloc as *const () as usize) {
+        layer = (*layer).tp_base;
+        if layer.is_null() {
+            // cannot happen: only reached through a class that has this dealloc
+            std::process::abort();
+        }
+    }
+    if layer == tp && ((*tp).tp_finalize.is_some() || (*tp).tp_del.is_some()) {
+        // A finalizer was given to the class later (`cls.__del__ = f`): it goes back to CPython's dealloc, for good.
+        // SAFETY: GENERIC_DEALLOC was set from this class's own tp_dealloc before this one replaced it.
+        let generic: ffi::destructor = std::mem::transmute(GENERIC_DEALLOC.load(Ordering::Relaxed));
+        (*tp).tp_dealloc = Some(generic);
+        return generic(obj);
+    }
+    // SAFETY: `obj` is a GC object (refcount 0) being freed; untracking an untracked object does nothing.
+    ffi::PyObject_GC_UnTrack(obj as *mut c_void);
+    if only_leaves(obj, layer) {
+        // nothing this frees can come back here without passing through a container's own trashcan
+        return free_plain(obj, layer);
+    }
+    let depth = FREEING.with(|d| d.get());
+    if depth >= FREE_NESTING {
+        FREE_LATER.with(|l| l.borrow_mut().push((obj, layer)));
+        return;
+    }
+    FREEING.with(|d| d.set(depth + 1));
+    free_plain(obj, layer);
+    if depth == 0 {
+        while let Some((o, l)) = FREE_LATER.with(|l| l.borrow_mut().pop()) {
+            free_plain(o, l);
+        }
+    }
+    FREEING.with(|d| d.set(depth));
+}
+
+/// Whether every slot of `obj` holds NULL, None, or an object of an exact type whose dealloc frees no object of ours
+/// or puts itself in CPython's trashcan (str, bytes, int, bool, float; tuple, list): then freeing `obj` needs no
+/// nesting count of its own.
+#[inline]
+unsafe fn only_leaves(obj: *mut ffi::PyObject, layer: *mut ffi::PyTypeObject) -> bool {
+    let word = std::mem::size_of::<*mut ffi::PyObject>() as isize;
+    let mut off = std::mem::size_of::<ffi::PyObject>() as isize;
+    while off < (*layer).tp_basicsize {
+        // SAFETY: as in free_plain.
+        let v = *slot(obj, off);
+        if !v.is_null() && v != ffi::Py_None() {
+            let t = ffi::Py_TYPE(v);
+            let leaf = t == std::ptr::addr_of_mut!(ffi::PyUnicode_Type)
+                || t == std::ptr::addr_of_mut!(ffi::PyFloat_Type)
+                || t == std::ptr::addr_of_mut!(ffi::PyTuple_Type)
+                || t == std::ptr::addr_of_mut!(ffi::PyLong_Type)
+                || t == std::ptr::addr_of_mut!(ffi::PyList_Type)
+                || t == std::ptr::addr_of_mut!(ffi::PyBytes_Type)
+                || t == std::ptr::addr_of_mut!(ffi::PyBool_Type);
+            if !leaf {
+                return false;
+            }
+        }
+        off += word;
+    }
+    true
+}
+
+/// Clears the slots of an untracked instance being freed, frees it and drops its reference to its type.
+unsafe fn free_plain(obj: *mut ffi::PyObject, layer: *mut ffi::PyTypeObject) {
+    let word = std::mem::size_of::<*mut ffi::PyObject>() as isize;
+    let mut off = std::mem::size_of::<ffi::PyObject>() as isize;
+    while off < (*layer).tp_basicsize {
+        // SAFETY: the words from the header to tp_basicsize are the class's object slots (build_plan checked it);
+        // each is cleared before its reference is dropped, as CPython's clear_slots does.
+        let p = slot(obj, off);
+        let v = *p;
+        if !v.is_null() {
+            *p = null_mut();
+            ffi::Py_DECREF(v);
+        }
+        off += word;
+    }
+    let tp = ffi::Py_TYPE(obj);
+    match (*tp).tp_free {
+        Some(free) => free(obj as *mut c_void),
+        None => ffi::PyObject_GC_Del(obj as *mut c_void),
+    }
+    // an instance of a heap class holds a reference to it (its subclass's subtype_dealloc leaves that to its base's
+    // dealloc when the base is a heap class, as here)
+    ffi::Py_DECREF(tp as *mut ffi::PyObject);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
