@@ -655,20 +655,17 @@ unsafe fn decode_struct(plan: &Plan, input: &Input, off: &mut usize, depth: u32)
     let obj = if plan.plain_alloc {
         // SAFETY: GIL held; `cls` is a live GC type whose tp_alloc is PyType_GenericAlloc with no items and no
         // pre-header (checked in build_plan): _PyObject_GC_New makes the same object (class referenced, refcount 1)
-        // without zeroing it or tracking it yet. Every slot is set to NULL here first, so a partly filled object can
-        // be released with Py_DECREF; it is handed to the GC once complete.
-        let o = check(_PyObject_GC_New(cls))?;
-        for m in &plan.members {
-            *slot(o, m.offset) = null_mut();
-        }
-        o
+        // without zeroing it or tracking it yet. Every slot is set below, in member order; on a failure the slots
+        // not set yet are set to NULL before the object is released with Py_DECREF. It is handed to the GC once
+        // complete (nothing reads a slot before: counts come from earlier members).
+        check(_PyObject_GC_New(cls))?
     } else {
         let alloc = (*cls).tp_alloc.ok_or(Fallback)?;
         // SAFETY: GIL held; `cls` is a live type (kept alive by the plan); its tp_alloc gives a zeroed, tracked
         // instance (every slot NULL), so a partly filled object can be released with Py_DECREF.
         check(alloc(cls, 0))?
     };
-    for m in &plan.members {
+    for (i, m) in plan.members.iter().enumerate() {
         let r = match m.fast {
             Fast::Scalar(p) => decode_scalar(p, input, off),
             Fast::Tuple(p, n) => decode_tuple(p, n, input, off),
@@ -683,6 +680,12 @@ unsafe fn decode_struct(plan: &Plan, input: &Input, off: &mut usize, depth: u32)
             // and takes over the new reference.
             Ok(v) => *slot(obj, m.offset) = v,
             Err(f) => {
+                if plan.plain_alloc {
+                    for rest in &plan.members[i..] {
+                        // SAFETY: the slots not set yet hold whatever the allocator left: cleared before release.
+                        *slot(obj, rest.offset) = null_mut();
+                    }
+                }
                 // SAFETY: `obj` is our new reference; its filled slots are released by its dealloc.
                 ffi::Py_DECREF(obj);
                 return Err(f);
@@ -954,7 +957,7 @@ unsafe fn decode_scalar(p: Prim, input: &Input, off: &mut usize) -> R<*mut ffi::
                 // its PyASCIIObject header; we fill the n characters (the NUL is already there) before anyone sees it.
                 let v = check(ffi::PyUnicode_New(text.len() as ffi::Py_ssize_t, 127))?;
                 let dst = (v as *mut ffi::PyASCIIObject).add(1) as *mut u8;
-                std::ptr::copy_nonoverlapping(text.as_ptr(), dst, text.len());
+                copy_short(text, dst);
                 *off += 4 + k;
                 return Ok(v);
             }
@@ -969,6 +972,28 @@ unsafe fn decode_scalar(p: Prim, input: &Input, off: &mut usize) -> R<*mut ffi::
     };
     *off += p.size();
     check(v)
+}
+
+/// `copy_nonoverlapping` of `src` to `dst`, with the short lengths of names and ids (up to 16 bytes) copied inline
+/// by two overlapping loads and stores rather than by a call to memcpy.
+#[inline(always)]
+unsafe fn copy_short(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    let p = src.as_ptr();
+    // SAFETY (all arms): reads stay within `src` and writes within the n bytes at `dst` the caller provides.
+    if n >= 8 && n <= 16 {
+        let a = std::ptr::read_unaligned(p as *const u64);
+        let b = std::ptr::read_unaligned(p.add(n - 8) as *const u64);
+        std::ptr::write_unaligned(dst as *mut u64, a);
+        std::ptr::write_unaligned(dst.add(n - 8) as *mut u64, b);
+    } else if n >= 4 && n < 8 {
+        let a = std::ptr::read_unaligned(p as *const u32);
+        let b = std::ptr::read_unaligned(p.add(n - 4) as *const u32);
+        std::ptr::write_unaligned(dst as *mut u32, a);
+        std::ptr::write_unaligned(dst.add(n - 4) as *mut u32, b);
+    } else {
+        std::ptr::copy_nonoverlapping(p, dst, n);
+    }
 }
 
 /// Whether every byte is ASCII (eight at a time).
