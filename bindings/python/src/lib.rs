@@ -1018,12 +1018,13 @@ fn is_ascii(b: &[u8]) -> bool {
 /// handed back to a class that gains a finalizer.
 static GENERIC_DEALLOC: AtomicUsize = AtomicUsize::new(0);
 
-/// How many [`plain_dealloc`] calls are nested on this thread, and the instances put off until the outermost one
-/// returns (CPython's trashcan, for our frames: a long chain of instances is freed in a loop, not by recursion).
+/// How many releases of a slot value that may come back into [`plain_dealloc`] are nested on this thread, and the
+/// references put off until the outermost one returns: CPython's trashcan, for our frames (a long chain of instances
+/// through their slots is freed in a loop, not by recursion).
 const FREE_NESTING: u32 = 50;
 thread_local! {
     static FREEING: Cell<u32> = const { Cell::new(0) };
-    static FREE_LATER: RefCell<Vec<(*mut ffi::PyObject, *mut ffi::PyTypeObject)>> = const { RefCell::new(Vec::new()) };
+    static FREE_LATER: RefCell<Vec<*mut ffi::PyObject>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Gives a plain slotted class (`Plan::plain_alloc`) [`plain_dealloc`] in place of CPython's `subtype_dealloc`,
@@ -1078,55 +1079,6 @@ unsafe extern "C" fn plain_dealloc(obj: *mut ffi::PyObject) {
     }
     // SAFETY: `obj` is a GC object (refcount 0) being freed; untracking an untracked object does nothing.
     ffi::PyObject_GC_UnTrack(obj as *mut c_void);
-    if only_leaves(obj, layer) {
-        // nothing this frees can come back here without passing through a container's own trashcan
-        return free_plain(obj, layer);
-    }
-    let depth = FREEING.with(|d| d.get());
-    if depth >= FREE_NESTING {
-        FREE_LATER.with(|l| l.borrow_mut().push((obj, layer)));
-        return;
-    }
-    FREEING.with(|d| d.set(depth + 1));
-    free_plain(obj, layer);
-    if depth == 0 {
-        while let Some((o, l)) = FREE_LATER.with(|l| l.borrow_mut().pop()) {
-            free_plain(o, l);
-        }
-    }
-    FREEING.with(|d| d.set(depth));
-}
-
-/// Whether every slot of `obj` holds NULL, None, or an object of an exact type whose dealloc frees no object of ours
-/// or puts itself in CPython's trashcan (str, bytes, int, bool, float; tuple, list): then freeing `obj` needs no
-/// nesting count of its own.
-#[inline]
-unsafe fn only_leaves(obj: *mut ffi::PyObject, layer: *mut ffi::PyTypeObject) -> bool {
-    let word = std::mem::size_of::<*mut ffi::PyObject>() as isize;
-    let mut off = std::mem::size_of::<ffi::PyObject>() as isize;
-    while off < (*layer).tp_basicsize {
-        // SAFETY: as in free_plain.
-        let v = *slot(obj, off);
-        if !v.is_null() && v != ffi::Py_None() {
-            let t = ffi::Py_TYPE(v);
-            let leaf = t == std::ptr::addr_of_mut!(ffi::PyUnicode_Type)
-                || t == std::ptr::addr_of_mut!(ffi::PyFloat_Type)
-                || t == std::ptr::addr_of_mut!(ffi::PyTuple_Type)
-                || t == std::ptr::addr_of_mut!(ffi::PyLong_Type)
-                || t == std::ptr::addr_of_mut!(ffi::PyList_Type)
-                || t == std::ptr::addr_of_mut!(ffi::PyBytes_Type)
-                || t == std::ptr::addr_of_mut!(ffi::PyBool_Type);
-            if !leaf {
-                return false;
-            }
-        }
-        off += word;
-    }
-    true
-}
-
-/// Clears the slots of an untracked instance being freed, frees it and drops its reference to its type.
-unsafe fn free_plain(obj: *mut ffi::PyObject, layer: *mut ffi::PyTypeObject) {
     let word = std::mem::size_of::<*mut ffi::PyObject>() as isize;
     let mut off = std::mem::size_of::<ffi::PyObject>() as isize;
     while off < (*layer).tp_basicsize {
@@ -1136,7 +1088,7 @@ unsafe fn free_plain(obj: *mut ffi::PyObject, layer: *mut ffi::PyTypeObject) {
         let v = *p;
         if !v.is_null() {
             *p = null_mut();
-            ffi::Py_DECREF(v);
+            release(v);
         }
         off += word;
     }
@@ -1148,6 +1100,39 @@ unsafe fn free_plain(obj: *mut ffi::PyObject, layer: *mut ffi::PyTypeObject) {
     // an instance of a heap class holds a reference to it (its subclass's subtype_dealloc leaves that to its base's
     // dealloc when the base is a heap class, as here)
     ffi::Py_DECREF(tp as *mut ffi::PyObject);
+}
+
+/// Drops a reference a slot held. Objects of exact types whose dealloc frees nothing of ours or puts itself in
+/// CPython's trashcan (str, bytes, int, bool, float, None; tuple, list) are released at once; anything else (a
+/// nested struct, say) counts as one level of nesting, and past [`FREE_NESTING`] levels its release waits until the
+/// outermost level returns.
+#[inline]
+unsafe fn release(v: *mut ffi::PyObject) {
+    let t = ffi::Py_TYPE(v);
+    let leaf = t == std::ptr::addr_of_mut!(ffi::PyUnicode_Type)
+        || t == std::ptr::addr_of_mut!(ffi::PyFloat_Type)
+        || t == std::ptr::addr_of_mut!(ffi::PyTuple_Type)
+        || t == std::ptr::addr_of_mut!(ffi::PyLong_Type)
+        || t == std::ptr::addr_of_mut!(ffi::PyList_Type)
+        || t == std::ptr::addr_of_mut!(ffi::PyBytes_Type)
+        || t == std::ptr::addr_of_mut!(ffi::PyBool_Type)
+        || v == ffi::Py_None();
+    if leaf {
+        return ffi::Py_DECREF(v);
+    }
+    let depth = FREEING.with(|d| d.get());
+    if depth >= FREE_NESTING {
+        // the reference is ours: dropping it a little later is the same as dropping it now
+        return FREE_LATER.with(|l| l.borrow_mut().push(v));
+    }
+    FREEING.with(|d| d.set(depth + 1));
+    ffi::Py_DECREF(v);
+    if depth == 0 {
+        while let Some(x) = FREE_LATER.with(|l| l.borrow_mut().pop()) {
+            ffi::Py_DECREF(x);
+        }
+    }
+    FREEING.with(|d| d.set(depth));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
