@@ -247,6 +247,11 @@ pub struct RecvStats {
     pub malformed: [u64; 8],
     /// Reassembly counters.
     pub reassembly: ReassemblyStats,
+    /// Datagrams for this socket that the kernel dropped because its receive buffer was full (`SO_RXQ_OVFL`), since
+    /// it opened. The kernel tells with each datagram read, so drops after the last one read show with the next.
+    /// A dropped fragment also makes its message incomplete: such a message counts here once per dropped fragment
+    /// and once in the reassembly's `dropped_incomplete`.
+    pub kernel_dropped: u64,
 }
 
 impl RecvStats {
@@ -270,6 +275,10 @@ pub struct Receiver {
     buf: Vec<u8>,
     stats: RecvStats,
     rcvbuf: Option<(usize, usize)>,
+    /// Control-message space for the `SO_RXQ_OVFL` counter that comes with each datagram.
+    cmsg: Vec<u8>,
+    /// The kernel's 32-bit drop counter as last seen (it wraps; `stats.kernel_dropped` does not).
+    kernel_drops_seen: u32,
 }
 
 impl Receiver {
@@ -303,12 +312,17 @@ impl Receiver {
             _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
         })?;
         socket.set_nonblocking(true).map_err(io_err("making the socket non-blocking"))?;
+        // Datagrams dropped on a full receive buffer are otherwise invisible to everything above (spy, nerve log).
+        nix::sys::socket::setsockopt(&socket, nix::sys::socket::sockopt::RxqOvfl, &1)
+            .map_err(|e| UdpmError::Io { op: "setting SO_RXQ_OVFL".into(), source: io::Error::from(e) })?;
         Ok(Receiver {
             socket: socket.into(),
             reassembler: Reassembler::new(config.limits),
             buf: vec![0; 65536],
             stats: RecvStats::default(),
             rcvbuf,
+            cmsg: nix::cmsg_space!(u32),
+            kernel_drops_seen: 0,
         })
     }
 
@@ -340,7 +354,7 @@ impl Receiver {
 
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
-            match self.socket.recv_from(&mut self.buf) {
+            match self.recv_datagram() {
                 Ok((n, from)) => {
                     if let Some(m) = self.absorb(from, n) {
                         return Ok(Some(m));
@@ -370,6 +384,32 @@ impl Receiver {
                 }
             }
         }
+    }
+
+    /// Reads one datagram into the buffer (non-blocking), and the kernel's drop counter that comes with it.
+    fn recv_datagram(&mut self) -> io::Result<(usize, SocketAddr)> {
+        use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrIn};
+        use std::os::fd::AsRawFd;
+
+        let mut iov = [io::IoSliceMut::new(&mut self.buf)];
+        let msg = recvmsg::<SockaddrIn>(self.socket.as_raw_fd(), &mut iov, Some(&mut self.cmsg), MsgFlags::empty())
+            .map_err(io::Error::from)?;
+        let from = msg.address.map(|a| SocketAddr::V4(a.into())).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let n = msg.bytes;
+        let mut counter = None;
+        if let Ok(cmsgs) = msg.cmsgs() {
+            for c in cmsgs {
+                if let ControlMessageOwned::RxqOvfl(dropped) = c {
+                    counter = Some(dropped);
+                }
+            }
+        }
+        if let Some(dropped) = counter {
+            // The counter is the socket's drops when this datagram was queued: cumulative, 32 bits, wrapping.
+            self.stats.kernel_dropped += u64::from(dropped.wrapping_sub(self.kernel_drops_seen));
+            self.kernel_drops_seen = dropped;
+        }
+        Ok((n, from))
     }
 
     /// Processes one datagram already read into the buffer.

@@ -40,3 +40,28 @@ fn a_refused_receive_buffer_is_reported() {
     assert_eq!(asked, 2147483647);
     assert!(granted < asked, "granted {granted}");
 }
+
+#[test]
+fn datagrams_the_kernel_drops_on_a_full_buffer_are_counted() {
+    // The smallest receive buffer, flooded while nobody reads: the kernel keeps a few datagrams, drops the rest, and
+    // tells the count with the datagrams read afterwards (one more is sent after the drain to carry the final count).
+    let cfg = config(5, &[("recv_buf_size", "1")]);
+    let mut rx = Receiver::open(&cfg).unwrap();
+    let mut tx = Sender::open(&cfg).unwrap();
+    const FLOOD: u64 = 2000;
+    for _ in 0..FLOOD {
+        tx.send("FLOOD", &[7u8; 200]).unwrap();
+    }
+    let mut read = 0u64;
+    while rx.recv(Some(Duration::from_millis(300))).unwrap().is_some() {
+        read += 1;
+    }
+    tx.send("LAST", b"x").unwrap();
+    let last = rx.recv(Some(Duration::from_secs(5))).unwrap().expect("the last datagram fits the drained buffer");
+    assert_eq!(last.channel, "LAST");
+    read += 1;
+    let stats = rx.stats();
+    assert!(stats.kernel_dropped > 0, "{read} read of {FLOOD}: the small buffer must have overflowed");
+    assert_eq!(read + stats.kernel_dropped, FLOOD + 1, "every datagram read or counted as dropped: {stats:?}");
+    assert_eq!(stats.datagrams, read);
+}

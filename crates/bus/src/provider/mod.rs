@@ -61,6 +61,9 @@ pub struct ProviderStats {
     pub malformed: u64,
     /// Messages lost in the transport that it could detect (e.g. incomplete fragmented messages dropped).
     pub lost: u64,
+    /// Datagrams the kernel dropped before they were read because the socket's receive buffer was full (udpm,
+    /// mpudpm). A dropped fragment also shows in `lost` once its message is given up.
+    pub kernel_dropped: u64,
     /// Messages this provider published that came back to it and were not handed to the bus (which delivered them
     /// in-process already).
     pub own_dropped: u64,

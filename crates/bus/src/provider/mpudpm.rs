@@ -276,6 +276,7 @@ impl Provider for Mpudpm {
             s.received += r.messages;
             s.malformed += r.malformed_total() + r.reassembly.dropped_inconsistent;
             s.lost += r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large;
+            s.kernel_dropped += r.kernel_dropped;
         }
         s.own_dropped = self.shared.own.dropped();
         s

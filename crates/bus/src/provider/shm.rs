@@ -735,6 +735,7 @@ impl Provider for Shm {
             malformed: c.malformed.load(Ordering::Relaxed),
             lost: c.lost.load(Ordering::Relaxed),
             own_dropped: c.own_dropped.load(Ordering::Relaxed),
+            ..ProviderStats::default()
         }
     }
 

@@ -151,6 +151,7 @@ impl Provider for Udpm {
             received: r.messages,
             malformed: r.malformed_total() + r.reassembly.dropped_inconsistent,
             lost: r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large,
+            kernel_dropped: r.kernel_dropped,
             own_dropped: self.own.dropped(),
         }
     }

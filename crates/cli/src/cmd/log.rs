@@ -6,7 +6,7 @@
 //! a writer thread of its own drains that queue into a buffered file. A message that finds the queue full is
 //! dropped and counted, never hidden. On SIGINT or SIGTERM the logger stops receiving, writes everything queued,
 //! syncs the file and reports what it recorded and what it missed (queue full, the subscription's overflow, and
-//! messages the transport saw lost).
+//! messages the transport saw lost or the kernel dropped from a full socket receive buffer).
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -224,16 +224,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let t = *totals.lock().expect("totals lock");
     let st = queue.state.lock().expect("queue lock");
     let transport = bus.provider_stats();
-    let missed = st.dropped_full + sub_stats.dropped_overflow + transport.lost;
+    // A datagram the kernel dropped is a message missed, or a fragment of one that `lost` counts too: the total
+    // errs high rather than hide a loss.
+    let missed = st.dropped_full + sub_stats.dropped_overflow + transport.lost + transport.kernel_dropped;
     let files: Vec<String> = log.files().iter().map(|p| p.display().to_string()).collect();
     eprintln!(
-        "nerve log: recorded {} messages ({} bytes) to {}; missed {missed} (queue full {}, subscription overflow {}, lost in transport {}){}",
+        "nerve log: recorded {} messages ({} bytes) to {}; missed {missed} (queue full {}, subscription overflow {}, lost in transport {}, \
+         datagrams dropped by the kernel {}){}",
         t.written,
         t.bytes,
         files.join(", "),
         st.dropped_full,
         sub_stats.dropped_overflow,
         transport.lost,
+        transport.kernel_dropped,
         if st.filtered > 0 { format!("; {} not recorded by --invert", st.filtered) } else { String::new() },
     );
     debug_assert_eq!(st.received, t.written + st.dropped_full);

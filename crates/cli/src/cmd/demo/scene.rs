@@ -608,8 +608,8 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
         let t = crate::cmd::spy::engine::lock(table);
         let d = t.drops;
         let text = format!(
-            "{} messages counted; dropped: {} queue overflow, {} lost in transport, {} malformed",
-            t.total, d.queue_overflow, d.transport_lost, d.malformed
+            "{} messages counted; dropped: {} queue overflow, {} lost in transport, {} malformed, {} by the kernel",
+            t.total, d.queue_overflow, d.transport_lost, d.malformed, d.kernel_dropped
         );
         write!(out, "{}", para(name, &text))?;
     }

@@ -45,7 +45,12 @@ impl Engine {
                     for m in batch.drain(..) {
                         table.record(m, &types);
                     }
-                    table.drops = Drops { queue_overflow: q.dropped_overflow, transport_lost: p.lost, malformed: p.malformed };
+                    table.drops = Drops {
+                        queue_overflow: q.dropped_overflow,
+                        transport_lost: p.lost,
+                        malformed: p.malformed,
+                        kernel_dropped: p.kernel_dropped,
+                    };
                 };
                 loop {
                     let stopping = s.load(Ordering::Acquire);

@@ -29,7 +29,8 @@ fn number(x: f64) -> String {
 }
 
 impl Report<'_> {
-    /// One JSON object: `url`, `duration_s`, `total`, `dropped` {`queue_overflow`, `transport_lost`, `malformed`},
+    /// One JSON object: `url`, `duration_s`, `total`, `dropped` {`queue_overflow`, `transport_lost`, `malformed`,
+    /// `kernel_dropped`},
     /// and `channels`, each with `channel`, `type` (null when unknown), `fingerprint` (hex string; null under 8
     /// bytes), `count`, `bytes`, `last_size`, `rate_hz`, `jitter_us`, `bandwidth_bps` and `decode_errors`.
     pub fn to_json(&self) -> String {
@@ -56,13 +57,14 @@ impl Report<'_> {
         let d = self.drops;
         format!(
             "{{\"url\": {}, \"duration_s\": {}, \"total\": {}, \"dropped\": {{\"queue_overflow\": {}, \"transport_lost\": {}, \
-             \"malformed\": {}}}, \"channels\": [{}]}}",
+             \"malformed\": {}, \"kernel_dropped\": {}}}, \"channels\": [{}]}}",
             json_string(self.url),
             number(self.duration_s),
             self.total,
             d.queue_overflow,
             d.transport_lost,
             d.malformed,
+            d.kernel_dropped,
             channels.join(", ")
         )
     }
@@ -95,14 +97,15 @@ impl Report<'_> {
         }
         let d = self.drops;
         out.push_str(&format!(
-            "{} channels, {} messages in {:.1} s on {}; dropped: {} queue overflow, {} lost in transport, {} malformed\n",
+            "{} channels, {} messages in {:.1} s on {}; dropped: {} queue overflow, {} lost in transport, {} malformed, {} dropped by the kernel\n",
             self.rows.len(),
             self.total,
             self.duration_s,
             self.url,
             d.queue_overflow,
             d.transport_lost,
-            d.malformed
+            d.malformed,
+            d.kernel_dropped
         ));
         out
     }
@@ -145,7 +148,7 @@ mod tests {
         assert_eq!(
             r.to_json(),
             "{\"url\": \"memq://\", \"duration_s\": 2.000, \"total\": 21, \"dropped\": {\"queue_overflow\": 0, \
-             \"transport_lost\": 0, \"malformed\": 0}, \"channels\": [{\"channel\": \"SCAN\", \"type\": \"exlcm.laser_t\", \
+             \"transport_lost\": 0, \"malformed\": 0, \"kernel_dropped\": 0}, \"channels\": [{\"channel\": \"SCAN\", \"type\": \"exlcm.laser_t\", \
              \"fingerprint\": \"0x18f48ab44e6fd954\", \"count\": 20, \"bytes\": 14800, \"last_size\": 740, \"rate_hz\": 10.000, \
              \"jitter_us\": 250.600, \"bandwidth_bps\": 7400.000, \"decode_errors\": 0}, {\"channel\": \"RAW\\\"X\", \
              \"type\": null, \"fingerprint\": null, \"count\": 1, \"bytes\": 3, \"last_size\": 3, \"rate_hz\": 0.000, \
@@ -156,7 +159,7 @@ mod tests {
     #[test]
     fn text_is_aligned() {
         let rows = rows();
-        let d = Drops { queue_overflow: 1, transport_lost: 2, malformed: 3 };
+        let d = Drops { queue_overflow: 1, transport_lost: 2, malformed: 3, kernel_dropped: 4 };
         let r = Report { url: "memq://", duration_s: 2.0, rows: &rows, total: 21, drops: d };
         let text = r.to_text();
         let lines: Vec<&str> = text.lines().collect();
@@ -165,7 +168,8 @@ mod tests {
         assert_eq!(lines[2], "RAW\"X    ? (under 8 bytes)      1      0.0       -      0 B/s       0");
         assert_eq!(
             lines[3],
-            "2 channels, 21 messages in 2.0 s on memq://; dropped: 1 queue overflow, 2 lost in transport, 3 malformed"
+            "2 channels, 21 messages in 2.0 s on memq://; dropped: 1 queue overflow, 2 lost in transport, 3 malformed, \
+             4 dropped by the kernel"
         );
     }
 }

@@ -172,6 +172,8 @@ pub struct Drops {
     pub transport_lost: u64,
     /// Datagrams or frames the transport threw away as malformed.
     pub malformed: u64,
+    /// Datagrams the kernel dropped before the spy read them (socket receive buffer full; udpm and mpudpm).
+    pub kernel_dropped: u64,
 }
 
 /// One channel as the table shows it.

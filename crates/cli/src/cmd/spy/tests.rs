@@ -204,11 +204,11 @@ fn a_known_fingerprint_that_does_not_decode_is_an_error_once() {
 fn drops_are_named_in_the_title_when_there_are_some() {
     let types = seed_types();
     let table = known_channels(&types);
-    lock(&table).drops = super::stats::Drops { queue_overflow: 12, transport_lost: 3, malformed: 1 };
+    lock(&table).drops = super::stats::Drops { queue_overflow: 12, transport_lost: 3, malformed: 1, kernel_dropped: 5 };
     let mut app = App::new("memq://".into());
     app.update(&table, &types, T0 + 2_000_000);
     let lines = screen(&mut app, 110, 10);
-    assert_eq!(lines[0], "nerve spy  memq://  4 channels  86 msgs  DROPPED: 12 queue, 3 lost, 1 malformed");
+    assert_eq!(lines[0], "nerve spy  memq://  4 channels  86 msgs  DROPPED: 12 queue, 3 lost, 1 malformed, 5 kernel");
 }
 
 #[test]

@@ -275,7 +275,10 @@ impl App {
             Span::raw("no drops")
         } else {
             Span::styled(
-                format!("DROPPED: {} queue, {} lost, {} malformed", d.queue_overflow, d.transport_lost, d.malformed),
+                format!(
+                    "DROPPED: {} queue, {} lost, {} malformed, {} kernel",
+                    d.queue_overflow, d.transport_lost, d.malformed, d.kernel_dropped
+                ),
                 Style::new().fg(Color::Red),
             )
         };
