@@ -7,8 +7,8 @@
 //! they were handed over; at most [`IN_FLIGHT`] wait, so a slow disk holds the exporter back instead of filling
 //! memory. Every [`SYNC_EVERY`] bytes of a file a third thread syncs the file's data (`fdatasync`) behind the
 //! writer, so that the disk writes while the next text is made rather than all at the end; at the end the writer
-//! syncs every file, so the output is on the disk when the export returns (as `--to lcm`'s is). A write error stops all writing; it is reported by the next call, with the file's
-//! path.
+//! syncs every file, so the output is on the disk when the export returns (as `--to lcm`'s is). A write error
+//! stops all writing; it is reported by the next call, with the file's path.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -198,6 +198,9 @@ impl Sink {
         }
         if self.failed.load(Ordering::Acquire) {
             return Err(self.stop());
+        }
+        for (f, path) in self.inline.iter().zip(&self.paths) {
+            sync(f).map_err(|e| ExportError::io(path, "syncing", e))?;
         }
         self.tx = None;
         match self.thread.take().map(|t| t.join()) {
