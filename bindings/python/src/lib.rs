@@ -172,6 +172,9 @@ struct Plan {
     members: Vec<Member>,
     /// Encoded size when fixed and the class has a records dtype: 1-D arrays of it decode to a packed StructArray.
     records_size: Option<usize>,
+    /// For a plain slotted class whose members are all scalars and small tuples: (slot offset, form) per member,
+    /// which `decode_flat_list` decodes lists of in one tight loop.
+    flat: Option<Box<[(isize, Fast)]>>,
     /// The fewest bytes one encoded value takes.
     min_size: usize,
     /// Instances can be made with `_PyObject_GC_New` (see `decode_struct`): a GC type allocated by
@@ -516,8 +519,11 @@ fn build_plan(
         // SAFETY: GIL held; `cls` is a live plain slotted class (checked just above), kept alive by the plan.
         unsafe { install_plain_dealloc(cls.as_ptr() as *mut ffi::PyTypeObject) };
     }
+    let flat = (plain_alloc && members.iter().all(|m| matches!(m.fast, Fast::Scalar(_) | Fast::Tuple(..))))
+        .then(|| members.iter().map(|m| (m.offset, m.fast)).collect());
     Ok(Plan {
         cls: cls.as_ptr() as *mut ffi::PyTypeObject,
+        flat,
         plain_alloc,
         fingerprint,
         members,
@@ -864,6 +870,9 @@ unsafe fn decode_member(
                 return Err(Fallback);
             }
             if counts.len() == 1 {
+                if let Some(ops) = &sub.flat {
+                    return decode_flat_list(sub.cls, ops, total, input, off);
+                }
                 // SAFETY: GIL held; a new list of `total` empty items, each set once below (or freed on failure).
                 let list = check(ffi::PyList_New(total as ffi::Py_ssize_t))?;
                 for i in 0..total {
@@ -880,6 +889,54 @@ unsafe fn decode_member(
             nested_list(counts, &mut || decode_struct(sub, input, off, depth + 1))
         }
     }
+}
+
+/// A list of `total` instances of a flat plain slotted class (`Plan::flat`): what `decode_struct` makes for each,
+/// in a loop of its own with no per-element plan dispatch beyond the members' forms.
+#[inline(never)]
+unsafe fn decode_flat_list(
+    cls: *mut ffi::PyTypeObject,
+    ops: &[(isize, Fast)],
+    total: usize,
+    input: &Input,
+    off: &mut usize,
+) -> R<*mut ffi::PyObject> {
+    // SAFETY: GIL held; a new list of `total` empty (NULL) items, each set once below; a list with NULL items is
+    // released correctly on failure.
+    let list = check(ffi::PyList_New(total as ffi::Py_ssize_t))?;
+    let items = (*(list as *mut ffi::PyListObject)).ob_item;
+    for i in 0..total {
+        // SAFETY: as in decode_struct (`plain_alloc` holds for a flat plan): every slot is set below, or cleared on
+        // a failure before the object is released; tracked once complete.
+        let o = _PyObject_GC_New(cls);
+        if o.is_null() {
+            ffi::PyErr_Clear();
+            ffi::Py_DECREF(list);
+            return Err(Fallback);
+        }
+        for (j, (offset, fast)) in ops.iter().enumerate() {
+            let r = match *fast {
+                Fast::Scalar(p) => decode_scalar(p, input, off),
+                Fast::Tuple(p, n) => decode_tuple(p, n, input, off),
+                _ => Err(Fallback), // never: a flat plan has only these
+            };
+            match r {
+                Ok(v) => *slot(o, *offset) = v,
+                Err(f) => {
+                    for (rest, _) in &ops[j..] {
+                        *slot(o, *rest) = null_mut();
+                    }
+                    ffi::Py_DECREF(o);
+                    ffi::Py_DECREF(list);
+                    return Err(f);
+                }
+            }
+        }
+        ffi::PyObject_GC_Track(o as *mut c_void);
+        // SAFETY: i < total, the list's length; the item is NULL and takes over the new reference.
+        *items.add(i) = o;
+    }
+    Ok(list)
 }
 
 unsafe fn nested_list(counts: &[usize], elem: &mut dyn FnMut() -> R<*mut ffi::PyObject>) -> R<*mut ffi::PyObject> {
