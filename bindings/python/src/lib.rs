@@ -1167,9 +1167,9 @@ unsafe extern "C" fn plain_dealloc(obj: *mut ffi::PyObject) {
 unsafe fn release(v: *mut ffi::PyObject) {
     let t = ffi::Py_TYPE(v);
     let leaf = t == std::ptr::addr_of_mut!(ffi::PyUnicode_Type)
-        || t == std::ptr::addr_of_mut!(ffi::PyFloat_Type)
         || t == std::ptr::addr_of_mut!(ffi::PyTuple_Type)
         || t == std::ptr::addr_of_mut!(ffi::PyLong_Type)
+        || t == std::ptr::addr_of_mut!(ffi::PyFloat_Type)
         || t == std::ptr::addr_of_mut!(ffi::PyList_Type)
         || t == std::ptr::addr_of_mut!(ffi::PyBytes_Type)
         || t == std::ptr::addr_of_mut!(ffi::PyBool_Type)
@@ -1177,6 +1177,14 @@ unsafe fn release(v: *mut ffi::PyObject) {
     if leaf {
         return ffi::Py_DECREF(v);
     }
+    release_nested(v)
+}
+
+/// `release` of a value that may come back into [`plain_dealloc`]: out of line, so that the common case does not
+/// look up the thread-local counters.
+#[cold]
+#[inline(never)]
+unsafe fn release_nested(v: *mut ffi::PyObject) {
     let depth = FREEING.with(|d| d.get());
     if depth >= FREE_NESTING {
         // the reference is ours: dropping it a little later is the same as dropping it now
