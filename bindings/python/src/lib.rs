@@ -1038,12 +1038,12 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     let n = src.len();
     let p = src.as_ptr();
     // SAFETY (all arms): reads stay within `src` and writes within the n bytes at `dst` the caller provides.
-    if n >= 8 && n <= 16 {
+    if (8..=16).contains(&n) {
         let a = std::ptr::read_unaligned(p as *const u64);
         let b = std::ptr::read_unaligned(p.add(n - 8) as *const u64);
         std::ptr::write_unaligned(dst as *mut u64, a);
         std::ptr::write_unaligned(dst.add(n - 8) as *mut u64, b);
-    } else if n >= 4 && n < 8 {
+    } else if (4..8).contains(&n) {
         let a = std::ptr::read_unaligned(p as *const u32);
         let b = std::ptr::read_unaligned(p.add(n - 4) as *const u32);
         std::ptr::write_unaligned(dst as *mut u32, a);
