@@ -6,7 +6,8 @@
 //! 1. the table: a sender posts time-stamped messages at 1 kHz to one receiver (case `64B_1kHz`) and to two
 //!    (`64B_1kHz_2rx`) over every [`Path`]: the Nerve shared-memory channel waiting and polling, the two floors (a
 //!    futex, a spun cache line), iceoryx2 polling and waiting, kernel IPC (pipe, POSIX mq, Unix stream and datagram
-//!    sockets, UDP, TCP) and the multicast middlewares (nerve-udpm and the real LCM);
+//!    sockets, UDP, TCP) and the multicast middlewares (nerve-udpm and the real LCM); in rounds, the rows taking
+//!    turns ([`TABLE_ROUNDS`]);
 //! 2. the frequency sweep (`sweep_<f>kHz`): latency over the period at 0.1 to 100 kHz for a few paths;
 //! 3. the hop chain (`hops_<n>`): a message passed on by 1 to 64 processes, end to end.
 //!
@@ -29,6 +30,10 @@ const SIZE: usize = 64;
 const HZ: f64 = 1000.0;
 const CASE_1: &str = "64B_1kHz";
 const CASE_2: &str = "64B_1kHz_2rx";
+/// The table's rows are measured in this many rounds of `seconds / TABLE_ROUNDS` each, every row taking its turn in
+/// each round: on a shared host the background drifts over the minutes a full table takes, and a row measured in one
+/// block would carry whatever that block got.
+const TABLE_ROUNDS: u64 = 5;
 
 /// What a row is, for the bars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,8 +280,36 @@ fn parse_sent(name: &str, lines: &[String]) -> Result<u64, String> {
         .ok_or_else(|| format!("{name} sender printed {lines:?}"))
 }
 
+/// What one or more runs over a path gave, before it is summarised: the samples of every run together.
+#[derive(Default)]
+struct Samples {
+    sent: u64,
+    expected: u64,
+    ns: Vec<u64>,
+    missed: u64,
+}
+
+impl Samples {
+    fn add(&mut self, more: Samples) {
+        self.sent += more.sent;
+        self.expected += more.expected;
+        self.ns.extend(more.ns);
+        self.missed += more.missed;
+    }
+
+    fn outcome(mut self) -> Outcome {
+        let lost = self.expected.saturating_sub(self.ns.len() as u64);
+        Outcome { sent: self.sent, expected: self.expected, lat: Latencies::from_ns(&mut self.ns), lost, missed: self.missed }
+    }
+}
+
 /// A sender and `receivers` receivers over `p` at `hz` for `count` messages.
 fn measure(p: &Path, names: &Names, place: &Placing, receivers: usize, hz: f64, count: u64) -> Result<Outcome, String> {
+    measure_samples(p, names, place, receivers, hz, count).map(Samples::outcome)
+}
+
+/// [`measure`]'s run, its samples kept apart so that several runs can be pooled.
+fn measure_samples(p: &Path, names: &Names, place: &Placing, receivers: usize, hz: f64, count: u64) -> Result<Samples, String> {
     let prog = program(p)?;
     let (send_addr, rx_addrs) = names.endpoints(p, receivers);
     let max_ms = (count as f64 / hz * 1e3) as u64 + 5_000;
@@ -299,9 +332,7 @@ fn measure(p: &Path, names: &Names, place: &Placing, receivers: usize, hz: f64, 
     for rx in rxs {
         rx.finish(Duration::from_secs(3));
     }
-    let expected = sent * receivers as u64;
-    let lost = expected.saturating_sub(ns.len() as u64);
-    Ok(Outcome { sent, expected, lat: Latencies::from_ns(&mut ns), lost, missed })
+    Ok(Samples { sent, expected: sent * receivers as u64, ns, missed })
 }
 
 /// A message passed along `hops` links: the sender, `hops - 1` relays, the receiver.
@@ -412,6 +443,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
     let out = Out { json };
     let secs: u64 = if quick { 1 } else { 10 };
     let count = HZ as u64 * secs;
+    let rounds: u64 = if quick { 1 } else { TABLE_ROUNDS };
     let pl = placement("the sender", "the receivers");
     let cpus = clock::allowed_cpus();
     let place = Placing { sender: pl.a, receiver: pl.b, cpus: cpus.clone() };
@@ -433,7 +465,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
     };
     out.json(json!({"suite": "latency", "kind": "info", "mode": if quick {"quick"} else {"full"}, "host": clock::host(),
         "loadavg": load_start, "placement": pl.text, "placement_two_receivers": two_rx_place, "placement_chain": chain_place,
-        "message_bytes": SIZE, "hz": HZ, "seconds": secs}));
+        "message_bytes": SIZE, "hz": HZ, "seconds": secs, "rounds": rounds}));
     out.text(&format!(
         "latency: one-way, {SIZE}-byte messages, CLOCK_MONOTONIC stamped by the sender just before it sends and read by the receiver as it gets the message{}",
         if quick { " [--quick: rough]" } else { "" }
@@ -442,6 +474,12 @@ pub fn run(quick: bool, json: bool) -> i32 {
     out.text(&format!("placement: {} (waking a process on the other vCPU costs 35-50 µs here, BASELINES.md)", pl.text));
     out.text(&format!("           {two_rx_place}"));
     out.text(&format!("           {chain_place}"));
+    if rounds > 1 {
+        out.text(&format!(
+            "table rows: {secs} s each as {rounds} rounds of {} s, every row taking its turn in each round (the host's drift over the minutes of a run falls on every row alike); a row's figures pool its rounds' samples",
+            secs / rounds
+        ));
+    }
     let mut results: Results = BTreeMap::new();
 
     // 1. The table, one and two receivers.
@@ -457,8 +495,20 @@ pub fn run(quick: bool, json: bool) -> i32 {
             }
         ));
         out.text(HEAD);
-        for p in paths() {
-            let r = measure(&p, &names, &place, receivers, HZ, count);
+        let paths = paths();
+        let mut pooled: Vec<Result<Samples, String>> = paths.iter().map(|_| Ok(Samples::default())).collect();
+        for _ in 0..rounds {
+            for (p, acc) in paths.iter().zip(pooled.iter_mut()) {
+                if let Ok(samples) = acc {
+                    match measure_samples(p, &names, &place, receivers, HZ, count / rounds) {
+                        Ok(more) => samples.add(more),
+                        Err(e) => *acc = Err(e),
+                    }
+                }
+            }
+        }
+        for (p, acc) in paths.into_iter().zip(pooled) {
+            let r = acc.map(Samples::outcome);
             table_row(&out, &p, &r);
             emit(&out, case, p.system, &r);
             results.insert((case.to_string(), p.system.to_string()), r);
