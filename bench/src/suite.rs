@@ -134,19 +134,23 @@ pub fn run(opts: &Options) -> i32 {
     }
     let py: BTreeMap<&str, PyResult> = runs.into_iter().map(|(s, r)| (s, median_of_rounds(r))).collect();
 
+    // The native systems of a case take turns, NATIVE_ROUNDS times in a full run, and each figure is the median of
+    // its rounds: on a shared host the background drifts over the seconds a case takes, and a system measured in
+    // one block carried whatever that block got.
+    let native_rounds = if opts.quick { 1 } else { NATIVE_ROUNDS };
     let mut results: BTreeMap<(String, &str), Outcome> = BTreeMap::new();
     for case in &cases {
         let cname = case.name();
+        let mut native: BTreeMap<&str, Vec<Outcome>> = BTreeMap::new();
+        for _ in 0..native_rounds {
+            for sys in SYSTEMS {
+                if let Some(r) = run_native(sys, case, &cfg) {
+                    native.entry(sys).or_default().push(r);
+                }
+            }
+        }
         for sys in SYSTEMS {
             let r: Outcome = match sys {
-                "nerve-rust" => systems::nerve_rust(case, &cfg),
-                "nerve-rust (reuse)" => systems::nerve_rust_reuse(case, &cfg),
-                "nerve-c (arena)" => systems::nerve_c_arena(case, &cfg),
-                "nerve-c" => systems::nerve_c(case, &cfg),
-                "lcm-c" => systems::lcm_c(case, &cfg),
-                "flatbuffers" => systems::flatbuffers(case, &cfg),
-                "bincode" => Ok(systems::peers::bincode(case, &cfg)),
-                "memcpy" => Ok(systems::peers::memcpy(case, &cfg)),
                 "nerve-python" | "lcm-python" => match &py[sys] {
                     Err(e) => Err(e.clone()),
                     Ok(m) => Ok(METRICS
@@ -157,7 +161,7 @@ pub fn run(opts: &Options) -> i32 {
                         })
                         .collect()),
                 },
-                _ => unreachable!(),
+                _ => median_of_native_rounds(native.remove(sys).unwrap_or_default()),
             };
             let r = r.map(|cells| complete(case, sys, cells));
             results.insert((cname.clone(), sys), r);
@@ -206,6 +210,45 @@ fn get(results: &BTreeMap<(String, &str), Outcome>, case: &str, sys: &str, m: Me
             None => Err(format!("{sys} has no {}", m.name())),
         },
     }
+}
+
+/// Rounds of the native rows of each case in a full run (the systems taking turns).
+const NATIVE_ROUNDS: usize = 3;
+
+/// One native system's figures on one case; `None` for the Python systems, which run apart.
+fn run_native(sys: &str, case: &Case, cfg: &Config) -> Option<Outcome> {
+    Some(match sys {
+        "nerve-rust" => systems::nerve_rust(case, cfg),
+        "nerve-rust (reuse)" => systems::nerve_rust_reuse(case, cfg),
+        "nerve-c (arena)" => systems::nerve_c_arena(case, cfg),
+        "nerve-c" => systems::nerve_c(case, cfg),
+        "lcm-c" => systems::lcm_c(case, cfg),
+        "flatbuffers" => systems::flatbuffers(case, cfg),
+        "bincode" => Ok(systems::peers::bincode(case, cfg)),
+        "memcpy" => Ok(systems::peers::memcpy(case, cfg)),
+        _ => return None,
+    })
+}
+
+/// Each metric's median over the rounds (a metric that does not apply keeps its reason); the first failure if a
+/// round failed.
+fn median_of_native_rounds(rounds: Vec<Outcome>) -> Outcome {
+    let rounds = rounds.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let Some(first) = rounds.first() else { return Err("unavailable: no round ran".into()) };
+    Ok(first
+        .iter()
+        .map(|(metric, cell)| match cell {
+            Cell::Na(why) => (*metric, Cell::Na(why.clone())),
+            Cell::Ns(_) => {
+                let mut v: Vec<f64> = rounds
+                    .iter()
+                    .filter_map(|r| r.iter().find(|(m, _)| m == metric))
+                    .filter_map(|(_, c)| if let Cell::Ns(ns) = c { Some(*ns) } else { None })
+                    .collect();
+                (*metric, Cell::Ns(crate::harness::median(&mut v)))
+            }
+        })
+        .collect())
 }
 
 /// Rounds of the Python rows in a full run (the two interpreters taking turns).
@@ -348,9 +391,17 @@ impl Output {
                 self.text,
                 "method: median time per operation over many samples of >= 20 us (small operations batched), after a \
                  warm-up; every system verified against the reference values first; buffers 64-byte aligned, inputs at \
-                 {} and outputs at {} modulo 4096 (no 4 KiB aliasing)",
+                 {} and outputs at {} modulo 4096 (no 4 KiB aliasing){}",
                 crate::harness::INPUT_PHASE,
-                crate::harness::OUTPUT_PHASE
+                crate::harness::OUTPUT_PHASE,
+                if opts.quick {
+                    String::new()
+                } else {
+                    format!(
+                        "; the systems of a case take turns {NATIVE_ROUNDS} times (the two Python interpreters {PY_ROUNDS} \
+                         times) and each figure is the median of its rounds"
+                    )
+                }
             );
             let _ = writeln!(
                 self.text,
