@@ -9,8 +9,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,39 +21,25 @@ use nerve_codec::Message;
 use nerve_shm::{Channel, ChannelConfig, GetOutcome, ReadMode, Wait};
 
 /// A fresh channel directory, removed (with its channels) when dropped.
-struct TestDir(PathBuf);
+struct TestDir(tempfile::TempDir);
 
 impl TestDir {
     fn new(tag: &str) -> TestDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nerve-shm-provider-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
+        TestDir(tempfile::Builder::new().prefix(&format!("nerve-shm-provider-{tag}-")).tempdir().unwrap())
     }
 
     fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     /// A `shm://` URL on this directory, with `extra` options.
     fn url(&self, extra: &str) -> String {
-        format!("shm://?dir={}{extra}", self.0.display())
+        format!("shm://?dir={}{extra}", self.path().display())
     }
 
     fn bus(&self, extra: &str) -> Bus {
         let url = self.url(extra);
         Bus::new(Some(&url)).unwrap_or_else(|e| panic!("{url}: {e}"))
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The `nerve` binary of this build.
@@ -22,40 +21,26 @@ pub fn text(b: &[u8]) -> String {
 }
 
 /// A fresh directory (for shm channels), removed when dropped.
-pub struct TestDir(PathBuf);
+pub struct TestDir(tempfile::TempDir);
 
 impl TestDir {
-    /// `$TMPDIR/nerve-{prefix}-{tag}-{pid}-{n}`, emptied first.
+    /// A new empty `$TMPDIR/nerve-{prefix}-{tag}-XXXXXX`, removed when dropped.
     pub fn new(prefix: &str, tag: &str) -> TestDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nerve-{prefix}-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
+        TestDir(tempfile::Builder::new().prefix(&format!("nerve-{prefix}-{tag}-")).tempdir().unwrap())
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     /// The directory as text, for command lines.
     pub fn s(&self) -> String {
-        self.0.display().to_string()
+        self.path().display().to_string()
     }
 
     /// An `shm://` bus URL on this directory.
     pub fn url(&self) -> String {
         format!("shm://?dir={}", self.s())
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -3,33 +3,18 @@
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 
 /// A fresh directory under the system temp dir, removed (with its channels) when dropped.
-pub struct TestDir(PathBuf);
+pub struct TestDir(tempfile::TempDir);
 
 impl TestDir {
     pub fn new(tag: &str) -> TestDir {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "nerve-shm-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
+        TestDir(tempfile::Builder::new().prefix(&format!("nerve-shm-{tag}-")).tempdir().unwrap())
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 
