@@ -637,6 +637,14 @@ impl Core {
     }
 
     fn remove(&self, id: u64) -> Result<(), BusError> {
+        let entry = self.take(id)?;
+        // Outside the bus's lock: a provider's receive thread takes that lock to deliver while holding its own.
+        self.provider.unsubscribed(&entry.pattern);
+        Ok(())
+    }
+
+    /// Removes a subscription without telling the provider (which has not heard of it if adding it failed).
+    fn take(&self, id: u64) -> Result<Entry, BusError> {
         let mut st = self.lock();
         let i = st.subs.iter().position(|s| s.id == id).ok_or(BusError::NotSubscribed)?;
         let entry = st.subs.remove(i);
@@ -652,7 +660,7 @@ impl Core {
             Kind::Executor { active, .. } => active.store(false, Ordering::Release),
             Kind::Queue { .. } => {}
         }
-        Ok(())
+        Ok(entry)
     }
 
     fn add(
@@ -690,7 +698,7 @@ impl Core {
         // The provider starts, and hears of the pattern, only once the subscription is in place: a fast source (a
         // log played at speed 0) would otherwise hand over its first messages before anyone could match them.
         if let Err(e) = self.start().and_then(|()| self.provider.subscribed(&pattern_for_provider)) {
-            let _ = self.remove(id);
+            let _ = self.take(id);
             return Err(e);
         }
         Ok(id)

@@ -1,6 +1,6 @@
 //! The `shm://` provider: typed and byte-level publish/subscribe between buses over shared-memory channels (in one
 //! process and across processes), channel names that are not file names, pattern subscriptions that pick up
-//! channels made later, where a new subscription starts reading, oversize messages, a process's own messages not
+//! channels made later, where a new subscription starts reading, unsubscribing stops reading, oversize messages, a process's own messages not
 //! coming back to it, lost messages counted exactly, QoS refusals, and (printed, not asserted) the latency the bus
 //! adds over raw nerve-shm channels.
 //!
@@ -186,6 +186,42 @@ fn a_new_subscription_on_an_existing_channel_gets_only_newer_messages() {
     assert_eq!(got, [5, 6, 7]);
     std::thread::sleep(Duration::from_millis(200));
     assert!(sub.try_recv().is_none());
+}
+
+#[test]
+fn unsubscribing_stops_reading_the_channels_no_subscription_wants() {
+    let dir = TestDir::new("unsub");
+    let (a, b) = (dir.bus(""), dir.bus(""));
+    let keep = b.subscriber("KEEP", 100, Overflow::DropOldest).unwrap();
+    let gone = b.subscriber("GONE", 100, Overflow::DropOldest).unwrap();
+    let twin = b.subscriber("GO.*", 100, Overflow::DropOldest).unwrap();
+    let next = |s: &nerve_bus::Subscriber| s.recv_timeout(Duration::from_secs(5)).map(|m| m.data[0]);
+    a.publish_raw("GONE", &[1]).unwrap();
+    a.publish_raw("KEEP", &[1]).unwrap();
+    assert_eq!((next(&gone), next(&twin), next(&keep)), (Some(1), Some(1), Some(1)));
+
+    // Another subscription still wants GONE: it is still read.
+    drop(twin);
+    a.publish_raw("GONE", &[2]).unwrap();
+    assert_eq!(next(&gone), Some(2));
+
+    // The last one goes: within a wait slice the channel is no longer read at all (not read and counted as
+    // unmatched), while the other channel's messages keep coming.
+    drop(gone);
+    std::thread::sleep(Duration::from_millis(200));
+    let (received, unmatched) = (b.provider_stats().received, b.unmatched());
+    for i in 10..20u8 {
+        a.publish_raw("GONE", &[i]).unwrap();
+    }
+    a.publish_raw("KEEP", &[2]).unwrap();
+    assert_eq!(next(&keep), Some(2));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!((b.provider_stats().received, b.unmatched()), (received + 1, unmatched));
+
+    // Subscribing again reads the channel from its next message on.
+    let again = b.subscriber("GONE", 100, Overflow::DropOldest).unwrap();
+    a.publish_raw("GONE", &[3]).unwrap();
+    assert_eq!(next(&again), Some(3));
 }
 
 #[test]

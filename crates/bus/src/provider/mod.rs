@@ -103,6 +103,11 @@ pub trait Provider: Send + Sync {
     fn subscribed(&self, _pattern: &Pattern) -> Result<(), BusError> {
         Ok(())
     }
+    /// A subscription with `pattern` was removed (each [`Provider::subscribed`] is matched by at most one call
+    /// with an equal pattern): a provider that receives selectively may stop receiving what no remaining
+    /// subscription wants (shm stops reading those channels). Receiving more than is wanted is never wrong: the bus
+    /// counts what matches no subscription as unmatched.
+    fn unsubscribed(&self, _pattern: &Pattern) {}
     /// Counters so far.
     fn stats(&self) -> ProviderStats;
     /// Whether messages arrive on a receive thread of the provider's own (so callbacks can run there).

@@ -40,8 +40,9 @@
 //! limit reached) it rescans every [`RESCAN`] instead. A channel removed and made again under the same name (a new
 //! file) replaces the old one: its reader is retired and the new file is read from its oldest message (a writer still
 //! on the removed file is not heard any more). A channel file that cannot be opened (permissions, another layout
-//! version) is reported once on stderr and skipped. Unsubscribing does not stop reading a channel (the provider is
-//! not told); its messages then match no subscription and are counted as unmatched by the bus.
+//! version) is reported once on stderr and skipped. When the last subscription that wants a channel is removed, the
+//! channel stops being read (its reader is retired, and its thread freed for another channel); subscribing again
+//! reads it from its next message.
 //!
 //! **QoS.** Best effort and volatile only ([`QosSupport::default`]): a writer never waits, so a reader that falls
 //! more than a ring behind loses the oldest messages (counted), which is not reliable delivery; and a channel's ring
@@ -725,6 +726,23 @@ impl Provider for Shm {
         // Channels that exist now: only what is published from now on.
         self.recv.scan(&mut st, Start::AfterNewest);
         Ok(())
+    }
+
+    fn unsubscribed(&self, pattern: &Pattern) {
+        let mut st = self.recv.lock();
+        let Some(i) = st.patterns.iter().position(|p| p.as_str() == pattern.as_str()) else { return };
+        st.patterns.remove(i);
+        // Channels no remaining subscription wants stop being read: their readers are retired (each thread drops
+        // its retired readers at its next round, within a wait slice). A later subscription that wants one again
+        // reads it from its next message, as a new subscription to an existing channel does.
+        let unwanted: Vec<String> =
+            st.readers.keys().filter(|c| !st.patterns.iter().any(|p| p.matches(c))).cloned().collect();
+        for channel in unwanted {
+            if let Some(r) = st.readers.remove(&channel) {
+                r.retire.store(true, Ordering::Relaxed);
+                st.groups[r.group].assigned -= 1;
+            }
+        }
     }
 
     fn stats(&self) -> ProviderStats {
