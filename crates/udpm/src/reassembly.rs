@@ -275,8 +275,8 @@ mod tests {
         assert!(r.bytes_in_flight() <= 250_000);
         assert_eq!(r.stats().dropped_incomplete, 1);
         // The dropped message's last fragment starts it over and can never complete it; the others complete.
-        assert_eq!(feed(&mut r, addr(1), &msgs[1][1]).is_some(), true);
-        assert_eq!(feed(&mut r, addr(1), &msgs[2][1]).is_some(), true);
+        assert!(feed(&mut r, addr(1), &msgs[1][1]).is_some());
+        assert!(feed(&mut r, addr(1), &msgs[2][1]).is_some());
         // A message that alone exceeds the bound is refused outright.
         let big = fragments(9, "M", &payload(300_000));
         assert_eq!(feed(&mut r, addr(1), &big[0]), None);

@@ -43,7 +43,7 @@ pub struct Args {
 
 fn parse_hex(text: &str) -> anyhow::Result<Vec<u8>> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         bail!("--hex: odd number of hex digits");
     }
     digits
