@@ -1,5 +1,6 @@
 //! Datagrams the kernel drops on a full socket receive buffer are counted in `ProviderStats::kernel_dropped`, so
-//! `nerve spy` and `nerve log` can show a loss that happens below the bus.
+//! `nerve spy` and `nerve log` can show a loss that happens below the bus; and as gaps in the sender's sequence
+//! numbers (`ProviderStats::unseen`).
 
 mod common;
 
@@ -49,4 +50,6 @@ fn a_receiver_that_stalls_sees_the_kernel_drops_counted() {
     let handled = seen.load(Ordering::Relaxed);
     assert!(kernel > 0, "a stalled receiver with a tiny buffer lost datagrams in the kernel ({handled} handled)");
     assert!(handled < FLOOD, "{handled} handled of {FLOOD}");
+    // Every message is small, from one sender: the ones the kernel dropped are exactly the gaps in its sequence.
+    assert_eq!(rx_bus.provider_stats().unseen, Some(kernel));
 }

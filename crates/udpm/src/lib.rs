@@ -21,6 +21,7 @@ pub mod config;
 pub mod multiport;
 pub mod packet;
 pub mod reassembly;
+pub mod sequence;
 mod socket;
 mod sys;
 

@@ -11,6 +11,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::config::{Config, Interface};
 use crate::packet::{self, Datagram, Malformed, Plan, SendError};
 use crate::reassembly::{ReassemblyStats, Reassembler};
+use crate::sequence::Sequences;
 
 /// What the user runs when multicast is not routed on a Linux host with only loopback.
 pub const LOOPBACK_ADVICE: &str =
@@ -252,6 +253,11 @@ pub struct RecvStats {
     /// A dropped fragment also makes its message incomplete: such a message counts here once per dropped fragment
     /// and once in the reassembly's `dropped_incomplete`.
     pub kernel_dropped: u64,
+    /// Messages of which not one datagram arrived, from gaps in each sender's sequence numbers (see
+    /// [`crate::sequence`]); never overlaps the reassembly's incomplete messages, and covers losses anywhere on
+    /// the way (the network between hosts, the kernel). `None` where a receiver cannot tell: a receiver opened on
+    /// one port of a multi-port group ([`Receiver::open_port`]) sees only part of each sender's sequence.
+    pub unseen: Option<u64>,
 }
 
 impl RecvStats {
@@ -279,15 +285,21 @@ pub struct Receiver {
     cmsg: Vec<u8>,
     /// The kernel's 32-bit drop counter as last seen (it wraps; `stats.kernel_dropped` does not).
     kernel_drops_seen: u32,
+    /// Each sender's sequence, when this receiver hears all of it (udpm).
+    sequences: Option<Sequences>,
 }
 
 impl Receiver {
-    /// Binds `group:port` (shared with other processes), joins the group, and sets the receive buffer.
+    /// Binds `group:port` (shared with other processes), joins the group, and sets the receive buffer. Senders'
+    /// sequence numbers are followed, so whole messages that never arrived are counted ([`RecvStats::unseen`]).
     pub fn open(config: &Config) -> Result<Receiver, UdpmError> {
-        Receiver::open_port(config, config.port)
+        let mut rx = Receiver::open_port(config, config.port)?;
+        rx.sequences = Some(Sequences::default());
+        Ok(rx)
     }
 
-    /// Like [`Receiver::open`] on another port of the group (multi-port mode).
+    /// Like [`Receiver::open`] on another port of the group (multi-port mode), without following sequence numbers:
+    /// a multi-port sender numbers its messages across all its ports.
     pub fn open_port(config: &Config, port: u16) -> Result<Receiver, UdpmError> {
         let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
         socket.set_reuse_address(true).map_err(io_err("setting SO_REUSEADDR"))?;
@@ -323,6 +335,7 @@ impl Receiver {
             rcvbuf,
             cmsg: nix::cmsg_space!(u32),
             kernel_drops_seen: 0,
+            sequences: None,
         })
     }
 
@@ -335,6 +348,7 @@ impl Receiver {
     pub fn stats(&self) -> RecvStats {
         let mut s = self.stats;
         s.reassembly = self.reassembler.stats();
+        s.unseen = self.sequences.as_ref().map(Sequences::unseen);
         s
     }
 
@@ -423,20 +437,30 @@ impl Receiver {
                 self.stats.malformed[i] += 1;
                 None
             }
-            Ok(Datagram::Small { seq, channel, payload }) => Some(Message {
-                channel: channel.to_owned(),
-                payload: payload.to_vec(),
-                sender: from,
-                seq,
-                recv_utime: now_utime(),
-            }),
-            Ok(Datagram::Fragment(f)) => self.reassembler.add(from, &f).map(|m| Message {
-                channel: m.channel,
-                payload: m.payload,
-                sender: from,
-                seq: m.seq,
-                recv_utime: now_utime(),
-            }),
+            Ok(Datagram::Small { seq, channel, payload }) => {
+                if let Some(seqs) = &mut self.sequences {
+                    seqs.note(from, seq, Some(channel));
+                }
+                Some(Message {
+                    channel: channel.to_owned(),
+                    payload: payload.to_vec(),
+                    sender: from,
+                    seq,
+                    recv_utime: now_utime(),
+                })
+            }
+            Ok(Datagram::Fragment(f)) => {
+                if let Some(seqs) = &mut self.sequences {
+                    seqs.note(from, f.seq, f.channel);
+                }
+                self.reassembler.add(from, &f).map(|m| Message {
+                    channel: m.channel,
+                    payload: m.payload,
+                    sender: from,
+                    seq: m.seq,
+                    recv_utime: now_utime(),
+                })
+            }
         };
         if message.is_some() {
             self.stats.messages += 1;

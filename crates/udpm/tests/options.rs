@@ -1,5 +1,5 @@
 //! URL options that LCM lacks or handles quietly: choosing the multicast interface (LCM #323), and telling the user
-//! when the kernel refuses the receive buffer asked for.
+//! when the kernel refuses the receive buffer asked for; and the messages a receiver never got, counted.
 
 use std::time::Duration;
 
@@ -64,4 +64,41 @@ fn datagrams_the_kernel_drops_on_a_full_buffer_are_counted() {
     assert!(stats.kernel_dropped > 0, "{read} read of {FLOOD}: the small buffer must have overflowed");
     assert_eq!(read + stats.kernel_dropped, FLOOD + 1, "every datagram read or counted as dropped: {stats:?}");
     assert_eq!(stats.datagrams, read);
+    // The sender numbered its messages: the ones never read are the gaps in its sequence, exactly.
+    assert_eq!(stats.unseen, Some(stats.kernel_dropped), "{stats:?}");
+}
+
+#[test]
+fn messages_of_which_no_datagram_arrived_are_counted_from_sequence_gaps() {
+    // A hand-made sender (a plain socket writing LCM datagrams) that skips sequence numbers, as if the network had
+    // lost those messages; and one message of which only the first fragment arrives, which is the reassembler's to
+    // count (incomplete), not a gap.
+    use nerve_udpm::packet::{write_fragment, write_small};
+    let cfg = config(6, &[]);
+    let mut rx = Receiver::open(&cfg).unwrap();
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    tx.set_multicast_loop_v4(true).unwrap();
+    let to = (cfg.group, cfg.port);
+    let mut d = Vec::new();
+    let send = |d: &[u8]| tx.send_to(d, to).unwrap();
+    for seq in [10, 11, 14] {
+        write_small(&mut d, seq, "GAPS", &[seq as u8]);
+        send(&d);
+    }
+    write_fragment(&mut d, 15, "GAPS", &[0u8; 100_000], 0, 2);
+    send(&d);
+    for seq in [16, 20] {
+        write_small(&mut d, seq, "GAPS", &[seq as u8]);
+        send(&d);
+    }
+    let mut got = Vec::new();
+    while let Some(m) = rx.recv(Some(Duration::from_millis(300))).unwrap() {
+        got.push(m.seq);
+    }
+    assert_eq!(got, [10, 11, 14, 16, 20]);
+    let stats = rx.stats();
+    assert_eq!(stats.unseen, Some(2 + 3), "12, 13 and 17-19; 15 half arrived: {stats:?}");
+    assert_eq!(stats.kernel_dropped, 0);
+    // A receiver on one port of a multi-port group cannot tell: a multi-port sender numbers across all its ports.
+    assert_eq!(Receiver::open_port(&cfg, cfg.port + 1).unwrap().stats().unseen, None);
 }

@@ -64,6 +64,10 @@ pub struct ProviderStats {
     /// Datagrams the kernel dropped before they were read because the socket's receive buffer was full (udpm,
     /// mpudpm). A dropped fragment also shows in `lost` once its message is given up.
     pub kernel_dropped: u64,
+    /// Messages of which not one datagram arrived, from gaps in the senders' sequence numbers (udpm; see
+    /// `nerve_udpm::sequence`). Together with `lost` this is every message the transport lost, the kernel's
+    /// drops included. `None` where the transport cannot tell (mpudpm; shm counts its losses exactly in `lost`).
+    pub unseen: Option<u64>,
     /// Messages this provider published that came back to it and were not handed to the bus (which delivered them
     /// in-process already).
     pub own_dropped: u64,

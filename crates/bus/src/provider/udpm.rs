@@ -152,6 +152,7 @@ impl Provider for Udpm {
             malformed: r.malformed_total() + r.reassembly.dropped_inconsistent,
             lost: r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large,
             kernel_dropped: r.kernel_dropped,
+            unseen: r.unseen,
             own_dropped: self.own.dropped(),
         }
     }

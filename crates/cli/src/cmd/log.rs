@@ -224,9 +224,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let t = *totals.lock().expect("totals lock");
     let st = queue.state.lock().expect("queue lock");
     let transport = bus.provider_stats();
-    // A datagram the kernel dropped is a message missed, or a fragment of one that `lost` counts too: the total
-    // errs high rather than hide a loss.
-    let missed = st.dropped_full + sub_stats.dropped_overflow + transport.lost + transport.kernel_dropped;
+    // udpm tells every message it lost, whatever dropped it (the kernel too): incomplete ones in `lost`, those of
+    // which no datagram arrived in `unseen`. Elsewhere a datagram the kernel dropped is a message missed, or a
+    // fragment of one that `lost` counts too: the total then errs high rather than hide a loss.
+    let lost = transport.lost + transport.unseen.unwrap_or(0);
+    let missed = st.dropped_full + sub_stats.dropped_overflow + lost + transport.unseen.map_or(transport.kernel_dropped, |_| 0);
     let files: Vec<String> = log.files().iter().map(|p| p.display().to_string()).collect();
     eprintln!(
         "nerve log: recorded {} messages ({} bytes) to {}; missed {missed} (queue full {}, subscription overflow {}, lost in transport {}, \
@@ -236,7 +238,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         files.join(", "),
         st.dropped_full,
         sub_stats.dropped_overflow,
-        transport.lost,
+        lost,
         transport.kernel_dropped,
         if st.filtered > 0 { format!("; {} not recorded by --invert", st.filtered) } else { String::new() },
     );

@@ -47,7 +47,7 @@ impl Engine {
                     }
                     table.drops = Drops {
                         queue_overflow: q.dropped_overflow,
-                        transport_lost: p.lost,
+                        transport_lost: p.lost + p.unseen.unwrap_or(0),
                         malformed: p.malformed,
                         kernel_dropped: p.kernel_dropped,
                     };

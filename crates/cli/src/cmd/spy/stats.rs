@@ -168,7 +168,8 @@ pub struct WindowFigures {
 pub struct Drops {
     /// Dropped from the spy's own subscription queue because its counting thread fell behind.
     pub queue_overflow: u64,
-    /// Lost in the transport where it can tell (e.g. a fragmented message missing a fragment).
+    /// Lost in the transport where it can tell: a fragmented message missing a fragment, a message of which no
+    /// datagram arrived (a gap in its sender's sequence numbers, udpm), a frame overwritten before it was read (shm).
     pub transport_lost: u64,
     /// Datagrams or frames the transport threw away as malformed.
     pub malformed: u64,
