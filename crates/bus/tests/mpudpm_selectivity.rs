@@ -1,5 +1,6 @@
 //! What multi-port mode is for: a process subscribed to one channel does not receive (or spend CPU on) the
-//! datagrams of channels on other ports, whereas on plain udpm every process receives everything on the group.
+//! datagrams of channels on other ports, whereas on plain udpm every process receives everything on the group; and
+//! it stops receiving a port once no subscription needs it.
 
 use std::time::{Duration, Instant};
 
@@ -33,4 +34,33 @@ fn a_subscriber_receives_only_its_ports() {
     let on_mpudpm = flood_and_count(&format!("mpudpm://239.255.76.72:{}?ttl=0&nports=16&recv_buf_size=2097152", base + 20));
     assert!(on_udpm >= 201, "plain udpm hands every message on the group to every process ({on_udpm})");
     assert!(on_mpudpm < 10, "mpudpm hands over only the subscribed port's messages and announcements ({on_mpudpm})");
+}
+
+#[test]
+fn unsubscribing_closes_the_ports_no_subscription_needs() {
+    let start = 15000 + (std::process::id() % 400) as u16 * 40 + 30;
+    use nerve_udpm::multiport::port_of;
+    // A channel on a port of its own (the start port is always listened on: announcements come there).
+    let ch = (0..).map(|i| format!("WANTED{i}")).find(|c| port_of(c, start, 8) != start).unwrap();
+    let url = format!("mpudpm://239.255.76.72:{start}?ttl=0&nports=8&recv_buf_size=2097152");
+    let (subscriber, publisher) = (Bus::new(Some(&url)).unwrap(), Bus::new(Some(&url)).unwrap());
+    let wanted = subscriber.subscriber(&ch, 1000, Overflow::DropOldest).unwrap();
+    publisher.publish_raw(&ch, b"1").unwrap();
+    assert!(wanted.recv_timeout(Duration::from_secs(5)).is_some());
+
+    // The receive thread closes the port's socket within a poll round (50 ms); nothing sent there arrives after.
+    drop(wanted);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = subscriber.provider_stats().received;
+    assert!(before >= 1, "the closed socket's counts are kept");
+    for i in 0..50u32 {
+        publisher.publish_raw(&ch, &i.to_be_bytes()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(subscriber.provider_stats().received, before, "no datagram of the closed port is received");
+
+    // Subscribing again opens it again.
+    let again = subscriber.subscriber(&ch, 1000, Overflow::DropOldest).unwrap();
+    publisher.publish_raw(&ch, b"2").unwrap();
+    assert_eq!(again.recv_timeout(Duration::from_secs(5)).map(|m| m.data.clone()), Some(b"2".to_vec()));
 }

@@ -2,7 +2,8 @@
 //! start port), so a process receives only the datagrams of ports its subscriptions need, not every datagram on the
 //! group. A plain-name subscription joins its channel's port at once; a pattern joins the ports of the channels
 //! that match it as they become known from publishers' announcements (nerve_udpm::multiport), so a pattern may miss
-//! the first messages of a channel that another process has only just started publishing (as with liblcm).
+//! the first messages of a channel that another process has only just started publishing (as with liblcm). When
+//! the last subscription that needs a port goes, the port's socket is closed (liblcm keeps it).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::AsFd;
@@ -64,6 +65,12 @@ impl Interest {
             self.ports.insert(port);
         }
     }
+
+    /// The ports `pattern` needs: those of the known channels it matches, and its own channel's if it names one.
+    fn ports_of(&self, pattern: &Pattern, start: u16, nports: u16) -> Vec<u16> {
+        let known = self.known.iter().filter(|(c, _)| pattern.matches(c)).map(|(_, p)| *p);
+        known.chain(pattern.literal().map(|channel| multiport::port_of(channel, start, nports))).collect()
+    }
 }
 
 struct Shared {
@@ -77,6 +84,8 @@ struct Shared {
     /// Every port a socket has been opened for.
     listening: Mutex<BTreeSet<u16>>,
     stats: Mutex<Vec<RecvStats>>,
+    /// What the sockets closed so far had counted (so the provider's counters never go back).
+    closed_stats: Mutex<ProviderStats>,
     /// Recognises this provider's own datagrams (the bus delivered them in-process already).
     own: OwnSender,
 }
@@ -120,6 +129,7 @@ impl Mpudpm {
             opened: Mutex::new(Vec::new()),
             listening: Mutex::new(BTreeSet::new()),
             stats: Mutex::new(Vec::new()),
+            closed_stats: Mutex::new(ProviderStats::default()),
             own: OwnSender::default(),
         });
         Ok(Mpudpm {
@@ -224,17 +234,7 @@ impl Provider for Mpudpm {
         let (start, nports) = (self.shared.start, self.shared.nports);
         let ports = {
             let mut i = self.shared.interest.lock().expect("interest lock");
-            let mut ports: Vec<u16> = i
-                .known
-                .iter()
-                .filter(|(c, _)| pattern.matches(c))
-                .map(|(_, p)| *p)
-                .collect();
-            ports.extend(
-                pattern
-                    .literal()
-                    .map(|channel| multiport::port_of(channel, start, nports)),
-            );
+            let ports = i.ports_of(pattern, start, nports);
             i.ports.extend(ports.iter().copied());
             i.patterns.push(pattern.clone());
             ports
@@ -247,6 +247,16 @@ impl Provider for Mpudpm {
             .map_err(transport)?;
         self.shared.own.note(&p.sender);
         Ok(())
+    }
+
+    fn unsubscribed(&self, pattern: &Pattern) {
+        let (start, nports) = (self.shared.start, self.shared.nports);
+        let mut i = self.shared.interest.lock().expect("interest lock");
+        let Some(at) = i.patterns.iter().position(|p| p.as_str() == pattern.as_str()) else { return };
+        i.patterns.remove(at);
+        // The receive thread closes the sockets of ports no longer here (never the start port's).
+        let ports: BTreeSet<u16> = i.patterns.iter().flat_map(|p| i.ports_of(p, start, nports)).collect();
+        i.ports = ports;
     }
 
     fn start(&self, sink: Arc<dyn Sink>) -> Result<(), BusError> {
@@ -267,20 +277,43 @@ impl Provider for Mpudpm {
     }
 
     fn stats(&self) -> ProviderStats {
-        let all = self.shared.stats.lock().expect("stats lock");
-        let mut s = ProviderStats {
-            published: self.published.load(Ordering::Relaxed),
-            ..ProviderStats::default()
-        };
-        for r in all.iter() {
-            s.received += r.messages;
-            s.malformed += r.malformed_total() + r.reassembly.dropped_inconsistent;
-            s.lost += r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large;
-            s.kernel_dropped += r.kernel_dropped;
+        let mut s = *self.shared.closed_stats.lock().expect("stats lock");
+        for r in self.shared.stats.lock().expect("stats lock").iter() {
+            add_socket_stats(&mut s, r);
         }
+        s.published = self.published.load(Ordering::Relaxed);
         s.own_dropped = self.shared.own.dropped();
         s
     }
+}
+
+/// Adds one socket's counters to a provider's.
+fn add_socket_stats(s: &mut ProviderStats, r: &RecvStats) {
+    s.received += r.messages;
+    s.malformed += r.malformed_total() + r.reassembly.dropped_inconsistent;
+    s.lost += r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large;
+    s.kernel_dropped += r.kernel_dropped;
+}
+
+/// Closes the sockets of ports no subscription needs any more (the start port's stays: announcements come there),
+/// keeping their counters. Holding `listening` while deciding means a port that a new subscription wants again is
+/// either kept or closed before that subscription opens a socket of its own for it.
+fn close_unwanted(shared: &Shared, receivers: &mut HashMap<u16, Receiver>) {
+    let mut listening = shared.listening.lock().expect("listening lock");
+    receivers.extend(shared.opened.lock().expect("opened lock").drain(..));
+    let wanted = shared.interest.lock().expect("interest lock").ports.clone();
+    let unwanted: Vec<u16> = receivers.keys().copied().filter(|p| *p != shared.start && !wanted.contains(p)).collect();
+    if unwanted.is_empty() {
+        return;
+    }
+    for port in unwanted {
+        if let Some(rx) = receivers.remove(&port) {
+            add_socket_stats(&mut shared.closed_stats.lock().expect("stats lock"), &rx.stats());
+            listening.remove(&port);
+        }
+    }
+    // The closed sockets' counters are in `closed_stats` now, not to be counted twice.
+    *shared.stats.lock().expect("stats lock") = receivers.values().map(Receiver::stats).collect();
 }
 
 fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &AtomicBool) {
@@ -296,7 +329,7 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
         if let Err(err) = shared.listen(config, wanted) {
             eprintln!("nerve: mpudpm: {err}");
         }
-        receivers.extend(shared.opened.lock().expect("opened lock").drain(..));
+        close_unwanted(shared, &mut receivers);
         {
             let mut p = shared.publishing.lock().expect("publishing lock");
             if !p.channels.is_empty() && p.last_announce.is_some_and(|t| t.elapsed() >= ANNOUNCE_EVERY) {
