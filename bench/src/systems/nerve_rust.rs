@@ -54,7 +54,7 @@ fn to_path(m: &data::Path) -> PathT {
     PathT {
         timestamp: m.timestamp,
         num_waypoints: m.waypoints.len() as i32,
-        waypoints: m.waypoints.iter().map(|w| WaypointT { id: w.id.clone(), position: w.position }).collect(),
+        waypoints: m.waypoints.iter().map(|w| WaypointT { id: w.id.as_str().into(), position: w.position }).collect(),
     }
 }
 

@@ -98,6 +98,13 @@ impl WriteJson for String {
     }
 }
 
+impl WriteJson for crate::Str {
+    fn write_json(&self, out: &mut String) -> Result<(), DecodeError> {
+        write_str(self, out);
+        Ok(())
+    }
+}
+
 impl<T: WriteJson + ?Sized> WriteJson for &T {
     fn write_json(&self, out: &mut String) -> Result<(), DecodeError> {
         (**self).write_json(out)
@@ -166,6 +173,7 @@ mod tests {
         assert_eq!(1e300f64.to_json().unwrap(), "1e300");
         assert_eq!("a\"\u{1}é".to_json().unwrap(), "\"a\\\"\\u0001é\"");
         assert_eq!("\u{85}\u{2028}".to_json().unwrap(), "\"\\u0085\\u2028\"");
+        assert_eq!([crate::Str::new("a\"b"), "".into()].to_json().unwrap(), "[\"a\\\"b\",\"\"]");
         assert_eq!(vec![[1u8, 2], [3, 4]].to_json().unwrap(), "[[1,2],[3,4]]");
     }
 }

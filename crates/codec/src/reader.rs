@@ -1,6 +1,7 @@
 //! [`Reader`]: checked, big-endian reads from an encoded buffer.
 
 use crate::error::{DecodeError, DecodeErrorKind};
+use crate::Str;
 
 /// A cursor over an encoded buffer. Every read checks the bytes that remain first.
 #[derive(Debug, Clone)]
@@ -259,18 +260,17 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// Reads a string into a new `String` of exactly its length.
+    /// Reads a string into a new [`Str`]: no allocation for text of up to [`Str::INLINE_CAP`] bytes.
     #[inline]
-    pub fn get_string(&mut self) -> Result<String, DecodeError> {
-        self.get_str().map(str::to_owned)
+    pub fn get_string(&mut self) -> Result<Str, DecodeError> {
+        self.get_str().map(Str::new)
     }
 
-    /// Reads a string into `s`, reusing its capacity (the allocation-free decode).
+    /// Reads a string into `s`, reusing its memory (the allocation-free decode; see [`Str::assign`]).
     #[inline]
-    pub fn get_string_into(&mut self, s: &mut String) -> Result<(), DecodeError> {
+    pub fn get_string_into(&mut self, s: &mut Str) -> Result<(), DecodeError> {
         let t = self.get_str()?;
-        s.clear();
-        s.push_str(t);
+        s.assign(t);
         Ok(())
     }
 
@@ -365,6 +365,32 @@ mod tests {
         assert_eq!(kind(&[0, 0, 0, 2, 0xc3, 0]), DecodeErrorKind::InvalidUtf8);
         assert!(matches!(
             kind(&[0x7f, 0xff, 0xff, 0xff, 0]),
+
+    #[test]
+    fn strings_decode_into_str() {
+        let enc = |t: &str| {
+            let mut b = ((t.len() + 1) as i32).to_be_bytes().to_vec();
+            b.extend_from_slice(t.as_bytes());
+            b.push(0);
+            b
+        };
+        let long = "a waypoint name longer than 22 bytes";
+        let long2 = "A WAYPOINT NAME LONGER THAN 22 BYTES";
+        assert_eq!(Reader::new(&enc("wp-1")).get_string().unwrap(), "wp-1");
+        assert!(!Reader::new(&enc("wp-1")).get_string().unwrap().is_heap());
+        assert_eq!(Reader::new(&enc(long)).get_string().unwrap(), long);
+
+        let mut s = Str::default();
+        Reader::new(&enc(long)).get_string_into(&mut s).unwrap();
+        let held = s.as_ptr();
+        Reader::new(&enc(long2)).get_string_into(&mut s).unwrap();
+        assert_eq!((s.as_str(), s.as_ptr()), (long2, held));
+        Reader::new(&enc("\u{e9}t\u{e9}")).get_string_into(&mut s).unwrap();
+        assert_eq!(s, "\u{e9}t\u{e9}");
+        // A bad string leaves a valid value behind.
+        assert!(Reader::new(&[0, 0, 0, 2, 0xc3, 0]).get_string_into(&mut s).is_err());
+        assert_eq!(s, "\u{e9}t\u{e9}");
+    }
             DecodeErrorKind::Truncated { .. }
         ));
     }

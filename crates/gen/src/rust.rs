@@ -32,11 +32,14 @@
 //! # Types
 //!
 //! `int8_t`..`int64_t` -> `i8`..`i64`, `float`/`double` -> `f32`/`f64`, `byte` -> `u8`, `boolean` -> `bool`,
-//! `string` -> `String`; a fixed dimension -> `[T; N]`, a variable one -> `Vec<T>` (nested outermost first, so
-//! `double p[n][2]` is `Vec<[f64; 2]>`); a (deprecated) enum -> a newtype over `i32` with associated consts. Every
-//! struct derives `Debug, Clone, PartialEq` and implements `Default` (derived, or written out when an array is longer
-//! than 32, for which std has no `Default`). A struct that contains itself other than through a variable-length
-//! array could never be finished, and is reported as an error.
+//! `string` -> `nerve_codec::Str`; a fixed dimension -> `[T; N]`, a variable one -> `Vec<T>` (nested outermost
+//! first, so `double p[n][2]` is `Vec<[f64; 2]>`, `string s[2]` is `[Str; 2]`); a (deprecated) enum -> a newtype over
+//! `i32` with associated consts. `Str` is an immutable string of a `String`'s size that keeps up to 22 bytes inline:
+//! decoding a short string allocates nothing, where a `String` would cost a `malloc` and a `free` (a `path_t` of 50
+//! named waypoints made 50 of each). It derefs to `str`, so users write `msg.id = "wp-1".into()` and read `&*msg.id`
+//! or `msg.id.as_str()`. Every struct derives `Debug, Clone, PartialEq` and implements `Default` (derived, or
+//! written out when an array is longer than 32, for which std has no `Default`). A struct that contains itself other
+//! than through a variable-length array could never be finished, and is reported as an error.
 //!
 //! # Speed
 //!
@@ -77,6 +80,8 @@ use crate::{GenError, GeneratedFile, Input, Options};
 
 const VEC: &str = "::std::vec::Vec";
 const STRING: &str = "::std::string::String";
+/// What an LCM `string` member becomes: the runtime's inline small string (no allocation per short string).
+const STR: &str = "__nc::Str";
 const RESULT: &str = "::core::result::Result";
 const OK: &str = "::core::result::Result::<_, __nc::DecodeError>::Ok";
 const EOK: &str = "::core::result::Result::<(), __nc::EncodeError>::Ok";
@@ -285,7 +290,7 @@ impl Elem {
 
     fn default_expr(&self) -> String {
         match self {
-            Elem::Prim(Primitive::String) => format!("{STRING}::new()"),
+            Elem::Prim(Primitive::String) => format!("{STR}::EMPTY"),
             Elem::Prim(Primitive::Float) | Elem::Prim(Primitive::Double) => "0.0".into(),
             Elem::Prim(Primitive::Boolean) => "false".into(),
             Elem::Prim(_) => "0".into(),
@@ -304,7 +309,7 @@ fn prim_rust(p: Primitive) -> &'static str {
         Primitive::Int64 => "i64",
         Primitive::Float => "f32",
         Primitive::Double => "f64",
-        Primitive::String => STRING,
+        Primitive::String => STR,
         Primitive::Boolean => "bool",
         Primitive::Byte => "u8",
     }

@@ -348,8 +348,10 @@ fn decode_into_matches_decode_and_reuses_memory() {
         v.decode_into(bytes).unwrap();
         assert_eq!(v, UsesT::decode(bytes).unwrap());
     }
-    // Steady state: decoding the same shape again keeps every buffer in place.
+    // Steady state: decoding the same shape again keeps every buffer in place (a long name's heap text, reused at
+    // the same length, as well as the inline short ones).
     v.decode_into(&big_bytes).unwrap();
+    assert!(v.scans[1].name.is_heap() && !v.names[0].is_heap());
     let ptrs = (v.scans.as_ptr(), v.scans[1].name.as_ptr(), v.scans[0].points.as_ptr(), v.names[0].as_ptr());
     v.decode_into(&big_bytes).unwrap();
     assert_eq!(ptrs, (v.scans.as_ptr(), v.scans[1].name.as_ptr(), v.scans[0].points.as_ptr(), v.names[0].as_ptr()));

@@ -69,7 +69,7 @@ fn type_members_and_consts_names() {
     assert!(k.contains("pub struct LidarPointT {"));
     assert!(k.contains("pub r#type: i8,") && k.contains("pub r#fn: i32,"));
     assert!(k.contains("pub r: [[f64; 3]; 2],"));
-    assert!(k.contains("pub s: ::std::vec::Vec<[::std::string::String; 2]>,"));
+    assert!(k.contains("pub s: ::std::vec::Vec<[__nc::Str; 2]>,"));
     assert!(k.contains("pub const MAX: i32 = 16;"));
     assert!(k.contains("pub struct LidarPointTView<'a>"));
     assert!(k.contains("pub fn r#type(&self)"));
@@ -116,5 +116,6 @@ fn long_fixed_arrays_get_a_written_out_default() {
     let p = file(&files, "p.rs");
     assert!(p.contains("impl ::core::default::Default for T {"));
     assert!(p.contains("big: [0; 33],"));
+    assert!(p.contains("names: ::core::array::from_fn::<_, 40, _>(|_| __nc::Str::EMPTY),"));
     assert!(p.contains("#[derive(Debug, Clone, PartialEq)]"));
 }

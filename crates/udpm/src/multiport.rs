@@ -74,7 +74,7 @@ impl Update {
         r.ensure_elements(n, 7)?;
         let mut mapping = Vec::with_capacity(n);
         for _ in 0..n {
-            let channel = r.get_string()?;
+            let channel = r.get_str()?.to_owned();
             let port = r.get_i16()? as u16;
             mapping.push((channel, port));
         }

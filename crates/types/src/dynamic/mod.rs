@@ -714,7 +714,7 @@ fn decode_primitive(p: Primitive, r: &mut Reader<'_>) -> Result<Value, DynError>
         Primitive::Double => r.get_f64().map(Value::Double),
         Primitive::Boolean => r.get_bool().map(Value::Boolean),
         Primitive::Byte => r.get_u8().map(Value::Byte),
-        Primitive::String => r.get_string().map(Value::String),
+        Primitive::String => r.get_str().map(|s| Value::String(s.to_owned())),
     };
     v.map_err(decode_err)
 }

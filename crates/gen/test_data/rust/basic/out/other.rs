@@ -10,7 +10,7 @@ pub struct UsesT {
     pub p: super::demo::PointT,
     pub n: i8,
     pub scans: ::std::vec::Vec<super::demo::ScanT>,
-    pub names: [::std::string::String; 2],
+    pub names: [__nc::Str; 2],
 }
 
 impl __nc::Encode for UsesT {
@@ -47,7 +47,7 @@ impl __nc::Decode for UsesT {
         r.ensure_dims(&[n0], 60)?;
         let m_2 = { let mut v = ::std::vec::Vec::with_capacity(n0); for _ in 0..n0 { v.push(<super::demo::ScanT as __nc::Decode>::decode_body(r)?); } ::core::result::Result::<_, __nc::DecodeError>::Ok(v) }?;
         r.ensure_dims(&[2], 5)?;
-        let m_3 = __nc::fixed::try_array::<_, 2>(|| r.get_string(), || ::std::string::String::new())?;
+        let m_3 = __nc::fixed::try_array::<_, 2>(|| r.get_string(), || __nc::Str::EMPTY)?;
         ::core::result::Result::<_, __nc::DecodeError>::Ok(Self { p: m_0, n: m_1, scans: m_2, names: m_3 })
     }
     #[inline]
