@@ -365,6 +365,9 @@ mod tests {
         assert_eq!(kind(&[0, 0, 0, 2, 0xc3, 0]), DecodeErrorKind::InvalidUtf8);
         assert!(matches!(
             kind(&[0x7f, 0xff, 0xff, 0xff, 0]),
+            DecodeErrorKind::Truncated { .. }
+        ));
+    }
 
     #[test]
     fn strings_decode_into_str() {
@@ -390,8 +393,5 @@ mod tests {
         // A bad string leaves a valid value behind.
         assert!(Reader::new(&[0, 0, 0, 2, 0xc3, 0]).get_string_into(&mut s).is_err());
         assert_eq!(s, "\u{e9}t\u{e9}");
-    }
-            DecodeErrorKind::Truncated { .. }
-        ));
     }
 }
