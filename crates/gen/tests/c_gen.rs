@@ -190,3 +190,93 @@ int main(void)
     assert!(status.success(), "round trip failed: {status}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `_decode` puts all of a message's strings and arrays in one allocation (`_nerve_block`), which
+/// `_decode_cleanup` frees; a copy's parts are its own; a message whose parts outgrow the block's first guess is
+/// decoded part by part instead. Run under AddressSanitizer with leak detection: every path frees exactly what it
+/// allocated.
+#[test]
+fn decoded_messages_live_in_one_block_and_every_path_frees_it() {
+    if Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let types = format!("{SEED}\nstruct sparse_t {{ int32_t n; int32_t m; int8_t cells[n][m]; string tag; }}");
+    let dir = std::env::temp_dir().join(format!("nerve-c-block-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in generate(&types) {
+        std::fs::write(dir.join(&f.path), &f.contents).unwrap();
+    }
+    let main = r#"
+#include <string.h>
+#include "seed_path_t.h"
+#include "seed_sparse_t.h"
+int main(void)
+{
+    seed_waypoint_t w[3];
+    double grid[3][3] = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+    double *rows[3];
+    seed_path_t p, d, *c;
+    seed_sparse_t s, t;
+    uint8_t buf[512];
+    const uint8_t *lo, *hi;
+    int n, i;
+    char a[] = "first", b[] = "", e[] = "a longer name than the others";
+    w[0].id = a; w[1].id = b; w[2].id = e;
+    for (i = 0; i < 3; i++) { w[i].position[0] = (float) i; w[i].position[1] = 0.5f; rows[i] = grid[i]; }
+    memset(&p, 0, sizeof p);
+    p.num_waypoints = 3; p.waypoints = w; p.grid = rows;
+    n = seed_path_t_encode(buf, 0, sizeof buf, &p);
+    if (n <= 0 || seed_path_t_decode(buf, 0, n, &d) != n) return 1;
+    /* one block: every part of the decoded message inside it, the first part at its start */
+    if (!d._nerve_block || (void *) d.waypoints != d._nerve_block) return 2;
+    lo = (const uint8_t *) d._nerve_block;
+    hi = lo + 5 * n + 256; /* the block is at most about 4x the message */
+    for (i = 0; i < 3; i++) {
+        const uint8_t *id = (const uint8_t *) d.waypoints[i].id, *row = (const uint8_t *) d.grid[i];
+        if (id < lo || id >= hi || row < lo || row >= hi || d.waypoints[i]._nerve_block) return 3;
+    }
+    if (strcmp(d.waypoints[2].id, e) || d.grid[2][1] != 8) return 4;
+    /* a copy owns its parts one by one, and is destroyed part by part */
+    c = seed_path_t_copy(&d);
+    if (!c || c->_nerve_block || c->waypoints == d.waypoints || strcmp(c->waypoints[0].id, a)) return 5;
+    seed_path_t_destroy(c);
+    seed_path_t_decode_cleanup(&d);
+    if (d.waypoints || d._nerve_block) return 6;
+    seed_path_t_decode_cleanup(&d); /* a second cleanup is harmless */
+    /* 4000 empty rows: 4000 row pointers from a few bytes, more than the block's first guess */
+    memset(&s, 0, sizeof s);
+    s.n = 4000; s.m = 0; s.tag = a;
+    s.cells = (int8_t **) calloc(4000, sizeof(int8_t *));
+    if (!s.cells) return 7;
+    n = seed_sparse_t_encode(buf, 0, sizeof buf, &s);
+    free(s.cells);
+    if (n <= 0 || seed_sparse_t_decode(buf, 0, n, &t) != n) return 8;
+    if (t._nerve_block || !t.cells || t.n != 4000 || strcmp(t.tag, a)) return 9;
+    seed_sparse_t_decode_cleanup(&t);
+    /* and a decode that fails part-way (the last byte missing) leaves nothing allocated */
+    n = seed_path_t_encode(buf, 0, sizeof buf, &p);
+    if (seed_path_t_decode(buf, 0, n - 1, &d) >= 0 || d.waypoints || d._nerve_block) return 10;
+    return 0;
+}
+"#;
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let exe = dir.join("main");
+    let mut cc = Command::new("cc");
+    cc.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-g"])
+        .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .args(["main.c", "seed_path_t.c", "seed_waypoint_t.c", "seed_sparse_t.c"].map(|f| dir.join(f)))
+        .arg("-I")
+        .arg(&dir);
+    let out = cc.output().unwrap();
+    assert!(out.status.success(), "compile failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(&exe).env("ASAN_OPTIONS", "detect_leaks=1").output().unwrap();
+    assert!(
+        run.status.success(),
+        "exit {:?}\n{}",
+        run.status.code(),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
