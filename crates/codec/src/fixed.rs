@@ -5,7 +5,11 @@
 //! check. The offsets these helpers are given come from the generator, which knows the chunk's size; an offset out
 //! of range is a generator bug, never a property of the input, and panics.
 
+use core::mem::MaybeUninit;
+
 use crate::error::DecodeError;
+
+mod swap;
 
 #[cold]
 #[inline(never)]
@@ -116,38 +120,197 @@ pub fn try_array<T, const N: usize>(
     }
 }
 
+/// Plain numbers that LCM stores big-endian in 2, 4 or 8 bytes: no padding, and every bit pattern is a valid
+/// value, so their memory may be filled byte by byte (by [`swap::swap_copy`]). Sealed: only these six.
+pub(crate) trait Swapped: Copy + sealed::Sealed {
+    /// The encoded (and in-memory) size in bytes.
+    const SIZE: usize;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! swapped {
+    ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Swapped for $t {
+            const SIZE: usize = core::mem::size_of::<$t>();
+        }
+    )*};
+}
+swapped!(i16, i32, i64, u64, f32, f64);
+
+/// The memory of `vs` as bytes to be written. Private: the bytes are only ever written with initialised values
+/// (by `swap_copy`), which keeps every element a valid `T`.
+#[inline(always)]
+fn uninit_bytes_of<T: Swapped>(vs: &mut [MaybeUninit<T>]) -> &mut [MaybeUninit<u8>] {
+    let len = core::mem::size_of_val(vs);
+    // SAFETY: the pointer and length cover exactly the memory of `vs`, which this borrow owns for its lifetime;
+    // `MaybeUninit<u8>` has alignment 1 and accepts any content.
+    #[allow(unsafe_code)]
+    unsafe {
+        core::slice::from_raw_parts_mut(vs.as_mut_ptr().cast::<MaybeUninit<u8>>(), len)
+    }
+}
+
+/// `vs` viewed as `MaybeUninit`, so that initialised and spare memory go through the same code.
+#[inline(always)]
+fn as_uninit<T: Swapped>(vs: &mut [T]) -> &mut [MaybeUninit<T>] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout; the callers only write initialised values of `T` (whole elements
+    // of initialised bytes; every bit pattern is a valid `T`, see `Swapped`), so `vs` stays initialised.
+    #[allow(unsafe_code)]
+    unsafe {
+        core::slice::from_raw_parts_mut(vs.as_mut_ptr().cast::<MaybeUninit<T>>(), vs.len())
+    }
+}
+
+/// The bytes of `vs` in memory (native order).
+#[inline(always)]
+fn bytes_of<T: Swapped>(vs: &[T]) -> &[u8] {
+    // SAFETY: the pointer and length cover exactly the memory of `vs`; `Swapped` types have no padding, so every
+    // byte is initialised; `u8` has alignment 1.
+    #[allow(unsafe_code)]
+    unsafe {
+        core::slice::from_raw_parts(vs.as_ptr().cast::<u8>(), core::mem::size_of_val(vs))
+    }
+}
+
+/// Converts big-endian bytes to `T`s: `out.len()` of them (or as many as `src` holds) from the front of `src`.
+#[inline]
+pub(crate) fn read_swapped<T: Swapped>(src: &[u8], out: &mut [T]) {
+    let n = out.len().min(src.len() / T::SIZE);
+    swap_elems::<T>(&src[..n * T::SIZE], &mut as_uninit(out)[..n]);
+}
+
+/// Writes `vs` as big-endian bytes to the front of `dst` (as many as fit).
+#[inline]
+pub(crate) fn write_swapped<T: Swapped>(dst: &mut [u8], vs: &[T]) {
+    let n = vs.len().min(dst.len() / T::SIZE);
+    // SAFETY: `MaybeUninit<u8>` has `u8`'s layout, and `swap_copy` writes only initialised bytes, so `dst` stays
+    // initialised.
+    #[allow(unsafe_code)]
+    let d = unsafe { core::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<MaybeUninit<u8>>(), n * T::SIZE) };
+    swap_size::<T>(bytes_of(&vs[..n]), d);
+}
+
+/// Decodes `n` big-endian `T`s from the front of `src` into `v`, replacing its contents and reusing its capacity.
+/// Each element is written once, straight from the byte swap (no zero-filling first). `src` must hold `n` elements
+/// (the decoders check it before they call this); if it does not, this panics (a bug in the caller).
+#[inline]
+pub(crate) fn read_swapped_vec<T: Swapped>(v: &mut Vec<T>, src: &[u8], n: usize) {
+    let bytes = n.checked_mul(T::SIZE).and_then(|len| src.get(..len));
+    let Some(bytes) = bytes else { out_of_range(0, n.saturating_mul(T::SIZE), src.len()) };
+    v.clear();
+    v.reserve_exact(n);
+    swap_elems::<T>(bytes, &mut v.spare_capacity_mut()[..n]);
+    // SAFETY: `swap_elems` initialised all `n * T::SIZE` bytes of the first `n` spare elements (`bytes` is exactly
+    // that long), and `reserve_exact` made the capacity at least `n`.
+    #[allow(unsafe_code)]
+    unsafe {
+        v.set_len(n)
+    };
+}
+
+/// Swaps whole elements from `src` (exactly `out.len()` of them) into `out`.
+#[inline(always)]
+fn swap_elems<T: Swapped>(src: &[u8], out: &mut [MaybeUninit<T>]) {
+    swap_size::<T>(src, uninit_bytes_of(out));
+}
+
+#[inline(always)]
+fn swap_size<T: Swapped>(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
+    #[cfg(target_endian = "big")]
+    {
+        for (d, s) in dst.iter_mut().zip(src) {
+            d.write(*s);
+        }
+    }
+    #[cfg(target_endian = "little")]
+    match T::SIZE {
+        2 => swap::swap_copy::<2>(src, dst),
+        4 => swap::swap_copy::<4>(src, dst),
+        _ => swap::swap_copy::<8>(src, dst),
+    }
+}
+
+/// Decoding a whole array of one primitive type into a `Vec` (what [`crate::Reader`]'s `get_*_vec` and
+/// `get_*_vec_into` do after checking the length).
+pub(crate) trait DecodeVec: Sized {
+    /// Replaces the contents of `v` with `n` elements decoded from the front of `src`, reusing its capacity. `src`
+    /// must hold them (the reader checks it first; otherwise this panics, a bug in the caller).
+    fn decode_vec(v: &mut Vec<Self>, src: &[u8], n: usize);
+}
+
+impl<T: Swapped> DecodeVec for T {
+    #[inline]
+    fn decode_vec(v: &mut Vec<T>, src: &[u8], n: usize) {
+        read_swapped_vec(v, src, n)
+    }
+}
+
 macro_rules! bulk {
-    ($($read:ident, $write:ident: $t:ty, $n:expr, $from:expr, $to:expr;)*) => {$(
+    ($($read:ident, $write:ident: $t:ty;)*) => {$(
         #[doc = concat!("Converts big-endian bytes to `", stringify!($t), "`s: `out.len()` of them from the front of `src`.")]
         #[inline]
         pub fn $read(src: &[u8], out: &mut [$t]) {
-            let from = $from;
-            for (o, c) in out.iter_mut().zip(chunks::<$n>(src)) {
-                *o = from(*c);
-            }
+            read_swapped(src, out)
         }
 
         #[doc = concat!("Writes `vs` as big-endian `", stringify!($t), "`s to the front of `dst`.")]
         #[inline]
         pub fn $write(dst: &mut [u8], vs: &[$t]) {
+            write_swapped(dst, vs)
+        }
+    )*};
+}
+
+macro_rules! bulk_bytes {
+    ($($read:ident, $write:ident: $t:ty, $from:expr, $to:expr;)*) => {$(
+        #[doc = concat!("Converts bytes to `", stringify!($t), "`s: `out.len()` of them from the front of `src`.")]
+        #[inline]
+        pub fn $read(src: &[u8], out: &mut [$t]) {
+            let from = $from;
+            for (o, c) in out.iter_mut().zip(src) {
+                *o = from(*c);
+            }
+        }
+
+        #[doc = concat!("Writes `vs` as `", stringify!($t), "`s to the front of `dst`.")]
+        #[inline]
+        pub fn $write(dst: &mut [u8], vs: &[$t]) {
             let to = $to;
-            for (d, v) in chunks_mut::<$n>(dst).zip(vs) {
+            for (d, v) in dst.iter_mut().zip(vs) {
                 *d = to(*v);
+            }
+        }
+
+        impl DecodeVec for $t {
+            #[inline]
+            fn decode_vec(v: &mut Vec<$t>, src: &[u8], n: usize) {
+                let Some(bytes) = src.get(..n) else { out_of_range(0, n, src.len()) };
+                let from = $from;
+                v.clear();
+                v.reserve_exact(n);
+                v.extend(bytes.iter().map(|b| from(*b)));
             }
         }
     )*};
 }
 
+bulk_bytes! {
+    read_i8s, write_i8s: i8, |b: u8| b as i8, |v: i8| v as u8;
+    read_u8s, write_u8s: u8, |b: u8| b, |v: u8| v;
+    read_bools, write_bools: bool, |b: u8| b != 0, u8::from;
+}
+
 bulk! {
-    read_i8s, write_i8s: i8, 1, |b: [u8; 1]| b[0] as i8, |v: i8| [v as u8];
-    read_u8s, write_u8s: u8, 1, |b: [u8; 1]| b[0], |v: u8| [v];
-    read_i16s, write_i16s: i16, 2, i16::from_be_bytes, i16::to_be_bytes;
-    read_i32s, write_i32s: i32, 4, i32::from_be_bytes, i32::to_be_bytes;
-    read_i64s, write_i64s: i64, 8, i64::from_be_bytes, i64::to_be_bytes;
-    read_u64s, write_u64s: u64, 8, u64::from_be_bytes, u64::to_be_bytes;
-    read_f32s, write_f32s: f32, 4, f32::from_be_bytes, f32::to_be_bytes;
-    read_f64s, write_f64s: f64, 8, f64::from_be_bytes, f64::to_be_bytes;
-    read_bools, write_bools: bool, 1, |b: [u8; 1]| b[0] != 0, |v: bool| [u8::from(v)];
+    read_i16s, write_i16s: i16;
+    read_i32s, write_i32s: i32;
+    read_i64s, write_i64s: i64;
+    read_u64s, write_u64s: u64;
+    read_f32s, write_f32s: f32;
+    read_f64s, write_f64s: f64;
 }
 
 /// The number of elements of a multi-dimensional array: the product of its dimensions, or `None` on overflow.
@@ -170,6 +333,44 @@ mod tests {
         let mut back = [0f32; 3];
         read_f32s(&b, &mut back);
         assert_eq!(back.map(f32::to_bits), vs.map(f32::to_bits));
+    }
+
+    #[test]
+    fn vectors_decode_in_place_and_round_trip() {
+        // Through the public readers and writers, every multi-byte type, at lengths on both sides of the SIMD
+        // threshold; `get_*_vec_into` over a longer and a shorter held vector (reused capacity).
+        macro_rules! each {
+            ($($t:ty, $get:ident, $into:ident, $put:ident;)*) => {$(
+                for n in [0usize, 1, 3, 7, 33, 100] {
+                    let vs: Vec<$t> = (0..n).map(|i| ((i * 3 + 1) as $t) * (if i % 2 == 0 { 1 } else { 2 } as $t)).collect();
+                    let mut buf = vec![0u8; n * core::mem::size_of::<$t>()];
+                    crate::Writer::new(&mut buf).$put(&vs).unwrap();
+                    let want: Vec<u8> = vs.iter().flat_map(|v| v.to_be_bytes()).collect();
+                    assert_eq!(buf, want);
+                    assert_eq!(crate::Reader::new(&buf).$get(n).unwrap(), vs);
+                    for held in [vec![<$t>::default(); 2 * n + 1], vec![<$t>::default(); n / 2]] {
+                        let mut held = held;
+                        crate::Reader::new(&buf).$into(&mut held, n).unwrap();
+                        assert_eq!(held, vs);
+                    }
+                    let mut arr = vec![<$t>::default(); n];
+                    read_swapped(&buf, &mut arr);
+                    assert_eq!(arr, vs);
+                }
+            )*};
+        }
+        each! {
+            i16, get_i16_vec, get_i16_vec_into, put_i16_slice;
+            i32, get_i32_vec, get_i32_vec_into, put_i32_slice;
+            i64, get_i64_vec, get_i64_vec_into, put_i64_slice;
+            u64, get_u64_vec, get_u64_vec_into, put_u64_slice;
+            f32, get_f32_vec, get_f32_vec_into, put_f32_slice;
+            f64, get_f64_vec, get_f64_vec_into, put_f64_slice;
+        }
+        let mut v = vec![1u8, 2, 3];
+        crate::Reader::new(&[9, 8]).get_u8_vec_into(&mut v, 2).unwrap();
+        assert_eq!(v, [9, 8]);
+        assert_eq!(crate::Reader::new(&[0, 2]).get_bool_vec(2).unwrap(), [false, true]);
     }
 
     #[test]

@@ -24,11 +24,10 @@ macro_rules! scalar_readers {
         #[inline]
         pub fn $get_vec(&mut self, n: usize) -> Result<Vec<$t>, DecodeError> {
             let bytes = self.take_array(n, $n)?;
-            // One allocation of exactly n, filled in one pass (no zeroing first: `extend` from an exact-size
-            // iterator writes each element once, with no capacity check per element).
-            let mut v = Vec::with_capacity(n);
-            let from = $from;
-            v.extend(crate::fixed::chunks::<$n>(bytes).map(|c| from(*c)));
+            // One allocation of exactly n, each element written once (no zero-filling first), by a vector byte
+            // swap for the multi-byte types (crate::fixed's `swap`).
+            let mut v = Vec::new();
+            crate::fixed::DecodeVec::decode_vec(&mut v, bytes, n);
             Ok(v)
         }
 
@@ -37,9 +36,7 @@ macro_rules! scalar_readers {
         #[inline]
         pub fn $get_vec_into(&mut self, v: &mut Vec<$t>, n: usize) -> Result<(), DecodeError> {
             let bytes = self.take_array(n, $n)?;
-            v.truncate(n);
-            v.resize(n, <$t>::default());
-            crate::fixed::$bulk(bytes, v);
+            crate::fixed::DecodeVec::decode_vec(v, bytes, n);
             Ok(())
         }
 
