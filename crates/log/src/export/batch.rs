@@ -7,6 +7,8 @@
 //! one buffer with each event's end in it, so the exporter then walks the events in their original order and
 //! writes, numbers and indexes them exactly as it would one at a time. Only the text is made in parallel; every
 //! decision that depends on order (MCAP ids, CSV file names, counts) stays on the caller's thread.
+//! [`transcode_while`] lets the caller's thread do that for the batch before while the other threads start on
+//! this one (it joins them when done), so that the serial work does not leave the other cores idle.
 
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
@@ -133,11 +135,25 @@ const PARTS_PER_THREAD: usize = 8;
 
 /// Runs `work` on every event of `batch`, in parts on several threads; `parts` then holds the parts in order
 /// (parts beyond the ones used are left empty).
+#[cfg(test)]
 pub(crate) fn transcode<R: Send, S: Default + Send>(
     batch: &Batch,
     parts: &mut Vec<Part<R, S>>,
     work: &(dyn Fn(&EventRef<'_>, &mut Vec<u8>, &mut S) -> R + Sync),
 ) {
+    transcode_while(batch, parts, work, || ());
+}
+
+/// [`transcode`], with `meanwhile` run on the caller's thread while the other threads start on the parts (the
+/// caller takes parts too once it is done): an exporter writes out the batch before this one there, so that its
+/// serial work (ids, indexes, copies into the files' buffers) overlaps making the text instead of leaving the
+/// other cores idle. Returns what `meanwhile` returns.
+pub(crate) fn transcode_while<R: Send, S: Default + Send, T>(
+    batch: &Batch,
+    parts: &mut Vec<Part<R, S>>,
+    work: &(dyn Fn(&EventRef<'_>, &mut Vec<u8>, &mut S) -> R + Sync),
+    meanwhile: impl FnOnce() -> T,
+) -> T {
     // Small batches are not worth a thread.
     let threads = if batch.bytes.len() < (1 << 16) { 1 } else { threads() };
     let ranges = batch.split(if threads == 1 { 1 } else { threads * PARTS_PER_THREAD });
@@ -163,8 +179,10 @@ pub(crate) fn transcode<R: Send, S: Default + Send>(
             // If no thread can be had, this thread does its parts.
             let _ = std::thread::Builder::new().name("nerve-export".into()).stack_size(WORKER_STACK).spawn_scoped(s, run);
         }
+        let t = meanwhile();
         run();
-    });
+        t
+    })
 }
 
 #[cfg(test)]

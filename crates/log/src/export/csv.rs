@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{CsvShape, JsonForm};
 
-use super::batch::{transcode, Batch, Part};
+use super::batch::{transcode_while, Batch, Part};
 use super::sink::Sink;
 use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, OUT_CHUNK};
 use crate::EventRef;
@@ -34,7 +34,6 @@ type Key = (String, Option<u64>);
 
 struct Table {
     type_name: Option<String>,
-    shape: CsvShape,
     /// Its path and its number in the exporter's [`Sink`].
     file: Option<(PathBuf, usize)>,
     /// Rows not written yet (written in pieces of about [`OUT_CHUNK`]).
@@ -42,8 +41,8 @@ struct Table {
 }
 
 impl Table {
-    fn new(type_name: Option<String>, shape: CsvShape) -> Table {
-        Table { type_name, shape, file: None, buf: Vec::new() }
+    fn new(type_name: Option<String>) -> Table {
+        Table { type_name, file: None, buf: Vec::new() }
     }
 
     /// Hands the rows to the sink (the buffer comes back empty).
@@ -60,6 +59,9 @@ pub struct CsvExport<'d> {
     dir: PathBuf,
     decoder: &'d Decoder,
     tables: HashMap<Key, Table>,
+    /// Each table's columns (apart from the rest of it: rows are made from them on other threads while this one
+    /// writes the rows before).
+    shapes: HashMap<Key, CsvShape>,
     /// The files, written on their own thread.
     sink: Sink,
     /// Keys in first-seen order (file names are given in this order).
@@ -67,6 +69,8 @@ pub struct CsvExport<'d> {
     names_given: bool,
     batch: Batch,
     parts: Vec<Part<Row, ()>>,
+    /// The batch transcoded last and its rows, not written yet: written while the next is transcoded.
+    done: Option<(Batch, Vec<Part<Row, ()>>)>,
     stats: ExportStats,
 }
 
@@ -86,11 +90,13 @@ impl<'d> CsvExport<'d> {
             dir: dir.to_path_buf(),
             decoder,
             tables: HashMap::new(),
+            shapes: HashMap::new(),
             sink: Sink::new(),
             order: Vec::new(),
             names_given: false,
             batch: Batch::default(),
             parts: Vec::new(),
+            done: None,
             stats: ExportStats::default(),
         })
     }
@@ -100,9 +106,9 @@ impl<'d> CsvExport<'d> {
         let channel = ev.channel();
         if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
             let key = (channel.clone().into_owned(), Some(st.fingerprint));
-            match self.tables.get_mut(&key) {
-                Some(table) => {
-                    if t.csv_merge(ev.data, &mut table.shape).is_ok() {
+            match self.shapes.get_mut(&key) {
+                Some(shape) => {
+                    if t.csv_merge(ev.data, shape).is_ok() {
                         return;
                     }
                 }
@@ -110,7 +116,8 @@ impl<'d> CsvExport<'d> {
                     let mut shape = CsvShape::new();
                     if t.csv_merge(ev.data, &mut shape).is_ok() {
                         self.order.push(key.clone());
-                        self.tables.insert(key, Table::new(Some(st.name.full()), shape));
+                        self.tables.insert(key.clone(), Table::new(Some(st.name.full())));
+                        self.shapes.insert(key, shape);
                         return;
                     }
                 }
@@ -119,7 +126,8 @@ impl<'d> CsvExport<'d> {
         let key = (channel.into_owned(), None);
         if !self.tables.contains_key(&key) {
             self.order.push(key.clone());
-            self.tables.insert(key, Table::new(None, CsvShape::new()));
+            self.tables.insert(key.clone(), Table::new(None));
+            self.shapes.insert(key, CsvShape::new());
         }
     }
 
@@ -168,7 +176,7 @@ impl<'d> CsvExport<'d> {
             header.push_str(",fingerprint,data_hex,error");
         } else {
             let mut line = Vec::new();
-            for c in t.shape.columns() {
+            for c in self.shapes[key].columns() {
                 line.push(b',');
                 push_text(&mut line, &c);
             }
@@ -201,39 +209,55 @@ impl<'d> CsvExport<'d> {
         Ok(())
     }
 
-    /// Makes the batch's rows (on several threads), then adds them to their files in order.
+    /// Makes the batch's rows (on several threads) while adding those of the batch before it to their files in
+    /// order on this thread; the batch's rows are added with the next batch, or by [`CsvExport::finish`]. A batch
+    /// with rows left to this thread (raw rows, tables `scan` did not see, which may add columns) is written out
+    /// before the next is started.
     fn run_batch(&mut self) -> Result<(), ExportError> {
+        let mut done = self.done.take();
+        let serial = |d: &Option<(Batch, Vec<Part<Row, ()>>)>| {
+            d.as_ref().is_some_and(|(_, parts)| parts.iter().any(|p| p.results.iter().any(|(r, _)| matches!(r, Row::Serial))))
+        };
+        if serial(&done) {
+            let (b, mut p) = done.take().expect("checked");
+            let r = self.write_batch(&b, &mut p);
+            done = Some((b, p));
+            r?;
+        }
         let decoder = self.decoder;
         let batch = std::mem::take(&mut self.batch);
         let mut parts = std::mem::take(&mut self.parts);
-        let tables = &self.tables;
-        transcode(&batch, &mut parts, &|ev, out, _| row(decoder, tables, ev, out));
-        let mut result = Ok(());
-        'parts: for part in &mut parts {
+        let (shapes, mut rows) = (&self.shapes, Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats });
+        let result = transcode_while(&batch, &mut parts, &|ev, out, _| row(decoder, shapes, ev, out), || match &mut done {
+            Some((b, p)) => p.iter_mut().try_for_each(|part| rows.add(b, part)),
+            None => Ok(()),
+        });
+        self.done = Some((batch, parts));
+        if let Some((mut b, p)) = done {
+            b.clear();
+            self.batch = b;
+            self.parts = p;
+        }
+        result
+    }
+
+    /// Adds a transcoded batch's rows to their files in order (those left to this thread made here).
+    fn write_batch(&mut self, batch: &Batch, parts: &mut [Part<Row, ()>]) -> Result<(), ExportError> {
+        for part in parts {
             let mut start = 0;
             for (i, (r, end)) in part.events.clone().zip(part.results.drain(..)) {
                 let ev = batch.get(i);
-                result = match r {
+                match r {
                     Row::Decoded(fp) => {
-                        let key = (ev.channel().into_owned(), Some(fp));
-                        let table = self.tables.get_mut(&key).expect("the row was made from this table");
-                        let at = table.buf.len();
-                        table.buf.extend_from_slice(&part.out[start..end]);
-                        self.stats.decoded += 1;
-                        self.written(&key, at)
+                        let mut rows = Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats };
+                        rows.one(&ev, fp, &part.out[start..end])?;
                     }
-                    Row::Serial => self.event_serial(&ev),
-                };
-                if result.is_err() {
-                    break 'parts;
+                    Row::Serial => self.event_serial(&ev)?,
                 }
                 start = end;
             }
         }
-        self.parts = parts;
-        self.batch = batch;
-        self.batch.clear();
-        result
+        Ok(())
     }
 
     /// Writes `ev`'s row on this thread.
@@ -253,7 +277,7 @@ impl<'d> CsvExport<'d> {
                 push_int(&mut table.buf, ev.utime);
                 table.buf.push(b',');
                 push_int(&mut table.buf, ev.number);
-                match t.csv_row(ev.data, &table.shape, &mut table.buf) {
+                match t.csv_row(ev.data, &self.shapes[&key], &mut table.buf) {
                     Ok(_) => {
                         table.buf.push(b'\n');
                         self.stats.decoded += 1;
@@ -299,13 +323,7 @@ impl<'d> CsvExport<'d> {
 
     /// Counts a row written from `start` of `key`'s buffer, and writes the buffer out when it is big.
     fn written(&mut self, key: &Key, start: usize) -> Result<(), ExportError> {
-        let table = self.tables.get_mut(key).expect("known key");
-        self.stats.messages += 1;
-        self.stats.bytes_out += (table.buf.len() - start) as u64;
-        if table.buf.len() >= OUT_CHUNK {
-            table.write_out(&mut self.sink)?;
-        }
-        Ok(())
+        Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats }.written(key, start)
     }
 
     /// Writes what is left, flushes and closes every file.
@@ -314,6 +332,9 @@ impl<'d> CsvExport<'d> {
             self.open_files()?;
         }
         self.run_batch()?;
+        if let Some((b, mut p)) = self.done.take() {
+            self.write_batch(&b, &mut p)?;
+        }
         for t in self.tables.values_mut() {
             t.write_out(&mut self.sink)?;
         }
@@ -322,17 +343,58 @@ impl<'d> CsvExport<'d> {
     }
 }
 
+/// What adding decoded rows to their files takes (the exporter less the columns, which other threads read then).
+struct Rows<'a> {
+    tables: &'a mut HashMap<Key, Table>,
+    sink: &'a mut Sink,
+    stats: &'a mut ExportStats,
+}
+
+impl Rows<'_> {
+    /// Adds a transcoded part's decoded rows; all of its rows must be decoded ones.
+    fn add(&mut self, batch: &Batch, part: &mut Part<Row, ()>) -> Result<(), ExportError> {
+        let mut start = 0;
+        for (i, (r, end)) in part.events.clone().zip(part.results.drain(..)) {
+            let Row::Decoded(fp) = r else { unreachable!("a batch with rows left to the caller is written before") };
+            self.one(&batch.get(i), fp, &part.out[start..end])?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Adds one decoded row to its table's file.
+    fn one(&mut self, ev: &EventRef<'_>, fp: u64, text: &[u8]) -> Result<(), ExportError> {
+        let key = (ev.channel().into_owned(), Some(fp));
+        let table = self.tables.get_mut(&key).expect("the row was made from this table");
+        let at = table.buf.len();
+        table.buf.extend_from_slice(text);
+        self.stats.decoded += 1;
+        self.written(&key, at)
+    }
+
+    /// Counts a row written from `start` of `key`'s buffer, and writes the buffer out when it is big.
+    fn written(&mut self, key: &Key, start: usize) -> Result<(), ExportError> {
+        let table = self.tables.get_mut(key).expect("known key");
+        self.stats.messages += 1;
+        self.stats.bytes_out += (table.buf.len() - start) as u64;
+        if table.buf.len() >= OUT_CHUNK {
+            table.write_out(self.sink)?;
+        }
+        Ok(())
+    }
+}
+
 /// A decoded message's row (`recv_utime,event,cells...`) for a table the scan made; anything else is left to the
 /// caller's thread.
-fn row(decoder: &Decoder, tables: &HashMap<Key, Table>, ev: &EventRef<'_>, out: &mut Vec<u8>) -> Row {
+fn row(decoder: &Decoder, shapes: &HashMap<Key, CsvShape>, ev: &EventRef<'_>, out: &mut Vec<u8>) -> Row {
     let (Some(st), Some(t)) = (decoder.candidate(ev.data), decoder.transcoder()) else { return Row::Serial };
     let key = (ev.channel().into_owned(), Some(st.fingerprint));
-    let Some(table) = tables.get(&key) else { return Row::Serial };
+    let Some(shape) = shapes.get(&key) else { return Row::Serial };
     let start = out.len();
     push_int(out, ev.utime);
     out.push(b',');
     push_int(out, ev.number);
-    match t.csv_row(ev.data, &table.shape, out) {
+    match t.csv_row(ev.data, shape, out) {
         Ok(_) => {
             out.push(b'\n');
             Row::Decoded(st.fingerprint)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{json_string, JsonForm};
 
-use super::batch::{transcode, Batch, Part};
+use super::batch::{transcode_while, Batch, Part};
 use super::sink::Sink;
 use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats};
 use crate::EventRef;
@@ -31,6 +31,8 @@ pub struct JsonlExport<'d> {
     batch: Batch,
     /// Whether each line's message decoded.
     parts: Vec<Part<bool, ChannelNames>>,
+    /// The last batch's lines, not written yet: written while the next batch is transcoded.
+    done: Vec<Part<bool, ChannelNames>>,
     stats: ExportStats,
 }
 
@@ -54,6 +56,7 @@ impl<'d> JsonlExport<'d> {
             decoder,
             batch: Batch::default(),
             parts: Vec::new(),
+            done: Vec::new(),
             stats: ExportStats::default(),
         }
     }
@@ -67,34 +70,27 @@ impl<'d> JsonlExport<'d> {
         Ok(())
     }
 
+    /// Transcodes the batch (on several threads) while handing the lines of the batch before it to the output on
+    /// this thread; the batch's lines are written with the next batch, or by [`JsonlExport::finish`].
     fn run_batch(&mut self) -> Result<(), ExportError> {
         let decoder = self.decoder;
-        transcode(&self.batch, &mut self.parts, &|ev, out, names| line(decoder, ev, out, names));
-        for part in &mut self.parts {
-            for (decoded, _) in part.results.drain(..) {
-                self.stats.messages += 1;
-                if decoded {
-                    self.stats.decoded += 1;
-                } else {
-                    self.stats.undecoded += 1;
-                }
-            }
-            self.stats.bytes_out += part.out.len() as u64;
-            match &mut self.out {
-                Output::File(sink) => sink.send(0, &mut part.out)?,
-                Output::Writer(w) => {
-                    w.write_all(&part.out).map_err(|e| ExportError::io(&self.path, "writing", e))?;
-                    part.out.clear();
-                }
-            }
-        }
+        let mut parts = std::mem::take(&mut self.parts);
+        let mut done = std::mem::take(&mut self.done);
+        let (batch, path, out, stats) = (&self.batch, &self.path, &mut self.out, &mut self.stats);
+        let result = transcode_while(batch, &mut parts, &|ev, out, names| line(decoder, ev, out, names), || {
+            write_parts(&mut done, path, out, stats)
+        });
+        // The parts keep their channel names from batch to batch: the two sets take turns.
+        self.parts = done;
+        self.done = parts;
         self.batch.clear();
-        Ok(())
+        result
     }
 
     /// Writes what is left, flushes and closes.
     pub fn finish(mut self) -> Result<ExportStats, ExportError> {
         self.run_batch()?;
+        write_parts(&mut self.done, &self.path, &mut self.out, &mut self.stats)?;
         match self.out {
             Output::File(sink) => sink.finish()?,
             Output::Writer(mut w) => w.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?,
@@ -103,8 +99,36 @@ impl<'d> JsonlExport<'d> {
     }
 }
 
+/// Hands transcoded parts' lines to the output, in order, and counts them.
+fn write_parts(
+    parts: &mut [Part<bool, ChannelNames>],
+    path: &Path,
+    out: &mut Output<'_>,
+    stats: &mut ExportStats,
+) -> Result<(), ExportError> {
+    for part in parts {
+        for (decoded, _) in part.results.drain(..) {
+            stats.messages += 1;
+            if decoded {
+                stats.decoded += 1;
+            } else {
+                stats.undecoded += 1;
+            }
+        }
+        stats.bytes_out += part.out.len() as u64;
+        match out {
+            Output::File(sink) => sink.send(0, &mut part.out)?,
+            Output::Writer(w) => {
+                w.write_all(&part.out).map_err(|e| ExportError::io(path, "writing", e))?;
+                part.out.clear();
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Appends one event's line to `l`; whether its message decoded.
-fn line(decoder: &Decoder, ev: &EventRef<'_>, l: &mut Vec<u8>, names: &mut ChannelNames) -> bool {
+pub(super) fn line(decoder: &Decoder, ev: &EventRef<'_>, l: &mut Vec<u8>, names: &mut ChannelNames) -> bool {
     l.extend_from_slice(b"{\"event\":");
     push_int(l, ev.number);
     l.extend_from_slice(b",\"channel\":");

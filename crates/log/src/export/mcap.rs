@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use nerve_types::dynamic::JsonForm;
 use nerve_types::Struct;
 
-use super::batch::{transcode, Batch, Part};
+use super::batch::{transcode_while, Batch, Part};
 use super::json::push_base64;
 use super::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
 use super::sink::Sink;
@@ -106,6 +106,9 @@ fn channel_record(c: &ChannelRec) -> Vec<u8> {
     r.done()
 }
 
+/// Each message's type (`None`: raw) and JSON.
+type MessageParts<'d> = Part<Option<&'d Struct>, ()>;
+
 /// Exports to one MCAP file.
 pub struct McapExport<'d> {
     path: PathBuf,
@@ -128,8 +131,9 @@ pub struct McapExport<'d> {
     first_time: Option<u64>,
     last_time: u64,
     batch: Batch,
-    /// Each message's type (`None`: raw) and JSON.
-    parts: Vec<Part<Option<&'d Struct>, ()>>,
+    parts: Vec<MessageParts<'d>>,
+    /// The batch transcoded last and its text, not written yet: written while the next is transcoded.
+    done: Option<(Batch, Vec<MessageParts<'d>>)>,
     stats: ExportStats,
 }
 
@@ -158,6 +162,7 @@ impl<'d> McapExport<'d> {
             last_time: 0,
             batch: Batch::default(),
             parts: Vec::new(),
+            done: None,
             stats: ExportStats::default(),
         };
         x.put(MAGIC)?;
@@ -182,27 +187,36 @@ impl<'d> McapExport<'d> {
         Ok(())
     }
 
-    /// Transcodes the batch's messages (on several threads), then writes them in order.
+    /// Transcodes the batch's messages (on several threads) while writing those of the batch before it in order on
+    /// this thread; the batch's messages are written with the next batch, or by [`McapExport::finish`].
     fn run_batch(&mut self) -> Result<(), ExportError> {
         let decoder = self.decoder;
         let batch = std::mem::take(&mut self.batch);
         let mut parts = std::mem::take(&mut self.parts);
-        transcode(&batch, &mut parts, &|ev, out, _| message_json(decoder, ev, out));
-        let mut result = Ok(());
-        'parts: for part in &mut parts {
+        let mut done = self.done.take();
+        let result = transcode_while(&batch, &mut parts, &|ev, out, _| message_json(decoder, ev, out), || match &mut done {
+            Some((b, p)) => self.write_batch(b, p),
+            None => Ok(()),
+        });
+        self.done = Some((batch, parts));
+        if let Some((mut b, p)) = done {
+            b.clear();
+            self.batch = b;
+            self.parts = p;
+        }
+        result
+    }
+
+    /// Writes a transcoded batch's messages, in order.
+    fn write_batch(&mut self, batch: &Batch, parts: &mut [MessageParts<'d>]) -> Result<(), ExportError> {
+        for part in parts {
             let mut start = 0;
             for (i, (key, end)) in part.events.clone().zip(part.results.drain(..)) {
-                result = self.message(&batch.get(i), key, &part.out[start..end]);
-                if result.is_err() {
-                    break 'parts;
-                }
+                self.message(&batch.get(i), key, &part.out[start..end])?;
                 start = end;
             }
         }
-        self.parts = parts;
-        self.batch = batch;
-        self.batch.clear();
-        result
+        Ok(())
     }
 
     /// Writes one message record (and the schema and channel records it is the first of) into the chunk.
@@ -327,6 +341,9 @@ impl<'d> McapExport<'d> {
     /// Writes the last messages and chunk, the summary and the footer, and closes the file.
     pub fn finish(mut self) -> Result<ExportStats, ExportError> {
         self.run_batch()?;
+        if let Some((b, mut p)) = self.done.take() {
+            self.write_batch(&b, &mut p)?;
+        }
         self.flush_chunk()?;
         let mut end = Rec::new(OP_DATA_END);
         end.u32(0);

@@ -9,8 +9,9 @@
 //! The exporters do not build value trees: the registry's [`Transcoder`] writes each message's JSON (or CSV cells)
 //! straight from its bytes into the output buffer, through a plan compiled once per type, with exactly the text
 //! and the errors the tree path gives ([`Decoder::decode`] is that path, kept for callers that want values).
-//! Events are transcoded in batches on every core (`batch`) and the text is written to the files on a thread of
-//! its own (`sink`), so that writing one batch overlaps making the next.
+//! Events are transcoded in batches on every core (`batch`); the caller's thread puts a batch's text in order into
+//! the files' buffers (MCAP records and indexes, CSV tables) while the next batch is transcoded, and the text is
+//! written to the files on a thread of its own (`sink`), so that writing one batch overlaps making the next.
 //!
 //! The caller drives: it reads events (filtering channels as it likes) and hands each to an exporter's `event`,
 //! then calls `finish`. CSV needs every message's shape before it writes a header, so it takes two passes: `scan`

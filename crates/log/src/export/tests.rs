@@ -204,6 +204,114 @@ fn csv_has_a_file_per_channel_and_type_with_flattened_columns() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Events enough for several batches (each written while the next is transcoded), with raw messages among them:
+/// every format writes every event, in order, as it writes each one alone.
+#[test]
+fn exports_of_several_batches_keep_every_event_in_order() {
+    let reg = registry();
+    let ty = TypeName::parse("t.pose_t");
+    let blob: Vec<String> = (0..40_000).map(|i| (i % 251).to_string()).collect();
+    let json = format!(
+        r#"{{"utime": 7, "position": {{"v": [0.1, -2.5, 3e-7]}}, "m": [[1, 2], [3, 4.25]], "n": 40000, "blob": [{}], "name": "big", "ok": false}}"#,
+        blob.join(",")
+    );
+    let big = reg.encode(&ty, &from_json(reg.schema(), &ty, &json).unwrap()).unwrap();
+    let mut w = LogWriter::new(Vec::new());
+    for i in 0..400 {
+        match i % 100 {
+            7 => w.write_event(i, "POSE", b"\x01\x02\x03\x04\x05\x06\x07\x08raw").unwrap(),
+            9 | 59 => w.write_event(i, "SMALL", &pose_bytes(&reg, i, false)).unwrap(),
+            _ => w.write_event(i, "POSE", &big).unwrap(),
+        }
+    }
+    let log = w.into_inner();
+    assert!(log.len() > 3 * super::batch::BATCH_BYTES);
+    let dec = Decoder::new(Some(reg));
+    let events = || {
+        let mut r = LogReader::new(Cursor::new(log.clone())).unwrap();
+        let mut v = Vec::new();
+        while let Some(e) = r.next_event().unwrap() {
+            v.push(e.to_owned());
+        }
+        v
+    };
+    let dir = tmp("batches");
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // JSON lines: each line as the exporter makes one event's line.
+    let path = dir.join("out.jsonl");
+    let mut x = JsonlExport::create(&path, &dec).unwrap();
+    let mut want = Vec::new();
+    let mut names = Default::default();
+    for (i, e) in events().iter().enumerate() {
+        let ev = crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 };
+        x.event(&ev).unwrap();
+        super::jsonl::line(&dec, &ev, &mut want, &mut names);
+    }
+    let stats = x.finish().unwrap();
+    assert_eq!((stats.messages, stats.undecoded), (400, 4));
+    assert!(std::fs::read(&path).unwrap() == want, "the lines differ from the events' own");
+
+    // MCAP: every message, in order, with its JSON.
+    let path = dir.join("out.mcap");
+    let mut x = McapExport::create(&path, &dec).unwrap();
+    for (i, e) in events().iter().enumerate() {
+        x.event(&crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 }).unwrap();
+    }
+    assert_eq!(x.finish().unwrap().messages, 400);
+    let bytes = std::fs::read(&path).unwrap();
+    let mut seen = Vec::new();
+    for (_, chunk) in records(&bytes).iter().filter(|(o, _)| *o == 0x06) {
+        let size = u64::from_le_bytes(chunk[16..24].try_into().unwrap()) as usize;
+        let data = &chunk[chunk.len() - size..];
+        let mut at = 0;
+        while at < data.len() {
+            let len = u64::from_le_bytes(data[at + 1..at + 9].try_into().unwrap()) as usize;
+            if data[at] == 0x05 {
+                let body = &data[at + 9..at + 9 + len];
+                let seq = u32::from_le_bytes(body[2..6].try_into().unwrap());
+                let e = &events()[seq as usize];
+                let mut json = Vec::new();
+                match dec.json(&e.data, JsonForm::Flat, &mut json) {
+                    Ok(_) => assert!(body[22..] == json[..], "message {seq}"),
+                    Err(_) => assert!(body[22..].starts_with(b"{\"fingerprint\""), "message {seq}"),
+                }
+                seen.push(seq);
+            }
+            at += 9 + len;
+        }
+    }
+    assert_eq!(seen, (0..400).collect::<Vec<u32>>());
+
+    // CSV: each table's rows in order, as `csv_row` makes them.
+    let out = dir.join("csv");
+    let mut x = CsvExport::create(&out, &dec).unwrap();
+    let evs = events();
+    let refs: Vec<crate::EventRef<'_>> = evs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 })
+        .collect();
+    refs.iter().for_each(|e| x.scan(e));
+    refs.iter().for_each(|e| x.event(e).unwrap());
+    assert_eq!(x.finish().unwrap().messages, 400);
+    let t = dec.transcoder().unwrap();
+    let pose = std::fs::read_to_string(out.join("POSE.t.pose_t.csv")).unwrap();
+    let mut shape = nerve_types::dynamic::CsvShape::new();
+    t.csv_merge(&big, &mut shape).unwrap();
+    let mut want = Vec::new();
+    for e in evs.iter().filter(|e| e.channel == "POSE" && e.data == big) {
+        want.extend_from_slice(format!("{},{}", e.utime, e.number).as_bytes());
+        t.csv_row(&e.data, &shape, &mut want).unwrap();
+        want.push(b'\n');
+    }
+    let rows = pose.split_once('\n').unwrap().1;
+    assert!(rows.as_bytes() == want, "the POSE rows differ from the events' own");
+    assert_eq!(std::fs::read_to_string(out.join("SMALL.csv")).unwrap().lines().count(), 1 + 8);
+    assert_eq!(std::fs::read_to_string(out.join("POSE.undecoded.csv")).unwrap().lines().count(), 1 + 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// xorshift64: deterministic and dependency-free.
 struct Rng(u64);
 
