@@ -237,12 +237,21 @@ impl<'a> Reader<'a> {
     /// Reads a string without copying it: int32 length (counting the NUL), the bytes, the NUL.
     #[inline(always)]
     pub fn get_str(&mut self) -> Result<&'a str, DecodeError> {
+        self.get_str_and_rest().map(|(s, _)| s)
+    }
+
+    /// [`Reader::get_str`], and the buffer from the string's first byte to its end: what [`Str`] copies a short
+    /// string from in one fixed-size block.
+    #[inline(always)]
+    fn get_str_and_rest(&mut self) -> Result<(&'a str, &'a [u8]), DecodeError> {
         let at = self.pos;
         let len = self.get_i32()?;
         if len <= 0 {
             self.pos = at;
             return Err(self.error(DecodeErrorKind::BadStringLength { length: len }));
         }
+        let buf: &'a [u8] = self.buf;
+        let rest = buf.get(self.pos..).unwrap_or_default();
         let body = self.take(len as usize)?;
         let (text, nul) = body.split_at(body.len() - 1);
         if nul[0] != 0 {
@@ -251,16 +260,20 @@ impl<'a> Reader<'a> {
                 offset: self.pos - 1,
             });
         }
-        utf8(text).ok_or(DecodeError {
-            kind: DecodeErrorKind::InvalidUtf8,
-            offset: at + 4,
-        })
+        match utf8(text) {
+            Some(s) => Ok((s, rest)),
+            None => Err(DecodeError {
+                kind: DecodeErrorKind::InvalidUtf8,
+                offset: at + 4,
+            }),
+        }
     }
 
     /// Reads a string into a new [`Str`]: no allocation for text of up to [`Str::INLINE_CAP`] bytes.
     #[inline]
     pub fn get_string(&mut self) -> Result<Str, DecodeError> {
-        self.get_str().map(Str::new)
+        let (s, rest) = self.get_str_and_rest()?;
+        Ok(Str::new_at_front(s, rest))
     }
 
     /// Reads a string into `s`, reusing its memory (the allocation-free decode; see [`Str::assign`]).
@@ -378,6 +391,12 @@ mod tests {
         let long2 = "A WAYPOINT NAME LONGER THAN 22 BYTES";
         assert_eq!(Reader::new(&enc("wp-1")).get_string().unwrap(), "wp-1");
         assert!(!Reader::new(&enc("wp-1")).get_string().unwrap().is_heap());
+        // Followed by more of the message: the short string is copied as a whole inline buffer's worth.
+        let mut more = enc("wp-1");
+        more.extend_from_slice(&[0xff; 30]);
+        let mut r = Reader::new(&more);
+        assert_eq!(r.get_string().unwrap(), "wp-1");
+        assert_eq!(r.remaining(), 30);
         assert_eq!(Reader::new(&enc(long)).get_string().unwrap(), long);
 
         let mut s = Str::default();
