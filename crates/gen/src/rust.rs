@@ -1086,6 +1086,7 @@ fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize) -> Result<(), 
             }
         },
     );
+    emit_shuffle(w, members, size);
     w.line("/// Decodes the body from exactly its size (used for arrays of this type; no checks needed).");
     w.line("#[doc(hidden)]");
     w.line("#[inline(always)]");
@@ -1111,6 +1112,40 @@ fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize) -> Result<(), 
         },
     );
     Ok(())
+}
+
+/// `__NERVE_SHUFFLE`: how an array of this fixed-size type decodes one element per byte shuffle
+/// (`nerve_codec::fixed::Shuffle`). `Some` only when every member is a number or a fixed array of numbers (any
+/// bytes are then a valid value, the `unsafe` constructor's condition) and both sizes fit in 16 bytes (checked by
+/// the constructor, at compile time, against the struct's real layout from `offset_of!`).
+fn emit_shuffle(w: &mut CodeWriter, members: &[M], size: usize) {
+    let numeric = |m: &M| match m.elem {
+        Elem::Prim(p) => !matches!(p, Primitive::String | Primitive::Boolean) && all_fixed(&m.dims),
+        _ => false,
+    };
+    w.line("/// How arrays of this type decode with one byte shuffle per element (`None`: member by member).");
+    w.line("#[doc(hidden)]");
+    let ty = "::core::option::Option<__nc::fixed::Shuffle<Self>>";
+    if members.is_empty() || size > 16 || !members.iter().all(numeric) {
+        w.line(format!("pub const __NERVE_SHUFFLE: {ty} = ::core::option::Option::None;"));
+        return;
+    }
+    let mut fields = Vec::new();
+    let mut o = 0;
+    for m in members {
+        let (Elem::Prim(p), Some(bytes)) = (&m.elem, m.fixed) else { continue };
+        let es = p.wire_size().unwrap_or(1);
+        fields.push(format!(
+            "__nc::fixed::Field::new(::core::mem::offset_of!(Self, {}), {o}, {es}, {})",
+            m.ident,
+            fixed_count(&m.dims)
+        ));
+        o += bytes;
+    }
+    w.line("#[allow(unsafe_code)]");
+    w.line(format!("pub const __NERVE_SHUFFLE: {ty} ="));
+    w.line("    // SAFETY: every member is an integer or a float, or a fixed array of them: any bytes are a valid value.");
+    w.line(format!("    unsafe {{ __nc::fixed::Shuffle::new({size}, &[{}]) }};", fields.join(", ")));
 }
 
 /// Reads one fixed-size element at byte offset `at` (an expression) of `b`.
@@ -1422,10 +1457,13 @@ fn decode_var_member_into(w: &mut CodeWriter, m: &M, members: &[M]) {
             }
             if let Some(es) = m.elem.fixed().filter(|&es| es > 0) {
                 w.line(format!("let bytes = r.take_array(n0, {es})?;"));
-                w.line(format!(
-                    "__nc::fixed::decode_chunks_into::<{es}, _>(&mut {place}, bytes, n0, |c| {});",
-                    elem_dec_at(&m.elem, "c", "0")
-                ));
+                let dec = elem_dec_at(&m.elem, "c", "0");
+                w.line(match &m.elem {
+                    Elem::Struct { path, .. } => format!(
+                        "__nc::fixed::decode_chunks_shuffled_into::<{es}, _>(&mut {place}, bytes, n0, {path}::__NERVE_SHUFFLE, |c| {dec});"
+                    ),
+                    _ => format!("__nc::fixed::decode_chunks_into::<{es}, _>(&mut {place}, bytes, n0, |c| {dec});"),
+                });
                 return;
             }
             if let Some(x) = into("e") {
@@ -1509,9 +1547,14 @@ fn decode_level(m: &M, level: usize) -> String {
                 nested_from_fn(rest, &m.elem, "c", "0", es)
             };
             return match dims[0] {
-                D::Var(_) => format!(
-                    "{{ let bytes = r.take_array({len}, {inner})?; {OK}(__nc::fixed::decode_chunks::<{inner}, _>(bytes, {len}, |c| {build})) }}"
-                ),
+                D::Var(_) => match &m.elem {
+                    Elem::Struct { path, .. } if rest.is_empty() => format!(
+                        "{{ let bytes = r.take_array({len}, {inner})?; {OK}(__nc::fixed::decode_chunks_shuffled::<{inner}, _>(bytes, {len}, {path}::__NERVE_SHUFFLE, |c| {build})) }}"
+                    ),
+                    _ => format!(
+                        "{{ let bytes = r.take_array({len}, {inner})?; {OK}(__nc::fixed::decode_chunks::<{inner}, _>(bytes, {len}, |c| {build})) }}"
+                    ),
+                },
                 D::Fixed(n) => format!(
                     "{{ let bytes = r.take_array({n}, {inner})?; {OK}(::core::array::from_fn::<_, {n}, _>(|i| {{ let c = __nc::fixed::chunk::<{inner}>(bytes, i * {inner}); {build} }})) }}"
                 ),

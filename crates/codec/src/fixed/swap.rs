@@ -67,11 +67,30 @@ pub(crate) fn swap_portable<const S: usize>(src: &[u8], dst: &mut [MaybeUninit<u
     }
 }
 
+/// Decodes elements of `size` encoded bytes from `src` into `dst` with the `pshufb` control `mask` (one 16-byte
+/// load, shuffle and store per element; see `crate::fixed::Shuffle`), as far as each element's 16-byte load stays
+/// inside `src` and its 16-byte store inside `dst`, and returns how many it decoded: the first `k` elements of
+/// `dst` are then fully written (the caller decodes the rest). Returns 0 without SSSE3, on other architectures and
+/// under Miri.
+#[inline]
+pub(crate) fn shuffle_into<T>(src: &[u8], size: usize, dst: &mut [MaybeUninit<T>], mask: &[i8; 16]) -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if ssse3() {
+        // SAFETY: `ssse3()` has just confirmed that the CPU has SSSE3, the only target feature `shuffle_ssse3`
+        // enables.
+        #[allow(unsafe_code)]
+        return unsafe { x86::shuffle_ssse3(src, size, dst, mask) };
+    }
+    let _ = (src, size, dst, mask);
+    0
+}
+
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod x86 {
     use core::arch::x86_64::{
         __m128i, _mm_loadu_si128, _mm_setr_epi8, _mm_shuffle_epi8, _mm_storeu_si128,
     };
+    use core::mem::size_of;
     use core::mem::MaybeUninit;
 
     /// The `pshufb` control that reverses each `S`-byte element of a 16-byte block.
@@ -127,6 +146,52 @@ mod x86 {
             // len - 16 is a multiple of S (both are), so this block swaps whole elements.
             block!(len - 16);
         }
+    }
+
+    /// See [`super::shuffle_into`]: the elements `i` with `i * size + 16 <= src.len()` and
+    /// `i * size_of::<T>() + 16 <= dst.len() * size_of::<T>()`, four per step.
+    #[target_feature(enable = "ssse3")]
+    #[allow(unsafe_code)]
+    pub(super) unsafe fn shuffle_ssse3<T>(
+        src: &[u8],
+        size: usize,
+        dst: &mut [MaybeUninit<T>],
+        mask: &[i8; 16],
+    ) -> usize {
+        let m = size_of::<T>();
+        assert!(size > 0 && (1..=16).contains(&m));
+        let n = dst.len().min(src.len() / size);
+        let fit_src = if src.len() >= 16 { (src.len() - 16) / size + 1 } else { 0 };
+        let fit_dst = if n * m >= 16 { (n * m - 16) / m + 1 } else { 0 };
+        let k = n.min(fit_src).min(fit_dst);
+        // SAFETY: `mask` is 16 readable bytes; `loadu` needs no alignment.
+        let ctl = unsafe { _mm_loadu_si128(mask.as_ptr().cast::<__m128i>()) };
+        let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
+        macro_rules! elem {
+            ($i:expr) => {{
+                let i: usize = $i;
+                // SAFETY: i < k, so i * size + 16 <= src.len() (the load is inside `src`) and i * m + 16 <= n * m
+                // <= the bytes of `dst` (the store is inside `dst`, which is `MaybeUninit` and accepts any bytes;
+                // bytes past element i belong to later elements, which are written again after this one).
+                unsafe {
+                    let v = _mm_loadu_si128(s.add(i * size).cast::<__m128i>());
+                    _mm_storeu_si128(d.add(i * m).cast::<__m128i>(), _mm_shuffle_epi8(v, ctl));
+                }
+            }};
+        }
+        let mut i = 0;
+        while i + 4 <= k {
+            elem!(i);
+            elem!(i + 1);
+            elem!(i + 2);
+            elem!(i + 3);
+            i += 4;
+        }
+        while i < k {
+            elem!(i);
+            i += 1;
+        }
+        k
     }
 }
 
@@ -187,6 +252,37 @@ mod tests {
         check::<2>();
         check::<4>();
         check::<8>();
+    }
+
+    #[test]
+    fn shuffle_decodes_the_elements_whose_loads_and_stores_fit() {
+        // 10 elements of 13 bytes into 16-byte slots; mask: byte i of the slot is encoded byte 12 - i (i < 13).
+        let src = bytes(130, 5);
+        let mut mask = [-1i8; 16];
+        for (i, m) in mask.iter_mut().take(13).enumerate() {
+            *m = 12 - i as i8;
+        }
+        let mut dst = vec![MaybeUninit::new([0xaa_u8; 16]); 10];
+        let k = shuffle_into(&src, 13, &mut dst, &mask);
+        let simd = cfg!(all(target_arch = "x86_64", not(miri))) && {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            let has = ssse3();
+            #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+            let has = false;
+            has
+        };
+        // The 10th element's 16-byte load would end 3 bytes past the input: it is left to the caller.
+        assert_eq!(k, if simd { 9 } else { 0 });
+        for (e, slot) in dst.iter().take(k).enumerate() {
+            // SAFETY: `shuffle_into` wrote the first k elements (and `vec!` initialised all of them).
+            let got = unsafe { slot.assume_init() };
+            let c = &src[13 * e..13 * e + 13];
+            let mut want = [0u8; 16];
+            for i in 0..13 {
+                want[i] = c[12 - i];
+            }
+            assert_eq!(got, want, "element {e}");
+        }
     }
 
     #[test]

@@ -26,6 +26,12 @@ impl PointT {
         *__nc::fixed::chunk_mut::<4>(b, 8) = self.position[2].to_be_bytes();
         b[12] = self.intensity;
     }
+    /// How arrays of this type decode with one byte shuffle per element (`None`: member by member).
+    #[doc(hidden)]
+    #[allow(unsafe_code)]
+    pub const __NERVE_SHUFFLE: ::core::option::Option<__nc::fixed::Shuffle<Self>> =
+        // SAFETY: every member is an integer or a float, or a fixed array of them: any bytes are a valid value.
+        unsafe { __nc::fixed::Shuffle::new(13, &[__nc::fixed::Field::new(::core::mem::offset_of!(Self, position), 0, 4, 3), __nc::fixed::Field::new(::core::mem::offset_of!(Self, intensity), 12, 1, 1)]) };
     /// Decodes the body from exactly its size (used for arrays of this type; no checks needed).
     #[doc(hidden)]
     #[inline(always)]
@@ -210,7 +216,7 @@ impl __nc::Decode for ScanT {
         let m_1 = i32::from_be_bytes(__nc::fixed::at::<4>(b, 8));
         let n0 = r.count(i64::from(m_1))?;
         r.ensure_dims(&[n0], 13)?;
-        let m_2 = { let bytes = r.take_array(n0, 13)?; ::core::result::Result::<_, __nc::DecodeError>::Ok(__nc::fixed::decode_chunks::<13, _>(bytes, n0, |c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0)))) }?;
+        let m_2 = { let bytes = r.take_array(n0, 13)?; ::core::result::Result::<_, __nc::DecodeError>::Ok(__nc::fixed::decode_chunks_shuffled::<13, _>(bytes, n0, PointT::__NERVE_SHUFFLE, |c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0)))) }?;
         let m_3 = r.get_string()?;
         let b = r.take_fixed::<2>()?;
         let m_4 = i16::from_be_bytes(__nc::fixed::at::<2>(b, 0));
@@ -230,7 +236,7 @@ impl __nc::Decode for ScanT {
         let n0 = r.count(i64::from(self.n))?;
         r.ensure_dims(&[n0], 13)?;
         let bytes = r.take_array(n0, 13)?;
-        __nc::fixed::decode_chunks_into::<13, _>(&mut self.points, bytes, n0, |c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0)));
+        __nc::fixed::decode_chunks_shuffled_into::<13, _>(&mut self.points, bytes, n0, PointT::__NERVE_SHUFFLE, |c| PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(c, 0)));
         r.get_string_into(&mut self.name)?;
         let b = r.take_fixed::<2>()?;
         self.nrows = i16::from_be_bytes(__nc::fixed::at::<2>(b, 0));

@@ -22,6 +22,12 @@ impl BareT {
     pub fn __nerve_encode_fixed(&self, b: &mut [u8; 4]) {
         *__nc::fixed::chunk_mut::<4>(b, 0) = self.x.to_be_bytes();
     }
+    /// How arrays of this type decode with one byte shuffle per element (`None`: member by member).
+    #[doc(hidden)]
+    #[allow(unsafe_code)]
+    pub const __NERVE_SHUFFLE: ::core::option::Option<__nc::fixed::Shuffle<Self>> =
+        // SAFETY: every member is an integer or a float, or a fixed array of them: any bytes are a valid value.
+        unsafe { __nc::fixed::Shuffle::new(4, &[__nc::fixed::Field::new(::core::mem::offset_of!(Self, x), 0, 4, 1)]) };
     /// Decodes the body from exactly its size (used for arrays of this type; no checks needed).
     #[doc(hidden)]
     #[inline(always)]
