@@ -26,7 +26,7 @@ macro_rules! scalar_readers {
             let bytes = self.take_array(n, $n)?;
             // One allocation of exactly n, each element written once (no zero-filling first), by a vector byte
             // swap for the multi-byte types (crate::fixed's `swap`).
-            let mut v = Vec::new();
+            let mut v = Vec::with_capacity(n);
             crate::fixed::DecodeVec::decode_vec(&mut v, bytes, n);
             Ok(v)
         }
