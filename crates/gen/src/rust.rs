@@ -47,7 +47,12 @@
 //! (`take_fixed::<N>()`) read and written at constant offsets, and a struct whose encoded size is fixed gets
 //! `__nerve_encode_fixed`/`__nerve_decode_fixed` over a `[u8; SIZE]`, so arrays of such structs are one length check
 //! and a `chunks_exact` loop with no bounds checks inside. Arrays of numbers are converted in one pass
-//! (`put_f32_slice`, `fill_f32`), which the compiler vectorises.
+//! (`put_f32_slice`, `fill_f32`; the runtime byte-swaps them with SSSE3 where the CPU has it). A fixed-size struct
+//! whose members are all numbers (or fixed arrays of them) and whose encoded and in-memory sizes are at most 16 bytes
+//! also gets `__NERVE_SHUFFLE`, a `nerve_codec::fixed::Shuffle` built at compile time from `offset_of!` of each
+//! member, and arrays of it decode with one byte shuffle per element instead of a load, swap and store per member
+//! (3x faster for LiDAR points). It is the only `unsafe` in generated code: the constructor's condition (any bytes
+//! are a valid value) holds by construction, and says so in a `SAFETY:` comment.
 //!
 //! # Robustness
 //!
