@@ -436,13 +436,23 @@ pub(crate) fn push_byte_numbers(out: &mut Vec<u8>, data: &[u8]) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Each byte's two lowercase hex digits: one load and one two-byte store per byte.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 15]];
+        i += 1;
+    }
+    t
+};
+
 /// Lowercase hex.
 pub(crate) fn push_hex(out: &mut Vec<u8>, data: &[u8]) {
     let start = out.len();
     out.resize(start + data.len() * 2, 0);
     for (pair, &b) in out[start..].chunks_exact_mut(2).zip(data) {
-        pair[0] = HEX[usize::from(b >> 4)];
-        pair[1] = HEX[usize::from(b & 15)];
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
     }
 }
 
@@ -702,6 +712,9 @@ mod tests {
         let mut v = Vec::new();
         push_hex(&mut v, &[0, 0xab, 0xff]);
         assert_eq!(v, b"00abff");
+        let mut v = Vec::new();
+        push_hex(&mut v, &data);
+        assert_eq!(String::from_utf8(v).unwrap(), data.iter().map(|b| format!("{b:02x}")).collect::<String>());
         for (input, want) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE=")] {
             let mut v = Vec::new();
             push_base64(&mut v, input.as_bytes());
