@@ -239,6 +239,46 @@ static inline void nerve_lcm_get_array8(const uint8_t *b, void *p, size_t n)
     nerve_lcm_put_array8((uint8_t *) p, b, n);
 }
 
+/* SSSE3 (x86-64 with GCC or Clang): one pshufb rearranges a whole small struct. SSSE3 is not in x86-64's baseline,
+ * so the kernel is compiled for it alone (target attribute) and called only when the CPU has it. Generated code
+ * calls it through __T_decode_shuffled / __T_encode_shuffled for fixed-size types whose members are all numbers
+ * and that fit in 16 bytes both in memory and encoded (a LiDAR point: 16 and 13). */
+#if NERVE_LCM_SSE2 && !NERVE_LCM_BIG_ENDIAN && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <tmmintrin.h>
+#define NERVE_LCM_SSSE3 1
+static inline int nerve_lcm_has_ssse3(void)
+{
+#ifdef __SSSE3__
+    return 1;
+#else
+    return __builtin_cpu_supports("ssse3");
+#endif
+}
+
+/** Copies n elements from s (stride s_stride) to d (stride d_stride), each through the pshufb control mask: one
+ * 16-byte load, shuffle and store per element, for as many leading elements as have their 16-byte load inside the
+ * s_avail bytes at s and their 16-byte store inside the d_avail bytes at d. Bytes a store writes past its element
+ * belong to later elements, written after it. Returns how many elements it did; the caller does the rest. */
+__attribute__((target("ssse3"))) static inline size_t nerve_lcm_shuffle(const uint8_t *s, size_t s_stride, size_t s_avail,
+                                                                      uint8_t *d, size_t d_stride, size_t d_avail, size_t n,
+                                                                      const signed char *mask)
+{
+    const __m128i m = _mm_loadu_si128((const __m128i *) (const void *) mask);
+    size_t fit_s = s_avail >= 16 ? (s_avail - 16) / s_stride + 1 : 0;
+    size_t fit_d = d_avail >= 16 ? (d_avail - 16) / d_stride + 1 : 0;
+    size_t k = n < fit_s ? n : fit_s, i;
+    if (fit_d < k)
+        k = fit_d;
+    for (i = 0; i < k; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *) (const void *) (s + i * s_stride));
+        _mm_storeu_si128((__m128i *) (void *) (d + i * d_stride), _mm_shuffle_epi8(v, m));
+    }
+    return k;
+}
+#else
+#define NERVE_LCM_SSSE3 0
+#endif
+
 /* ---- strings ------------------------------------------------------------------------------------------------- */
 
 /** Writes one string at b + *pos, with rem bytes available from b; advances *pos. Returns 0 or an error. */
