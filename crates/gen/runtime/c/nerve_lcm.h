@@ -147,6 +147,70 @@ static inline void nerve_lcm_get_array1(const uint8_t *b, void *p, size_t n)
     if (n) memcpy(p, b, n);
 }
 
+/* SSSE3 (x86-64 with GCC or Clang): pshufb reverses every element of a 16-byte block in one instruction (SSE2 needs
+ * two shuffles and three shifts and ors), and rearranges a whole small struct in one. SSSE3 is not in x86-64's
+ * baseline, so these kernels are compiled for it alone (target attribute) and called only when the CPU has it.
+ * Generated code calls nerve_lcm_shuffle through __T_decode_shuffled / __T_encode_shuffled for fixed-size types
+ * whose members are all numbers and that fit in 16 bytes both in memory and encoded (a LiDAR point: 16 and 13). */
+#if NERVE_LCM_SSE2 && !NERVE_LCM_BIG_ENDIAN && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <tmmintrin.h>
+#define NERVE_LCM_SSSE3 1
+static inline int nerve_lcm_has_ssse3(void)
+{
+#ifdef __SSSE3__
+    return 1;
+#else
+    return __builtin_cpu_supports("ssse3");
+#endif
+}
+
+/** Copies n elements from s (stride s_stride) to d (stride d_stride), each through the pshufb control mask: one
+ * 16-byte load, shuffle and store per element, for as many leading elements as have their 16-byte load inside the
+ * s_avail bytes at s and their 16-byte store inside the d_avail bytes at d. Bytes a store writes past its element
+ * belong to later elements, written after it. Returns how many elements it did; the caller does the rest. */
+__attribute__((target("ssse3"))) static inline size_t nerve_lcm_shuffle(const uint8_t *s, size_t s_stride, size_t s_avail,
+                                                                      uint8_t *d, size_t d_stride, size_t d_avail, size_t n,
+                                                                      const signed char *mask)
+{
+    const __m128i m = _mm_loadu_si128((const __m128i *) (const void *) mask);
+    size_t fit_s = s_avail >= 16 ? (s_avail - 16) / s_stride + 1 : 0;
+    size_t fit_d = d_avail >= 16 ? (d_avail - 16) / d_stride + 1 : 0;
+    size_t k = n < fit_s ? n : fit_s, i;
+    if (fit_d < k)
+        k = fit_d;
+    for (i = 0; i < k; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *) (const void *) (s + i * s_stride));
+        _mm_storeu_si128((__m128i *) (void *) (d + i * d_stride), _mm_shuffle_epi8(v, m));
+    }
+    return k;
+}
+
+/** Byte-swaps `blocks` 16-byte blocks of `elem`-byte elements (2, 4 or 8) from s to d. */
+__attribute__((target("ssse3"))) static inline void nerve_lcm_swap_ssse3(uint8_t *d, const uint8_t *s, size_t blocks, size_t elem)
+{
+    static const signed char m2[16] = { 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14 };
+    static const signed char m4[16] = { 3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12 };
+    static const signed char m8[16] = { 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8 };
+    const __m128i m = _mm_loadu_si128((const __m128i *) (const void *) (elem == 2 ? m2 : elem == 4 ? m4 : m8));
+    size_t k;
+    for (k = 0; k < blocks; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *) (const void *) (s + 16 * k));
+        _mm_storeu_si128((__m128i *) (void *) (d + 16 * k), _mm_shuffle_epi8(v, m));
+    }
+}
+
+/** The blocks of an array swap that SSSE3 did (all, or 0 without it; short arrays are left to SSE2). */
+static inline size_t nerve_lcm_swap_fast(uint8_t *d, const uint8_t *s, size_t blocks, size_t elem)
+{
+    if (blocks < 2 || !nerve_lcm_has_ssse3())
+        return 0;
+    nerve_lcm_swap_ssse3(d, s, blocks, elem);
+    return blocks;
+}
+#else
+#define NERVE_LCM_SSSE3 0
+#endif
+
 /* SSE2 (baseline on x86-64): byte-swap 16 bytes at a time; the scalar loops below finish the tail. */
 #if NERVE_LCM_SSE2 && !NERVE_LCM_BIG_ENDIAN
 static inline __m128i nerve_lcm_swap16x8(__m128i v)
@@ -163,10 +227,15 @@ static inline __m128i nerve_lcm_swap64x2(__m128i v)
     v = _mm_shufflehi_epi16(_mm_shufflelo_epi16(v, 0x1b), 0x1b);
     return nerve_lcm_swap16x8(v);
 }
+#if NERVE_LCM_SSSE3
+#define NERVE_LCM_SWAP_FAST(d, s, blocks, elem) nerve_lcm_swap_fast(d, s, blocks, elem)
+#else
+#define NERVE_LCM_SWAP_FAST(d, s, blocks, elem) 0
+#endif
 #define NERVE_LCM_SIMD_LOOP(SWAP, ELEM)                                                             \
     {                                                                                               \
         size_t k_, blocks_ = n / (16 / (ELEM));                                                     \
-        for (k_ = 0; k_ < blocks_; k_++) {                                                          \
+        for (k_ = NERVE_LCM_SWAP_FAST(b, s, blocks_, ELEM); k_ < blocks_; k_++) {                   \
             __m128i v_ = _mm_loadu_si128((const __m128i *) (const void *) (s + 16 * k_));          \
             _mm_storeu_si128((__m128i *) (void *) (b + 16 * k_), SWAP(v_));                        \
         }                                                                                           \
@@ -238,46 +307,6 @@ static inline void nerve_lcm_get_array8(const uint8_t *b, void *p, size_t n)
 {
     nerve_lcm_put_array8((uint8_t *) p, b, n);
 }
-
-/* SSSE3 (x86-64 with GCC or Clang): one pshufb rearranges a whole small struct. SSSE3 is not in x86-64's baseline,
- * so the kernel is compiled for it alone (target attribute) and called only when the CPU has it. Generated code
- * calls it through __T_decode_shuffled / __T_encode_shuffled for fixed-size types whose members are all numbers
- * and that fit in 16 bytes both in memory and encoded (a LiDAR point: 16 and 13). */
-#if NERVE_LCM_SSE2 && !NERVE_LCM_BIG_ENDIAN && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <tmmintrin.h>
-#define NERVE_LCM_SSSE3 1
-static inline int nerve_lcm_has_ssse3(void)
-{
-#ifdef __SSSE3__
-    return 1;
-#else
-    return __builtin_cpu_supports("ssse3");
-#endif
-}
-
-/** Copies n elements from s (stride s_stride) to d (stride d_stride), each through the pshufb control mask: one
- * 16-byte load, shuffle and store per element, for as many leading elements as have their 16-byte load inside the
- * s_avail bytes at s and their 16-byte store inside the d_avail bytes at d. Bytes a store writes past its element
- * belong to later elements, written after it. Returns how many elements it did; the caller does the rest. */
-__attribute__((target("ssse3"))) static inline size_t nerve_lcm_shuffle(const uint8_t *s, size_t s_stride, size_t s_avail,
-                                                                      uint8_t *d, size_t d_stride, size_t d_avail, size_t n,
-                                                                      const signed char *mask)
-{
-    const __m128i m = _mm_loadu_si128((const __m128i *) (const void *) mask);
-    size_t fit_s = s_avail >= 16 ? (s_avail - 16) / s_stride + 1 : 0;
-    size_t fit_d = d_avail >= 16 ? (d_avail - 16) / d_stride + 1 : 0;
-    size_t k = n < fit_s ? n : fit_s, i;
-    if (fit_d < k)
-        k = fit_d;
-    for (i = 0; i < k; i++) {
-        __m128i v = _mm_loadu_si128((const __m128i *) (const void *) (s + i * s_stride));
-        _mm_storeu_si128((__m128i *) (void *) (d + i * d_stride), _mm_shuffle_epi8(v, m));
-    }
-    return k;
-}
-#else
-#define NERVE_LCM_SSSE3 0
-#endif
 
 /* ---- strings ------------------------------------------------------------------------------------------------- */
 
