@@ -122,7 +122,7 @@ fn rop(g: u64, cp: u64) -> u32 {
 
 /// The shortest digits of a positive, finite, nonzero `float` (its bits): `(digits, exponent)` with the value
 /// `digits * 10^exponent` and no trailing zeros in `digits`.
-#[inline]
+#[inline(always)]
 pub(crate) fn shortest(bits: u32) -> (u32, i32) {
     let t = bits & ((1 << 23) - 1);
     let bq = (bits >> 23) as i32;
@@ -165,7 +165,7 @@ fn strip_zeros(mut f: u32, mut e: i32) -> (u32, i32) {
     (f, e)
 }
 
-#[inline]
+#[inline(always)]
 fn to_decimal(q: i32, c: u32, dk: i32) -> (u32, i32) {
     let out = c & 1;
     let cb = u64::from(c) << 2;

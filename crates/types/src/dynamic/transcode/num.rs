@@ -89,7 +89,7 @@ fn ascii_digits(v: u32) -> (u128, usize) {
 
 /// Nerve's float text from shortest digits (`digits * 10^e`, no trailing zeros), as `Display` (plain) or
 /// `LowerExp` (`exp_form`) writes them, with `.0` after a plain integer.
-#[inline]
+#[inline(always)]
 fn push_digits(out: &mut Vec<u8>, negative: bool, digits: u32, e: i32, exp_form: bool) {
     if digits >= 1_000_000_000 {
         return push_digits_slow(out, negative, digits, e, exp_form);
