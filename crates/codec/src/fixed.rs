@@ -124,9 +124,17 @@ impl Field {
 /// byte shuffle (SSSE3 `pshufb`): for each of the first 16 bytes of `T`, the encoded byte it comes from (big-endian
 /// numbers reversed), or zero for padding. Arrays of such structs (a LiDAR point: `float position[3]; byte
 /// intensity;`, 13 bytes encoded, 16 in memory) then decode with one load, one shuffle and one store per element
-/// instead of a load, a swap and a store per member: [`decode_chunks_shuffled`].
+/// instead of a load, a swap and a store per member: [`decode_chunks_shuffled`], and back with
+/// [`encode_chunks_shuffled`] when the members fill the first 8 to 16 bytes of `T` (read as two 8-byte loads, so
+/// that no padding byte is read).
 pub struct Shuffle<T> {
     mask: [i8; 16],
+    /// For encoding: the length `L` of the run of member bytes at the front of `T` (8 to 16, then nothing but
+    /// padding), or 0 when the members do not form one such run. Each element is read as the 8 bytes at 0 and the
+    /// 8 at `L - 8` (member bytes only: reading padding would read uninitialised memory) into one 16-byte vector.
+    init: usize,
+    /// For encoding: encoded byte `j` is byte `enc[j]` of that vector (or zero, past the encoding).
+    enc: [i8; 16],
     _t: PhantomData<fn() -> T>,
 }
 
@@ -145,7 +153,8 @@ impl<T> Shuffle<T> {
     ///
     /// Every member of `T` must accept any bit pattern (integers, floats, fixed arrays of them; not `bool`,
     /// `char`, references or enums with invalid values): the decoder writes shuffled input bytes into all of `T`'s
-    /// bytes. Listing the members correctly is needed for a correct value, not for soundness.
+    /// bytes. And `fields` must describe members of `T` (offsets from `offset_of!`, the members' real sizes): the
+    /// encoder reads the bytes they cover, which must not be padding.
     #[allow(unsafe_code)]
     pub const unsafe fn new(encoded_size: usize, fields: &[Field]) -> Option<Self> {
         let mem_size = core::mem::size_of::<T>();
@@ -175,10 +184,60 @@ impl<T> Shuffle<T> {
             }
             f += 1;
         }
+        // The encoder's view: member bytes must be exactly a prefix [0, L) with 8 <= L <= 16.
+        let mut init = 0;
+        while init < mem_size && mask[init] >= 0 {
+            init += 1;
+        }
+        let mut x = init;
+        while x < 16 {
+            if mask[x] >= 0 {
+                init = 0;
+            }
+            x += 1;
+        }
+        let mut enc = [-1i8; 16];
+        if init >= 8 {
+            let mut x = 0;
+            while x < init {
+                // Memory byte x sits in lane x of the first 8-byte load, or in lane 8 + (x - (L - 8)) of the second.
+                let lane = if x < 8 { x } else { x + 16 - init };
+                enc[mask[x] as usize] = lane as i8;
+                x += 1;
+            }
+        } else {
+            init = 0;
+        }
         Some(Shuffle {
             mask,
+            init,
+            enc,
             _t: PhantomData,
         })
+    }
+}
+
+/// Encodes `src` into `dst` (`src.len()` elements of `S` bytes; the caller reserved exactly that), with one byte
+/// shuffle per element where `shuffle` allows it and the CPU has SSSE3, and `f` for the rest (and everything
+/// otherwise). The bytes are the same either way.
+#[inline(always)]
+pub fn encode_chunks_shuffled<const S: usize, T>(
+    dst: &mut [u8],
+    src: &[T],
+    shuffle: Option<Shuffle<T>>,
+    f: impl Fn(&T, &mut [u8; S]),
+) {
+    let done = match shuffle {
+        Some(s) if S > 0 && s.init > 0 => {
+            let n = src.len().min(dst.len() / S);
+            swap::unshuffle_from::<T, S>(&src[..n], s.init, &mut dst[..n * S], &s.enc)
+        }
+        _ => 0,
+    };
+    let src = src.get(done..).unwrap_or_default();
+    let dst = dst.get_mut(done.saturating_mul(S)..).unwrap_or_default();
+    for (c, e) in chunks_mut::<S>(dst).zip(src) {
+        f(e, c);
     }
 }
 
@@ -218,7 +277,7 @@ pub fn decode_chunks_shuffled_into<const S: usize, T>(
     }
     let spare = &mut v.spare_capacity_mut()[..n];
     let done = match shuffle {
-        Some(s) => swap::shuffle_into(chunks.as_flattened(), S, spare, &s.mask),
+        Some(s) => swap::shuffle_into::<T, S>(chunks.as_flattened(), spare, &s.mask),
         None => 0,
     };
     let (spare, chunks) = (&mut spare[done.min(n)..], &chunks[done.min(n)..]);
@@ -557,6 +616,37 @@ mod tests {
         }
     }
 
+    fn enc_point(p: &Point, c: &mut [u8; 13]) {
+        for (k, v) in p.position.iter().enumerate() {
+            *chunk_mut::<4>(c, 4 * k) = v.to_be_bytes();
+        }
+        c[12] = p.intensity;
+    }
+    fn enc_mixed(p: &Mixed, c: &mut [u8; 7]) {
+        *chunk_mut::<2>(c, 0) = p.a.to_be_bytes();
+        *chunk_mut::<4>(c, 2) = p.b.to_be_bytes();
+        c[6] = p.c as u8;
+    }
+    fn enc_wide(p: &Wide, c: &mut [u8; 16]) {
+        *chunk_mut::<8>(c, 0) = p.x.to_be_bytes();
+        *chunk_mut::<8>(c, 8) = p.y.to_be_bytes();
+    }
+
+    /// `encode_chunks_shuffled` against the member-by-member encoder, on the values `decode_chunks` gives.
+    fn check_encode<const S: usize, T>(
+        vals: &[T],
+        s: Option<Shuffle<T>>,
+        f: impl Fn(&T, &mut [u8; S]) + Copy,
+    ) -> bool {
+        let mut want = vec![0xaa; vals.len() * S];
+        for (c, e) in chunks_mut::<S>(&mut want).zip(vals) {
+            f(e, c);
+        }
+        let mut got = vec![0x55; vals.len() * S];
+        encode_chunks_shuffled::<S, T>(&mut got, vals, s, f);
+        got == want
+    }
+
     #[allow(unsafe_code)]
     #[test]
     fn shuffled_struct_arrays_decode_like_the_scalar_loop() {
@@ -584,6 +674,8 @@ mod tests {
             Shuffle::<Wide>::new(16, &[Field::new(offset_of!(Wide, x), 0, 8, 1), Field::new(offset_of!(Wide, y), 8, 8, 1)])
         };
         assert!(sp.is_some() && sm.is_some() && sw.is_some());
+        // Point's member bytes are [0, 13) and Wide's [0, 16): both encode by shuffle; Mixed's 7 are too few.
+        assert_eq!([sp.map(|s| s.init), sm.map(|s| s.init), sw.map(|s| s.init)], [Some(13), Some(0), Some(16)]);
         // Too big for one shuffle: no shuffle, and the scalar loop does all the work.
         // SAFETY: an array of i64 (and the Wide below: an f64 and an i64).
         assert!(unsafe { Shuffle::<[i64; 3]>::new(24, &[Field::new(0, 0, 8, 3)]) }.is_none());
@@ -623,6 +715,10 @@ mod tests {
                 let want: Vec<_> = decode_chunks::<16, _>(b, n, wide).iter().map(|w| (w.x.to_bits(), w.y)).collect();
                 decode_chunks_shuffled_into::<16, _>(&mut held_w, &b[..n * 16], n, sw, wide);
                 assert_eq!(held_w.iter().map(|w| (w.x.to_bits(), w.y)).collect::<Vec<_>>(), want, "Wide n={n}");
+                // Encoding back gives the input bytes (point and wide: 16-byte stores; mixed: no encode shuffle).
+                assert!(check_encode(&decode_chunks::<13, _>(b, n, point), sp, enc_point), "encode Point n={n}");
+                assert!(check_encode(&decode_chunks::<7, _>(b, n, mixed), sm, enc_mixed), "encode Mixed n={n}");
+                assert!(check_encode(&decode_chunks::<16, _>(b, n, wide), sw, enc_wide), "encode Wide n={n}");
                 // Without a shuffle: the scalar loop alone.
                 assert_eq!(decode_chunks_shuffled::<7, Mixed>(b, n, None, mixed), decode_chunks::<7, _>(b, n, mixed));
             }

@@ -67,28 +67,46 @@ pub(crate) fn swap_portable<const S: usize>(src: &[u8], dst: &mut [MaybeUninit<u
     }
 }
 
-/// Decodes elements of `size` encoded bytes from `src` into `dst` with the `pshufb` control `mask` (one 16-byte
+/// Decodes elements of `S` encoded bytes from `src` into `dst` with the `pshufb` control `mask` (one 16-byte
 /// load, shuffle and store per element; see `crate::fixed::Shuffle`), as far as each element's 16-byte load stays
 /// inside `src` and its 16-byte store inside `dst`, and returns how many it decoded: the first `k` elements of
 /// `dst` are then fully written (the caller decodes the rest). Returns 0 without SSSE3, on other architectures and
 /// under Miri.
 #[inline]
-pub(crate) fn shuffle_into<T>(src: &[u8], size: usize, dst: &mut [MaybeUninit<T>], mask: &[i8; 16]) -> usize {
+pub(crate) fn shuffle_into<T, const S: usize>(src: &[u8], dst: &mut [MaybeUninit<T>], mask: &[i8; 16]) -> usize {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     if ssse3() {
         // SAFETY: `ssse3()` has just confirmed that the CPU has SSSE3, the only target feature `shuffle_ssse3`
         // enables.
         #[allow(unsafe_code)]
-        return unsafe { x86::shuffle_ssse3(src, size, dst, mask) };
+        return unsafe { x86::shuffle_ssse3::<T, S>(src, dst, mask) };
     }
-    let _ = (src, size, dst, mask);
+    let _ = (src, dst, mask);
+    0
+}
+
+/// Encodes leading elements of `src` into `dst` (`S` bytes each) with one shuffle each: each element is read as
+/// its 8 bytes at 0 and its 8 bytes at `init - 8` (the caller guarantees that its first `init` bytes, 8 to 16, are
+/// all member bytes, never padding), shuffled by `enc`, and stored as 16 bytes at `i * S`, for as many elements
+/// as have that store inside `dst`. Returns how many (0 without SSSE3, elsewhere, under Miri).
+#[inline]
+pub(crate) fn unshuffle_from<T, const S: usize>(src: &[T], init: usize, dst: &mut [u8], enc: &[i8; 16]) -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    if ssse3() {
+        // SAFETY: `ssse3()` has just confirmed that the CPU has SSSE3, the only target feature
+        // `unshuffle_ssse3` enables; the caller's guarantee about `init` is passed on.
+        #[allow(unsafe_code)]
+        return unsafe { x86::unshuffle_ssse3::<T, S>(src, init, dst, enc) };
+    }
+    let _ = (src, init, dst, enc);
     0
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod x86 {
     use core::arch::x86_64::{
-        __m128i, _mm_loadu_si128, _mm_setr_epi8, _mm_shuffle_epi8, _mm_storeu_si128,
+        __m128i, _mm_loadl_epi64, _mm_loadu_si128, _mm_setr_epi8, _mm_shuffle_epi8, _mm_storeu_si128,
+        _mm_unpacklo_epi64,
     };
     use core::mem::size_of;
     use core::mem::MaybeUninit;
@@ -152,12 +170,13 @@ mod x86 {
     /// `i * size_of::<T>() + 16 <= dst.len() * size_of::<T>()`, four per step.
     #[target_feature(enable = "ssse3")]
     #[allow(unsafe_code)]
-    pub(super) unsafe fn shuffle_ssse3<T>(
+    pub(super) unsafe fn shuffle_ssse3<T, const S: usize>(
         src: &[u8],
-        size: usize,
         dst: &mut [MaybeUninit<T>],
         mask: &[i8; 16],
     ) -> usize {
+        // A constant, so that the divisions below are multiplications.
+        let size = S;
         let m = size_of::<T>();
         assert!(size > 0 && (1..=16).contains(&m));
         let n = dst.len().min(src.len() / size);
@@ -190,6 +209,39 @@ mod x86 {
         while i < k {
             elem!(i);
             i += 1;
+        }
+        k
+    }
+
+    /// See [`super::unshuffle_from`]: the elements `i` with `i * size + 16 <= dst.len()`.
+    #[target_feature(enable = "ssse3")]
+    #[allow(unsafe_code)]
+    pub(super) unsafe fn unshuffle_ssse3<T, const S: usize>(
+        src: &[T],
+        init: usize,
+        dst: &mut [u8],
+        enc: &[i8; 16],
+    ) -> usize {
+        // A constant, so that the division below is a multiplication.
+        let size = S;
+        let m = size_of::<T>();
+        assert!(size > 0 && (8..=16).contains(&init) && init <= m);
+        let n = src.len().min(dst.len() / size);
+        let k = if dst.len() >= 16 { ((dst.len() - 16) / size + 1).min(n) } else { 0 };
+        // SAFETY: `enc` is 16 readable bytes; `loadu` needs no alignment.
+        let ctl = unsafe { _mm_loadu_si128(enc.as_ptr().cast::<__m128i>()) };
+        let (s, d) = (src.as_ptr().cast::<u8>(), dst.as_mut_ptr());
+        for i in 0..k {
+            // SAFETY: element i < n is inside `src`; bytes [0, 8) and [init - 8, init) of it are inside the element
+            // (init <= size_of::<T>()) and are member bytes (the caller's guarantee), so initialised; `loadl`
+            // needs no alignment. The store: i < k, so i * size + 16 <= dst.len().
+            unsafe {
+                let p = s.add(i * m);
+                let lo = _mm_loadl_epi64(p.cast::<__m128i>());
+                let hi = _mm_loadl_epi64(p.add(init - 8).cast::<__m128i>());
+                let v = _mm_shuffle_epi8(_mm_unpacklo_epi64(lo, hi), ctl);
+                _mm_storeu_si128(d.add(i * size).cast::<__m128i>(), v);
+            }
         }
         k
     }
@@ -263,7 +315,7 @@ mod tests {
             *m = 12 - i as i8;
         }
         let mut dst = vec![MaybeUninit::new([0xaa_u8; 16]); 10];
-        let k = shuffle_into(&src, 13, &mut dst, &mask);
+        let k = shuffle_into::<_, 13>(&src, &mut dst, &mask);
         let simd = cfg!(all(target_arch = "x86_64", not(miri))) && {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             let has = ssse3();
@@ -282,6 +334,33 @@ mod tests {
                 want[i] = c[12 - i];
             }
             assert_eq!(got, want, "element {e}");
+        }
+    }
+
+    #[test]
+    fn unshuffle_encodes_the_elements_whose_stores_fit() {
+        // 10 elements of 16 initialised bytes into 13-byte slots; encoded byte j is byte 12 - j of the element.
+        let src: Vec<[u8; 16]> = bytes(160, 7).chunks_exact(16).map(|c| c.try_into().unwrap()).collect();
+        let mut enc = [-1i8; 16];
+        for (j, e) in enc.iter_mut().take(13).enumerate() {
+            // Memory byte x is lane x (x < 8) or lane x + 16 - 16 = x of the second load (init = 16).
+            *e = 12 - j as i8;
+        }
+        let mut dst = vec![0xaa_u8; 130];
+        let k = unshuffle_from::<_, 13>(&src, 16, &mut dst, &enc);
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        let simd = ssse3();
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        let simd = false;
+        // The 10th element's 16-byte store would end 3 bytes past the output: it is left to the caller.
+        assert_eq!(k, if simd { 9 } else { 0 });
+        for (e, el) in src.iter().enumerate().take(k) {
+            let want: Vec<u8> = (0..13).map(|j| el[12 - j]).collect();
+            assert_eq!(&dst[13 * e..13 * e + 13], &want[..], "element {e}");
+        }
+        // Nothing past the last store (which spills 3 bytes into the next element's slot, for the caller to write).
+        if k > 0 {
+            assert!(dst[13 * (k - 1) + 16..].iter().all(|&b| b == 0xaa));
         }
     }
 

@@ -30,7 +30,8 @@ impl PointT {
     #[doc(hidden)]
     #[allow(unsafe_code)]
     pub const __NERVE_SHUFFLE: ::core::option::Option<__nc::fixed::Shuffle<Self>> =
-        // SAFETY: every member is an integer or a float, or a fixed array of them: any bytes are a valid value.
+        // SAFETY: every member is an integer or a float, or a fixed array of them (any bytes are a valid value),
+        // and each field is a member's offset_of! with the member's size.
         unsafe { __nc::fixed::Shuffle::new(13, &[__nc::fixed::Field::new(::core::mem::offset_of!(Self, position), 0, 4, 3), __nc::fixed::Field::new(::core::mem::offset_of!(Self, intensity), 12, 1, 1)]) };
     /// Decodes the body from exactly its size (used for arrays of this type; no checks needed).
     #[doc(hidden)]
@@ -192,9 +193,7 @@ impl __nc::Encode for ScanT {
         {
             let src = (&self.points[..]);
             let dst = w.take_array(src.len(), 13)?;
-            for (c, e) in __nc::fixed::chunks_mut::<13>(dst).zip(src.iter()) {
-                e.__nerve_encode_fixed(__nc::fixed::chunk_mut::<13>(c, 0));
-            }
+            __nc::fixed::encode_chunks_shuffled::<13, _>(dst, src, PointT::__NERVE_SHUFFLE, |e, c| { e.__nerve_encode_fixed(__nc::fixed::chunk_mut::<13>(c, 0)); });
         }
         w.put_str(&self.name)?;
         let b = w.take_fixed::<2>()?;

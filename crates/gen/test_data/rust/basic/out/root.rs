@@ -26,7 +26,8 @@ impl BareT {
     #[doc(hidden)]
     #[allow(unsafe_code)]
     pub const __NERVE_SHUFFLE: ::core::option::Option<__nc::fixed::Shuffle<Self>> =
-        // SAFETY: every member is an integer or a float, or a fixed array of them: any bytes are a valid value.
+        // SAFETY: every member is an integer or a float, or a fixed array of them (any bytes are a valid value),
+        // and each field is a member's offset_of! with the member's size.
         unsafe { __nc::fixed::Shuffle::new(4, &[__nc::fixed::Field::new(::core::mem::offset_of!(Self, x), 0, 4, 1)]) };
     /// Decodes the body from exactly its size (used for arrays of this type; no checks needed).
     #[doc(hidden)]
