@@ -4,14 +4,16 @@
 //! `CHANNEL.undecoded.csv`-style files with `fingerprint`, `data_hex` and `error` columns.
 //!
 //! Variable-length arrays get as many columns as the longest seen, so the header needs every message first: a
-//! first pass ([`CsvExport::scan`]) merges each message's shape, the second ([`CsvExport::event`]) writes rows
-//! (cells beyond a shorter array are empty). Both passes read the messages' bytes through the transcoder
+//! first pass ([`CsvExport::scan`]) merges each message's shape (in batches on every core, each thread into shapes
+//! of its own, joined at the end), the second ([`CsvExport::event`]) writes rows (cells beyond a shorter array are
+//! empty). Both passes read the messages' bytes through the transcoder
 //! ([`nerve_types::dynamic::CsvShape`]); no value tree is built.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{CsvShape, JsonForm};
+use nerve_types::Struct;
 
 use super::batch::{transcode_while, Batch, Part};
 use super::sink::Sink;
@@ -71,8 +73,15 @@ pub struct CsvExport<'d> {
     parts: Vec<Part<Row, ()>>,
     /// The batch transcoded last and its rows, not written yet: written while the next is transcoded.
     done: Option<(Batch, Vec<Part<Row, ()>>)>,
+    /// Events `scan` has not looked at yet, and the columns each thread has learnt so far.
+    scan_batch: Batch,
+    scan_parts: Vec<ScanPart<'d>>,
     stats: ExportStats,
 }
+
+/// Each scanned event's type (`None`: its rows go to its channel's raw table), and the columns a thread has learnt
+/// so far, per table.
+type ScanPart<'d> = Part<Option<&'d Struct>, HashMap<Key, CsvShape>>;
 
 /// What the parallel pass made of an event.
 enum Row {
@@ -97,12 +106,51 @@ impl<'d> CsvExport<'d> {
             batch: Batch::default(),
             parts: Vec::new(),
             done: None,
+            scan_batch: Batch::default(),
+            scan_parts: Vec::new(),
             stats: ExportStats::default(),
         })
     }
 
-    /// First pass: learns the columns `ev` needs.
+    /// First pass: learns the columns `ev` needs (with the batch it joins: the messages are walked on every core,
+    /// each thread merging into shapes of its own, which are joined before the first row is written).
     pub fn scan(&mut self, ev: &EventRef<'_>) {
+        self.scan_batch.push(ev);
+        if self.scan_batch.is_full() {
+            self.run_scan();
+        }
+    }
+
+    /// Walks the scan batch's messages on several threads, then gives each table its place in the file order, in
+    /// the order of the events (as [`CsvExport::scan_now`] one at a time would).
+    fn run_scan(&mut self) {
+        let decoder = self.decoder;
+        transcode_while(&self.scan_batch, &mut self.scan_parts, &|ev, _, shapes| scan_one(decoder, ev, shapes), || ());
+        for part in &mut self.scan_parts {
+            for (i, (st, _)) in part.events.clone().zip(part.results.drain(..)) {
+                let key = (self.scan_batch.get(i).channel().into_owned(), st.map(|s| s.fingerprint));
+                if !self.tables.contains_key(&key) {
+                    self.order.push(key.clone());
+                    self.tables.insert(key.clone(), Table::new(st.map(|s| s.name.full())));
+                    self.shapes.insert(key, CsvShape::new());
+                }
+            }
+        }
+        self.scan_batch.clear();
+    }
+
+    /// Ends the first pass: the threads' columns joined into each table's.
+    fn end_scan(&mut self) {
+        self.run_scan();
+        for part in &mut self.scan_parts {
+            for (key, shape) in part.state.drain() {
+                self.shapes.get_mut(&key).expect("a table for every shape learnt").absorb(shape);
+            }
+        }
+    }
+
+    /// Learns the columns `ev` needs, now (a table `scan` did not see).
+    fn scan_now(&mut self, ev: &EventRef<'_>) {
         let channel = ev.channel();
         if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
             let key = (channel.clone().into_owned(), Some(st.fingerprint));
@@ -143,6 +191,7 @@ impl<'d> CsvExport<'d> {
     }
 
     fn open_files(&mut self) -> Result<(), ExportError> {
+        self.end_scan();
         self.names_given = true;
         let mut per_channel: HashMap<&str, usize> = HashMap::new();
         for (ch, _) in &self.order {
@@ -191,7 +240,7 @@ impl<'d> CsvExport<'d> {
 
     /// Opens the file of a table `scan` did not see (its columns come from this message alone).
     fn open_late(&mut self, ev: &EventRef<'_>, key: &Key) -> Result<(), ExportError> {
-        self.scan(ev);
+        self.scan_now(ev);
         let stem = format!("{}.{}", sanitize(&key.0), key.1.map_or("undecoded".to_owned(), |f| format!("{f:016x}")));
         let path = self.dir.join(format!("{stem}.late.csv"));
         self.open_table(key, path)
@@ -340,6 +389,25 @@ impl<'d> CsvExport<'d> {
         }
         self.sink.finish()?;
         Ok(self.stats)
+    }
+}
+
+/// Merges `ev`'s columns into its table's shape in `shapes` (a thread's own), if its message decodes with a type;
+/// the type, or `None` for a message that goes to its channel's raw table.
+fn scan_one<'d>(decoder: &'d Decoder, ev: &EventRef<'_>, shapes: &mut HashMap<Key, CsvShape>) -> Option<&'d Struct> {
+    let (Some(st), Some(t)) = (decoder.candidate(ev.data), decoder.transcoder()) else { return None };
+    let key = (ev.channel().into_owned(), Some(st.fingerprint));
+    match shapes.get_mut(&key) {
+        Some(shape) => t.csv_merge(ev.data, shape).is_ok().then_some(st),
+        None => {
+            // Kept only if the message decodes: a table's shape is never learnt from nothing.
+            let mut shape = CsvShape::new();
+            let ok = t.csv_merge(ev.data, &mut shape).is_ok();
+            if ok {
+                shapes.insert(key, shape);
+            }
+            ok.then_some(st)
+        }
     }
 }
 

@@ -45,9 +45,38 @@ impl CsvShape {
         self.root.columns("", &mut out);
         out
     }
+
+    /// Grows this shape by `other`, a shape of the same type's messages: the result is the shape both sets of
+    /// messages merged into one would have (merging only ever adds columns), so messages can be merged in parts on
+    /// several threads and the parts' shapes joined.
+    pub fn absorb(&mut self, other: CsvShape) {
+        self.root.absorb(other.root);
+        self.settled_for = self.settled_for.or(other.settled_for);
+    }
 }
 
 impl Node {
+    fn absorb(&mut self, other: Node) {
+        match (self, other) {
+            (_, Node::Leaf) => {}
+            (Node::Struct(a), Node::Struct(b)) => {
+                for ((_, x), (_, y)) in a.iter_mut().zip(b) {
+                    x.absorb(y);
+                }
+            }
+            (Node::Array(a), Node::Array(b)) => {
+                let mut b = b.into_iter();
+                for (x, y) in a.iter_mut().zip(&mut b) {
+                    x.absorb(y);
+                }
+                a.extend(b);
+            }
+            // A leaf (nothing merged yet) takes the other's columns; two kinds (not of one type) the later's, as a
+            // merge would make it.
+            (me, o) => *me = o,
+        }
+    }
+
     fn columns(&self, prefix: &str, out: &mut Vec<String>) {
         match self {
             Node::Leaf => out.push(prefix.to_owned()),

@@ -282,6 +282,18 @@ fn csv_shapes_grow_and_rows_follow_them() {
     t.csv_merge(&b, &mut shape).unwrap();
     assert!(t.csv_merge(&b[..b.len() - 1], &mut shape).is_err());
     assert_eq!(shape.columns(), ["n", "r[0]", "r[1]", "r[2]", "p.x", "p.name", "k", "ps[0].x", "ps[0].name", "blob", "ok"]);
+    // Merged apart and joined, either way round, or into an empty shape: the same shape.
+    for (first, second) in [(&a, &b), (&b, &a)] {
+        let (mut x, mut y) = (CsvShape::new(), CsvShape::new());
+        t.csv_merge(first, &mut x).unwrap();
+        t.csv_merge(second, &mut y).unwrap();
+        x.absorb(y);
+        assert_eq!(x.columns(), shape.columns());
+        let mut empty = CsvShape::new();
+        empty.absorb(x.clone());
+        x.absorb(CsvShape::new());
+        assert_eq!((empty.columns(), x.columns()), (shape.columns(), shape.columns()));
+    }
     let mut row = Vec::new();
     t.csv_row(&a, &shape, &mut row).unwrap();
     assert_eq!(std::str::from_utf8(&row).unwrap(), ",2,1.0,2.5,,-1.0,\"a,b\",0,,,00ab,true");
