@@ -98,10 +98,14 @@ pub struct Options {
     pub package_prefix: String,
     /// Python: write `__init__.py` files for packages (lcm-gen's default; `--python-no-init` turns it off).
     pub python_init: bool,
+    /// Rust: whether generated code may contain `unsafe` (the one-shuffle-per-element decode of arrays of small
+    /// numeric structs, `__NERVE_SHUFFLE`). Off (`--rust-no-unsafe`) for crates that `#![forbid(unsafe_code)]`,
+    /// which no `#[allow]` can lift: such arrays then decode member by member.
+    pub rust_unsafe: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { package_prefix: String::new(), python_init: true }
+        Options { package_prefix: String::new(), python_init: true, rust_unsafe: true }
     }
 }

@@ -227,6 +227,8 @@ struct Ctx<'a> {
     prefix: String,
     /// Structs that can reach themselves (their decoders count depth).
     recursive: HashSet<TypeName>,
+    /// Whether the code may contain `unsafe` ([`Options::rust_unsafe`]).
+    unsafe_ok: bool,
 }
 
 /// One element type, resolved for the package being written.
@@ -412,6 +414,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
         layout: &input.layout,
         prefix: opts.package_prefix.trim_matches('.').to_owned(),
         recursive: recursive_types(schema),
+        unsafe_ok: opts.rust_unsafe,
     };
     check_finite(schema)?;
 
@@ -861,7 +864,7 @@ fn emit_struct(
                 ));
             }
             if let Some(size) = fixed {
-                body_err = emit_fixed_fns(w, &members, size);
+                body_err = emit_fixed_fns(w, &members, size, ctx.unsafe_ok);
             }
         });
         body_err?;
@@ -1074,7 +1077,7 @@ fn segments(members: &[M]) -> Vec<Seg<'_>> {
 }
 
 /// `__nerve_encode_fixed` / `__nerve_decode_fixed` for a struct of fixed encoded size.
-fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize) -> Result<(), GenError> {
+fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: bool) -> Result<(), GenError> {
     w.line("/// The encoded body size (fixed for this type).");
     w.line("#[doc(hidden)]");
     w.line(format!("pub const __NERVE_SIZE: usize = {size};"));
@@ -1092,7 +1095,7 @@ fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize) -> Result<(), 
             }
         },
     );
-    emit_shuffle(w, members, size);
+    emit_shuffle(w, members, size, unsafe_ok);
     w.line("/// Decodes the body from exactly its size (used for arrays of this type; no checks needed).");
     w.line("#[doc(hidden)]");
     w.line("#[inline(always)]");
@@ -1123,8 +1126,9 @@ fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize) -> Result<(), 
 /// `__NERVE_SHUFFLE`: how an array of this fixed-size type decodes one element per byte shuffle
 /// (`nerve_codec::fixed::Shuffle`). `Some` only when every member is a number or a fixed array of numbers (any
 /// bytes are then a valid value, the `unsafe` constructor's condition) and both sizes fit in 16 bytes (checked by
-/// the constructor, at compile time, against the struct's real layout from `offset_of!`).
-fn emit_shuffle(w: &mut CodeWriter, members: &[M], size: usize) {
+/// the constructor, at compile time, against the struct's real layout from `offset_of!`), and the code may contain
+/// `unsafe` (`--rust-no-unsafe`).
+fn emit_shuffle(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: bool) {
     let numeric = |m: &M| match m.elem {
         Elem::Prim(p) => !matches!(p, Primitive::String | Primitive::Boolean) && all_fixed(&m.dims),
         _ => false,
@@ -1132,7 +1136,7 @@ fn emit_shuffle(w: &mut CodeWriter, members: &[M], size: usize) {
     w.line("/// How arrays of this type decode with one byte shuffle per element (`None`: member by member).");
     w.line("#[doc(hidden)]");
     let ty = "::core::option::Option<__nc::fixed::Shuffle<Self>>";
-    if members.is_empty() || size > 16 || !members.iter().all(numeric) {
+    if !unsafe_ok || members.is_empty() || size > 16 || !members.iter().all(numeric) {
         w.line(format!("pub const __NERVE_SHUFFLE: {ty} = ::core::option::Option::None;"));
         return;
     }

@@ -57,6 +57,7 @@ fn no_init_files_when_asked_and_package_prefix_goes_in_front() {
     let opts = Options {
         package_prefix: "pre".into(),
         python_init: false,
+        ..Options::default()
     };
     let files = gen(
         "package a; struct p_t { int32_t x; } struct q_t { p_t p; }",

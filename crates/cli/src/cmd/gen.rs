@@ -26,6 +26,10 @@ pub struct Args {
     /// Where Rust files go.
     #[arg(long, value_name = "DIR", default_value = ".")]
     rust_path: PathBuf,
+    /// Generate Rust without `unsafe`, for crates that #![forbid(unsafe_code)] (arrays of small numeric structs then
+    /// decode member by member, without the one-shuffle-per-element fast path).
+    #[arg(long)]
+    rust_no_unsafe: bool,
 
     /// Generate C (needs only the nerve_lcm.h header written next to it).
     #[arg(short = 'c', long = "c")]
@@ -84,7 +88,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let input = Input::new(&checked);
-    let opts = Options { package_prefix: args.package_prefix.clone(), python_init: !args.python_no_init };
+    let opts = Options {
+        package_prefix: args.package_prefix.clone(),
+        python_init: !args.python_no_init,
+        rust_unsafe: !args.rust_no_unsafe,
+    };
     let mut any = false;
     let mut failed = false;
     let mut emit = |enabled: bool,
