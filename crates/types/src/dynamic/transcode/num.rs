@@ -398,23 +398,32 @@ const POW10: [f64; 23] = [
     1e21, 1e22,
 ];
 
-/// `byte` values as JSON numbers followed by a comma: the text, and its length with the comma.
-static BYTE_TEXT: [([u8; 4], u8); 256] = {
-    let mut t = [([0u8; 4], 0u8); 256];
+/// `byte` values as JSON numbers followed by a comma: the text in the low 4 bytes (first character lowest), its
+/// length with the comma above them; one load per byte.
+static BYTE_TEXT: [u64; 256] = {
+    let mut t = [0u64; 256];
     let mut i = 0;
     while i < 256 {
         let (h, te, o) = ((i / 100) as u8, ((i / 10) % 10) as u8, (i % 10) as u8);
-        t[i] = if i >= 100 {
+        let (text, len) = if i >= 100 {
             ([b'0' + h, b'0' + te, b'0' + o, b','], 4)
         } else if i >= 10 {
             ([b'0' + te, b'0' + o, b',', 0], 3)
         } else {
             ([b'0' + o, b',', 0, 0], 2)
         };
+        t[i] = u32::from_le_bytes(text) as u64 | (len << 32);
         i += 1;
     }
     t
 };
+
+/// A byte's text (4 bytes stored, some past its end) at `at` in `w`; where the next one goes.
+#[inline(always)]
+fn put_byte_text(w: &mut [u8], at: usize, entry: u64) -> usize {
+    w[at..at + 4].copy_from_slice(&(entry as u32).to_le_bytes());
+    at + (entry >> 32) as usize
+}
 
 /// Bytes as comma-separated numbers (`1,2,255`), no brackets.
 pub(crate) fn push_byte_numbers(out: &mut Vec<u8>, data: &[u8]) {
@@ -425,10 +434,15 @@ pub(crate) fn push_byte_numbers(out: &mut Vec<u8>, data: &[u8]) {
     out.resize(start + data.len() * 4, 0);
     let buf = &mut out[start..];
     let mut p = 0;
-    for &b in data {
-        let (text, len) = &BYTE_TEXT[usize::from(b)];
-        buf[p..p + 4].copy_from_slice(text);
-        p += usize::from(*len);
+    // Four at a time into one 16-byte window: one bounds check and the four loads side by side.
+    let mut quads = data.chunks_exact(4);
+    for q in &mut quads {
+        let w = &mut buf[p..p + 16];
+        let e = q.iter().map(|&b| BYTE_TEXT[usize::from(b)]);
+        p += e.fold(0, |at, entry| put_byte_text(w, at, entry));
+    }
+    for &b in quads.remainder() {
+        p = put_byte_text(buf, p, BYTE_TEXT[usize::from(b)]);
     }
     // Drop the last comma.
     out.truncate(start + p - 1);
@@ -712,6 +726,13 @@ mod tests {
         let mut v = Vec::new();
         push_hex(&mut v, &[0, 0xab, 0xff]);
         assert_eq!(v, b"00abff");
+        // Every length of tail after the runs of four, after text already there.
+        for n in 0..12 {
+            let mut v = b"[".to_vec();
+            push_byte_numbers(&mut v, &data[250 - n..]);
+            let want: Vec<String> = data[250 - n..].iter().map(u8::to_string).collect();
+            assert_eq!(String::from_utf8(v).unwrap(), format!("[{}", want.join(",")));
+        }
         let mut v = Vec::new();
         push_hex(&mut v, &data);
         assert_eq!(String::from_utf8(v).unwrap(), data.iter().map(|b| format!("{b:02x}")).collect::<String>());
