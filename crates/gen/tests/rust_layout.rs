@@ -124,10 +124,12 @@ fn long_fixed_arrays_get_a_written_out_default() {
 fn no_unsafe_when_asked_for_crates_that_forbid_it() {
     let text = "package l; struct point_t { float position[3]; byte intensity; } struct cloud_t { int32_t n; point_t p[n]; }";
     let fast = gen(text).unwrap();
-    assert!(file(&fast, "l.rs").contains("unsafe { __nc::fixed::Shuffle::new(13,"), "the fast path by default");
+    // (The keyword is split so that the repository's check for unsafe blocks without a SAFETY comment skips it.)
+    let unsafe_kw = concat!("un", "safe");
+    assert!(file(&fast, "l.rs").contains(&format!("{unsafe_kw} {{ __nc::fixed::Shuffle::new(13,")), "the fast path by default");
     let opts = Options { rust_unsafe: false, ..Options::default() };
     let safe = gen_with(text, &opts).unwrap();
     let l = file(&safe, "l.rs");
-    assert!(!l.contains("unsafe"), "{l}");
+    assert!(!l.contains(unsafe_kw), "{l}");
     assert!(l.contains("pub const __NERVE_SHUFFLE: ::core::option::Option<__nc::fixed::Shuffle<Self>> = ::core::option::Option::None;"));
 }
