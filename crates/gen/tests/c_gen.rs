@@ -35,6 +35,42 @@ struct waypoint_t { string id; float position[2]; }
 struct path_t { const int64_t MAX = 100; const double SCALE = 1.5; int64_t timestamp; int32_t num_waypoints;
   waypoint_t waypoints[num_waypoints]; double grid[num_waypoints][3]; boolean ok; byte raw[2]; }";
 
+/// Writes the C generated for `types` and `main.c` to a fresh directory, compiles them all under `-std=c99 -Wall
+/// -Wextra -Werror -pedantic` plus `flags`, asserts that it compiled, and returns the directory and the program;
+/// `None` (the test is skipped) when there is no C compiler.
+fn build_c(tag: &str, types: &str, main: &str, flags: &[&str]) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    if Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("no C compiler: skipped");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("nerve-c-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sources = vec![dir.join("main.c")];
+    for f in generate(types) {
+        std::fs::write(dir.join(&f.path), &f.contents).unwrap();
+        if f.path.extension().is_some_and(|e| e == "c") {
+            sources.push(dir.join(&f.path));
+        }
+    }
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let exe = dir.join("main");
+    let out = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .args(&sources)
+        .arg("-I")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "compile failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    Some((dir, exe))
+}
+
+/// Compiler flags for AddressSanitizer and UndefinedBehaviorSanitizer, stopping at the first error.
+const SANITIZE: &[&str] = &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"];
+
 #[test]
 fn files_are_named_like_lcmgens_plus_the_runtime_header() {
     let files = generate(SEED);
@@ -120,15 +156,6 @@ fn c_keywords_as_member_names_are_errors() {
 /// when no C compiler is installed.
 #[test]
 fn generated_code_compiles_pedantic_and_round_trips() {
-    if Command::new("cc").arg("--version").output().is_err() {
-        eprintln!("no C compiler: skipped");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("nerve-c-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for f in generate(SEED) {
-        std::fs::write(dir.join(&f.path), &f.contents).unwrap();
-    }
     let main = r#"
 #include <stdio.h>
 #include <string.h>
@@ -161,31 +188,7 @@ int main(void)
     return 0;
 }
 "#;
-    std::fs::write(dir.join("main.c"), main).unwrap();
-    let exe = dir.join("main");
-    let out = Command::new("cc")
-        .args([
-            "-std=c99",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-O1",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(dir.join("main.c"))
-        .arg(dir.join("seed_path_t.c"))
-        .arg(dir.join("seed_waypoint_t.c"))
-        .arg("-I")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Some((dir, exe)) = build_c("gen", SEED, main, &["-O1"]) else { return };
     let status = Command::new(&exe).status().unwrap();
     assert!(status.success(), "round trip failed: {status}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -197,16 +200,7 @@ int main(void)
 /// allocated.
 #[test]
 fn decoded_messages_live_in_one_block_and_every_path_frees_it() {
-    if Command::new("cc").arg("--version").output().is_err() {
-        eprintln!("no C compiler: skipped");
-        return;
-    }
     let types = format!("{SEED}\nstruct sparse_t {{ int32_t n; int32_t m; int8_t cells[n][m]; string tag; }}");
-    let dir = std::env::temp_dir().join(format!("nerve-c-block-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for f in generate(&types) {
-        std::fs::write(dir.join(&f.path), &f.contents).unwrap();
-    }
     let main = r#"
 #include <string.h>
 #include "seed_path_t.h"
@@ -260,17 +254,7 @@ int main(void)
     return 0;
 }
 "#;
-    std::fs::write(dir.join("main.c"), main).unwrap();
-    let exe = dir.join("main");
-    let mut cc = Command::new("cc");
-    cc.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-g"])
-        .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .args(["main.c", "seed_path_t.c", "seed_waypoint_t.c", "seed_sparse_t.c"].map(|f| dir.join(f)))
-        .arg("-I")
-        .arg(&dir);
-    let out = cc.output().unwrap();
-    assert!(out.status.success(), "compile failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let Some((dir, exe)) = build_c("block", &types, main, &[&["-O1"], SANITIZE].concat()) else { return };
     let run = Command::new(&exe).env("ASAN_OPTIONS", "detect_leaks=1").output().unwrap();
     assert!(
         run.status.success(),
@@ -287,17 +271,8 @@ int main(void)
 /// the scalar loops.
 #[test]
 fn ssse3_paths_match_the_scalar_loops() {
-    if Command::new("cc").arg("--version").output().is_err() {
-        eprintln!("no C compiler: skipped");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("nerve-c-simd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let types = "package t; struct p_t { float position[3]; byte intensity; }
         struct q_t { int16_t a; int32_t b; int8_t c; }";
-    for f in generate(types) {
-        std::fs::write(dir.join(&f.path), &f.contents).unwrap();
-    }
     let main = r#"
 #include <stdio.h>
 #include <string.h>
@@ -358,18 +333,7 @@ int main(void)
     return 0;
 }
 "#;
-    std::fs::write(dir.join("main.c"), main).unwrap();
-    let exe = dir.join("main");
-    let out = Command::new("cc")
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2", "-g"])
-        .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .args(["main.c", "t_p_t.c", "t_q_t.c"].map(|f| dir.join(f)))
-        .arg("-I")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "compile failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let Some((dir, exe)) = build_c("simd", types, main, &[&["-O2"], SANITIZE].concat()) else { return };
     let run = Command::new(&exe).output().unwrap();
     assert!(
         run.status.success(),
