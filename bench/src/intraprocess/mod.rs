@@ -270,6 +270,16 @@ fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: 
                 l2.p50, l1.p50, c.p50, floor.idle_us, floor.warm_us
             ));
         }
+        // The 20x bar leaves this graph a budget of udpm's p50 / 20; on a host whose memory is slow after an idle
+        // period, the one copy seed 003's table requires can take most of it by itself.
+        if let Some(u) = find(results, "image_pipeline_2viewers", System::Udpm).ok().and_then(|u| u.hist.latencies()) {
+            let budget = u.p50 / P50_RATIO;
+            out.text(&format!(
+                "informative: image_pipeline_2viewers budget for the 20x bar: nerve-udpm p50 / 20 = {budget:.1} µs; a bare copy \
+                 of the image after 33 ms idle (copy floor) alone takes {:.0} % of it",
+                100.0 * floor.idle_us / budget
+            ));
+        }
     }
     out.text("");
 }
