@@ -1,13 +1,18 @@
 //! Number text for the transcoder, byte for byte what the value-tree path writes, only faster: `itoa` for integers,
-//! `ryu` for doubles, Schubfach (`f32s`) for floats, with Nerve's rules on top.
+//! `zmij` for the floats and doubles of ordinary magnitude, `ryu` and Schubfach (`f32s`) for the rest, with Nerve's
+//! rules on top.
 //!
 //! Nerve's float text is the shortest digits that read back to the same float, written plainly for magnitudes in
 //! `[1e-5, 1e16)` and with an exponent otherwise (`1e-7`, `1.5e20`), with `.0` added when there is neither a `.`
-//! nor an `e`. The tree path gets it from `Display` / `LowerExp`. For a double, `ryu` gives the same shortest digits
-//! and, inside a band, the same form; near the edges of the band, and on an exact tie between two shortest
-//! candidates (`ryu` picks the even digit, the standard formatter the upper), the standard formatter writes it, as
-//! before. For a float, Schubfach gives the digits themselves (with the standard formatter's choice on ties), twice
-//! as fast as `ryu` on this kind of data, and they are written in Nerve's form directly.
+//! nor an `e`. The tree path gets it from `Display` / `LowerExp`. `zmij` and `ryu` give the same shortest digits
+//! (the closest to the value of those that read back) and, inside a band of magnitudes, the same form; `zmij` is
+//! about twice as fast as Schubfach and the digit layout below on sensor floats (7 to 9 digits), so it writes
+//! every `float` in its band (`[1.001e-5, 0.999e13)`) and every `double` in `[1.001e-5, 0.999e16)`, an ignored test
+//! holding it to the Schubfach path on every float of the band. On an exact tie between two shortest candidates
+//! (`zmij` and `ryu` pick the even digit, the standard formatter the upper), which a filter on the bits rules out
+//! for almost every value, Schubfach's digits (floats) or the standard formatter (doubles) write it. Outside the
+//! bands, a double takes `ryu` (`zmij` writes `1e+16`), with the standard formatter near the bands' edges; a float
+//! takes Schubfach's digits (with the standard formatter's choice on ties), written in Nerve's form directly.
 //!
 //! A `float` in JSON also passes the tree path's check that a reader which parses into a double and then rounds to
 //! float gets the same bits back; where it does not (double rounding), the double's digits are written instead.
@@ -40,21 +45,84 @@ fn form_surely_agrees(a: f64, low: f64, high: f64) -> bool {
 /// A finite `f64` as Nerve's float text.
 #[inline]
 pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
+    let a = x.abs();
+    let (m, e2) = odd_parts(x.to_bits() & !(1 << 63), 52, 1075);
+    if form_surely_agrees(a, 1.001e-5, 0.999e16) {
+        // `zmij` (faster) writes this band plainly too; outside it, its exponents have a `+` (`1e+16`).
+        let mut b = zmij::Buffer::new();
+        let s = b.format_finite(x).as_bytes();
+        if !(tie_possible(m, e2, &TIE_LIMITS_18) && is_tie(s, m, e2)) {
+            push_short(out, s);
+        } else {
+            slow_text(out, a, x, x);
+        }
+        return;
+    }
     let mut b = ryu::Buffer::new();
     let s = b.format_finite(x).as_bytes();
-    let a = x.abs();
-    let form_ok = form_surely_agrees(a, 1.001e-5, 0.999e16) || s.contains(&b'e') == wants_exp(a);
-    let (m, e2) = odd_parts(x.to_bits() & !(1 << 63), 52, 1075);
-    if form_ok && !(tie_possible(m, e2) && is_tie(s, m, e2)) {
+    let form_ok = s.contains(&b'e') == wants_exp(a);
+    if form_ok && !(tie_possible(m, e2, &TIE_LIMITS_18) && is_tie(s, m, e2)) {
         out.extend_from_slice(s);
     } else {
         slow_text(out, a, x, x);
     }
 }
 
+/// Appends a number's text (at most 32 bytes): two fixed-size copies that overlap, instead of a call to `memcpy`
+/// for a few bytes (which took as long as making the text).
+#[inline(always)]
+fn push_short(out: &mut Vec<u8>, s: &[u8]) {
+    let n = s.len();
+    let start = out.len();
+    out.extend_from_slice(&[0; 32]);
+    let t = &mut out[start..];
+    if n >= 16 {
+        t[..16].copy_from_slice(&s[..16]);
+        t[n - 16..n].copy_from_slice(&s[n - 16..]);
+    } else if n >= 8 {
+        t[..8].copy_from_slice(&s[..8]);
+        t[n - 8..n].copy_from_slice(&s[n - 8..]);
+    } else if n >= 4 {
+        t[..4].copy_from_slice(&s[..4]);
+        t[n - 4..n].copy_from_slice(&s[n - 4..]);
+    } else {
+        t[..n].copy_from_slice(s);
+    }
+    out.truncate(start + n);
+}
+
+/// Whether `zmij`'s text for a finite `f32` is surely Nerve's: inside this band of magnitudes both write it
+/// plainly (`zmij` for shortest digits with a decimal exponent in `-6..=12`, Nerve for magnitudes in `[1e-5,
+/// 1e16)`; the margins keep a value just under a power of ten whose shortest digits round up to it inside both),
+/// and unless the value could be an exact tie between two shortest candidates (`zmij` breaks those to even, the
+/// standard formatter upwards), the digits are the same: both are the shortest that read back, the closest of
+/// those to the value.
+#[inline(always)]
+fn zmij_f32_agrees(mag: u32) -> bool {
+    // (The bits of positive floats are in the order of their values.)
+    const LOW: u32 = 1.001e-5f32.to_bits();
+    const HIGH: u32 = 0.999e13f32.to_bits();
+    if !(LOW..HIGH).contains(&mag) {
+        return false;
+    }
+    let (m, e2) = odd_parts(u64::from(mag), 23, 150);
+    !tie_possible(m, e2, &TIE_LIMITS_10)
+}
+
 /// A finite `f32` as Nerve's float text (its own shortest digits; CSV cells).
 #[inline]
 pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
+    let mag = x.to_bits() & 0x7fff_ffff;
+    if zmij_f32_agrees(mag) {
+        push_short(out, zmij::Buffer::new().format_finite(x).as_bytes());
+    } else {
+        push_f32_text_schubfach(out, x);
+    }
+}
+
+/// [`push_f32_text`] from Schubfach's digits (any finite float).
+#[inline(never)]
+fn push_f32_text_schubfach(out: &mut Vec<u8>, x: f32) {
     let mag = x.to_bits() & 0x7fff_ffff;
     if mag == 0 {
         out.extend_from_slice(if x.is_sign_negative() { b"-0.0" } else { b"0.0" });
@@ -239,16 +307,17 @@ const fn tie_limits<const D: u32>() -> [u64; 28] {
 }
 
 const TIE_LIMITS_18: [u64; 28] = tie_limits::<18>();
+const TIE_LIMITS_10: [u64; 28] = tie_limits::<10>();
 
-/// Whether the exact decimal value of `m * 2^e` (`m` odd) is short enough (at most 18 significant digits) for its
-/// shortest digits to be a tie between two candidates: `ryu` breaks such ties to even, the standard formatter
+/// Whether the exact decimal value of `m * 2^e` (`m` odd) is short enough (one digit more than the most shortest
+/// digits can have: 18 for a double with `TIE_LIMITS_18`, 10 for a float with `TIE_LIMITS_10`) for its shortest
+/// digits to be a tie between two candidates: `ryu` and `zmij` break such ties to even, the standard formatter
 /// upwards. A cheap filter on the bits: almost every float fails it.
 #[inline]
-fn tie_possible(m: u64, e: i32) -> bool {
+fn tie_possible(m: u64, e: i32, limits: &[u64; 28]) -> bool {
     if m == 0 {
         return false;
     }
-    let limits = &TIE_LIMITS_18;
     if e < 0 {
         let k = e.unsigned_abs() as usize;
         k < 28 && m <= limits[k]
@@ -315,6 +384,17 @@ pub(crate) fn decimal(text: &[u8]) -> Option<(u64, i32)> {
 /// A finite `f32` in JSON: its text if a double-then-float reader gets the same bits back, else the double's.
 #[inline]
 pub(crate) fn push_f32_json(out: &mut Vec<u8>, x: f32) {
+    let mag = x.to_bits() & 0x7fff_ffff;
+    if zmij_f32_agrees(mag) && !may_double_round(x) {
+        push_short(out, zmij::Buffer::new().format_finite(x).as_bytes());
+    } else {
+        push_f32_json_schubfach(out, x);
+    }
+}
+
+/// [`push_f32_json`] from Schubfach's digits (any finite float).
+#[inline(never)]
+fn push_f32_json_schubfach(out: &mut Vec<u8>, x: f32) {
     let mag = x.to_bits() & 0x7fff_ffff;
     if mag == 0 {
         out.extend_from_slice(if x.is_sign_negative() { b"-0.0" } else { b"0.0" });
@@ -670,6 +750,51 @@ mod tests {
         for bits in (0..=u32::MAX).step_by(65_537) {
             check_f32(f32::from_bits(bits));
         }
+    }
+
+    #[test]
+    fn short_text_of_every_length() {
+        let text: Vec<u8> = (b'a'..=b'z').chain(b'0'..=b'5').collect();
+        for n in 0..=32 {
+            let mut v = b"[".to_vec();
+            push_short(&mut v, &text[..n]);
+            assert_eq!(v[1..], text[..n], "{n}");
+        }
+    }
+
+    #[test]
+    fn floats_with_full_mantissas_match_the_tree_path_in_every_binade() {
+        // Random mantissas (as sensor values have: 7 to 9 digits, rarely a tie) at every exponent, both signs.
+        let mut rng = Rng(0x5eed_0002);
+        for exp in 0..255u32 {
+            for _ in 0..2_000 {
+                let r = rng.next();
+                check_f32(f32::from_bits((exp << 23) | (r as u32 & 0x807f_ffff)));
+                check_f64(f64::from_bits((u64::from(exp) * 8 + (r >> 61)) << 52 | (r & 0x800f_ffff_ffff_ffff)));
+            }
+        }
+    }
+
+    /// `zmij`'s text where [`push_f32_text`] and [`push_f32_json`] take it is the Schubfach path's (which
+    /// `every_f32_matches_the_tree_path` holds to the standard library), for every float in the band (minutes
+    /// in release: `cargo test --release -p nerve-types zmij_band -- --ignored`).
+    #[test]
+    #[ignore]
+    fn zmij_band_matches_schubfach_on_every_f32() {
+        let mut taken = 0u64;
+        for bits in 0..=u32::MAX {
+            if !zmij_f32_agrees(bits & 0x7fff_ffff) {
+                continue;
+            }
+            taken += 1;
+            let x = f32::from_bits(bits);
+            assert_eq!(new(push_f32_text, x), new(push_f32_text_schubfach, x), "f32 text {x:e} ({bits:#x})");
+            if !may_double_round(x) {
+                assert_eq!(new(push_f32_json, x), new(push_f32_json_schubfach, x), "f32 json {x:e} ({bits:#x})");
+            }
+        }
+        // (929,149,202 floats: both signs of about 56 binades, less the few that could be ties.)
+        assert!(taken > 900_000_000, "{taken}");
     }
 
     /// Every `f32` (takes a quarter of an hour in release, more on a busy machine:
