@@ -20,7 +20,7 @@ use nerve_types::dynamic::json_string;
 use nerve_types::Registry;
 
 use super::sub::{decoded_text, fingerprint_json, hex, push_decoded_json};
-use super::types_arg::{load_registry, type_dirs};
+use super::receive_args::ReceiveArgs;
 
 /// Arguments of `nerve chan`.
 #[derive(clap::Args)]
@@ -91,18 +91,8 @@ struct DumpArgs {
     /// Start with the oldest message the channel still holds (default: only messages put from now on).
     #[arg(long)]
     from_oldest: bool,
-    /// Stop after this many messages.
-    #[arg(long)]
-    count: Option<u64>,
-    /// Stop after this many milliseconds (exit status 1 if --count was not reached).
-    #[arg(long)]
-    timeout_ms: Option<u64>,
-    /// A directory of .lcm files to decode messages with (repeatable; default NERVE_TYPES).
-    #[arg(long = "types", value_name = "DIR")]
-    types: Vec<PathBuf>,
-    /// One JSON object per message.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    receive: ReceiveArgs,
 }
 
 #[derive(clap::Args)]
@@ -310,16 +300,16 @@ fn ls_json(raw: &str, path: &std::path::Path, stats: &Result<ChannelStats, ShmEr
 }
 
 fn dump(a: DumpArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
-    let registry = load_registry(&type_dirs(&a.types))?;
+    let registry = a.receive.registry()?;
     let ch = match Channel::open(&encode_channel(&a.name), Some(&dir)) {
         Ok(ch) => ch,
         Err(e) => return report("dump", &a.name, e),
     };
     let mut reader = if a.from_oldest { ch.reader_from_oldest() } else { ch.reader_after_newest() };
-    let deadline = a.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+    let deadline = a.receive.deadline();
     let mut out = std::io::stdout().lock();
     let (mut seen, mut missed) = (0u64, 0u64);
-    while a.count.is_none_or(|c| seen < c) {
+    while a.receive.wants_more(seen) {
         // Wake at least once a second even without a deadline (nothing to do then but wait again).
         let slice = match deadline {
             Some(d) => match d.checked_duration_since(Instant::now()) {
@@ -334,20 +324,14 @@ fn dump(a: DumpArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
         let GetOutcome::Message((info, data)) = got else { continue };
         seen += 1;
         missed += info.missed;
-        let line = if a.json { dump_json(&info, &data, registry.as_ref()) } else { dump_text(&info, &data, registry.as_ref()) };
+        let line = if a.receive.json { dump_json(&info, &data, registry.as_ref()) } else { dump_text(&info, &data, registry.as_ref()) };
         writeln!(out, "{line}")?;
         out.flush()?;
     }
     if missed > 0 {
         eprintln!("nerve chan dump: {missed} messages were overwritten before they could be read");
     }
-    match a.count {
-        Some(c) if seen < c => {
-            eprintln!("nerve chan dump: timed out after {seen} of {c} messages");
-            Ok(ExitCode::from(1))
-        }
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    Ok(a.receive.exit_status("nerve chan dump", seen))
 }
 
 fn utime_text(utime: i64) -> String {

@@ -8,6 +8,7 @@ pub mod gen;
 pub mod log;
 pub mod play;
 pub mod publish;
+mod receive_args;
 pub mod spy;
 pub mod sub;
 mod types_arg;

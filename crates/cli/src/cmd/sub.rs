@@ -1,16 +1,15 @@
 //! `nerve sub PATTERN`: prints every message on the channels the pattern matches; with `--types`, decoded.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use nerve_bus::{Bus, Overflow, Received};
 use nerve_types::dynamic::json_string;
 use nerve_types::Registry;
 
-use super::types_arg::{load_registry, type_dirs};
+use super::receive_args::ReceiveArgs;
 
 /// Arguments of `nerve sub`.
 #[derive(clap::Args)]
@@ -20,31 +19,21 @@ pub struct Args {
     /// The bus URL (default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0).
     #[arg(long)]
     url: Option<String>,
-    /// Stop after this many messages.
-    #[arg(long)]
-    count: Option<u64>,
-    /// Stop after this many milliseconds (exit status 1 if --count was not reached).
-    #[arg(long)]
-    timeout_ms: Option<u64>,
-    /// A directory of .lcm files to decode messages with (repeatable; default NERVE_TYPES).
-    #[arg(long = "types", value_name = "DIR")]
-    types: Vec<PathBuf>,
-    /// One JSON object per message.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    receive: ReceiveArgs,
 }
 
 /// Runs `nerve sub`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let registry = load_registry(&type_dirs(&args.types))?;
+    let registry = args.receive.registry()?;
     let bus = Bus::new(args.url.as_deref()).context("opening the bus")?;
     // A big queue: a terminal that scrolls slowly should still see a burst whole; if it falls further behind,
     // the oldest messages go and the count is reported at exit.
     let sub = bus.subscriber(&args.pattern, 100_000, Overflow::DropOldest).context("subscribing")?;
-    let deadline = args.timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+    let deadline = args.receive.deadline();
     let mut out = std::io::stdout().lock();
     let mut seen = 0u64;
-    while args.count.is_none_or(|c| seen < c) {
+    while args.receive.wants_more(seen) {
         let msg = match deadline {
             None => sub.recv(),
             Some(d) => match d.checked_duration_since(Instant::now()) {
@@ -56,7 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
         };
         seen += 1;
-        let line = if args.json { json_line(&msg, registry.as_ref()) } else { text_line(&msg, registry.as_ref()) };
+        let line = if args.receive.json { json_line(&msg, registry.as_ref()) } else { text_line(&msg, registry.as_ref()) };
         writeln!(out, "{line}")?;
         out.flush()?;
     }
@@ -64,13 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if dropped > 0 {
         eprintln!("nerve sub: {dropped} messages dropped because output could not keep up");
     }
-    match args.count {
-        Some(c) if seen < c => {
-            eprintln!("nerve sub: timed out after {seen} of {c} messages");
-            Ok(ExitCode::from(1))
-        }
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    Ok(args.receive.exit_status("nerve sub", seen))
 }
 
 fn fingerprint(data: &[u8]) -> Option<u64> {
