@@ -5,13 +5,15 @@
 //! thread has finished with, so nothing is copied and big buffers are reused rather than faulted in again) or small
 //! pieces ([`Sink::write`], gathered per file into pieces of about [`OUT_CHUNK`]). Buffers are written in the order
 //! they were handed over; at most [`IN_FLIGHT`] wait, so a slow disk holds the exporter back instead of filling
-//! memory. Every [`SYNC_EVERY`] bytes of a file a third thread syncs the file's data (`fdatasync`) behind the
-//! writer, so that the disk writes while the next text is made rather than all at the end; at the end the writer
-//! syncs every file, so the output is on the disk when the export returns (as `--to lcm`'s is). A write error
-//! stops all writing; it is reported by the next call, with the file's path.
+//! memory. A regular file is written with `O_DIRECT` where the system allows it (see [`Target`]): straight from an
+//! aligned staging buffer to the disk, with no page-cache copy on the cores that make the text. Otherwise, every
+//! [`SYNC_EVERY`] bytes of a file a third thread syncs the file's data (`fdatasync`) behind the writer, so that the
+//! disk writes while the next text is made rather than all at the end. At the end the writer syncs every file, so
+//! the output is on the disk when the export returns (as `--to lcm`'s is). A write error stops all writing; it is
+//! reported by the next call, with the file's path.
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -29,7 +31,7 @@ const SYNC_EVERY: usize = 32 << 20;
 const SPARES: usize = 96;
 
 enum Msg {
-    Open(File),
+    Open(Target),
     Data(usize, Vec<u8>),
 }
 
@@ -43,7 +45,7 @@ pub(crate) struct Sink {
     failed: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<(), (usize, io::Error)>>>,
     /// The files, when no writer thread could be started and they are written on the caller's thread.
-    inline: Vec<File>,
+    inline: Vec<Target>,
 }
 
 impl Sink {
@@ -68,24 +70,27 @@ impl Sink {
                             Ok(())
                         })
                         .ok();
-                    let mut files: Vec<(File, usize)> = Vec::new();
+                    let mut files: Vec<Target> = Vec::new();
                     let mut error = None;
                     for msg in rx {
                         match msg {
-                            Msg::Open(f) => files.push((f, 0)),
+                            Msg::Open(f) => files.push(f),
                             Msg::Data(i, mut buf) => {
                                 if error.is_none() {
-                                    let (f, unsynced) = &mut files[i];
-                                    *unsynced += buf.len();
-                                    if let Err(e) = f.write_all(&buf) {
-                                        flag.store(true, Ordering::Release);
-                                        error = Some((i, e));
-                                    } else if *unsynced >= SYNC_EVERY {
-                                        *unsynced = 0;
-                                        // Busy with the last one: this one waits for the next or the end.
-                                        if let Ok(clone) = f.try_clone() {
-                                            let _ = sync_tx.try_send((i, clone));
+                                    let t = &mut files[i];
+                                    match t.write(&buf) {
+                                        Err(e) => {
+                                            flag.store(true, Ordering::Release);
+                                            error = Some((i, e));
                                         }
+                                        Ok(()) if t.unsynced >= SYNC_EVERY => {
+                                            t.unsynced = 0;
+                                            // Busy with the last one: this one waits for the next or the end.
+                                            if let Ok(clone) = t.file.try_clone() {
+                                                let _ = sync_tx.try_send((i, clone));
+                                            }
+                                        }
+                                        Ok(()) => {}
                                     }
                                 }
                                 buf.clear();
@@ -99,7 +104,7 @@ impl Sink {
                         error = error.or(Some(e));
                     }
                     if error.is_none() {
-                        error = files.iter().enumerate().find_map(|(i, (f, _))| sync(f).err().map(|e| (i, e)));
+                        error = files.iter_mut().enumerate().find_map(|(i, t)| t.finish().err().map(|e| (i, e)));
                     }
                     match error {
                         Some(e) => Err(e),
@@ -113,10 +118,10 @@ impl Sink {
 
     /// Creates `path` (overwriting it); its number for [`Sink::send`] and [`Sink::write`].
     pub(crate) fn create(&mut self, path: &Path) -> Result<usize, ExportError> {
-        let file = File::create(path).map_err(|e| ExportError::io(path, "creating", e))?;
+        let target = Target::create(path).map_err(|e| ExportError::io(path, "creating", e))?;
         self.paths.push(path.to_path_buf());
         self.pending.push(Vec::new());
-        self.hand_over(Msg::Open(file))?;
+        self.hand_over(Msg::Open(target))?;
         Ok(self.paths.len() - 1)
     }
 
@@ -162,9 +167,7 @@ impl Sink {
                     self.inline.push(f);
                     Ok(())
                 }
-                Msg::Data(i, buf) => {
-                    self.inline[i].write_all(&buf).map_err(|e| ExportError::io(&self.paths[i], "writing", e))
-                }
+                Msg::Data(i, buf) => self.inline[i].write(&buf).map_err(|e| ExportError::io(&self.paths[i], "writing", e)),
             };
         };
         if tx.send(msg).is_err() {
@@ -197,8 +200,8 @@ impl Sink {
         if self.failed.load(Ordering::Acquire) {
             return Err(self.stop());
         }
-        for (f, path) in self.inline.iter().zip(&self.paths) {
-            sync(f).map_err(|e| ExportError::io(path, "syncing", e))?;
+        for (f, path) in self.inline.iter_mut().zip(&self.paths) {
+            f.finish().map_err(|e| ExportError::io(path, "syncing", e))?;
         }
         self.tx = None;
         match self.thread.take().map(|t| t.join()) {
@@ -211,6 +214,126 @@ impl Sink {
             )),
         }
     }
+}
+
+/// Alignment (of memory, file offsets and lengths) for writes that bypass the page cache.
+const ALIGN: usize = 4096;
+/// Bytes gathered for one write that bypasses the page cache (a multiple of [`ALIGN`]).
+const STAGE: usize = 8 << 20;
+
+/// One output file, as the writer thread writes it.
+///
+/// A regular file is written with `O_DIRECT` where the system allows it: the bytes go from a staging buffer to
+/// the disk without a copy into the page cache. On this project's 2-vCPU VM, writing 355 MB of MCAP through the
+/// page cache took as much CPU again as a third of making the text (the copy, page allocation and accounting,
+/// then writeback), on the cores that make the text; bypassing it leaves the disk's DMA doing the work. Bytes are
+/// gathered into aligned blocks of [`STAGE`]; the last, partial block is written padded to [`ALIGN`] and the file
+/// cut back to its length. Anything else (a pipe, `/dev/null`, a file system that refuses `O_DIRECT`) is written
+/// through the page cache, as before.
+pub(crate) struct Target {
+    file: File,
+    /// Bytes written since the last sync behind the writer (page-cache writes only).
+    unsynced: usize,
+    /// The staging buffer of a file written with `O_DIRECT`.
+    direct: Option<Staging>,
+}
+
+struct Staging {
+    buf: Vec<u8>,
+    /// Where the aligned block starts in `buf`.
+    at: usize,
+    /// Bytes gathered in the block.
+    len: usize,
+    /// Bytes of the file written before the block.
+    written: u64,
+    /// Where to reopen the file through the page cache if a write with `O_DIRECT` is refused.
+    path: PathBuf,
+}
+
+impl Target {
+    fn create(path: &Path) -> io::Result<Target> {
+        let file = File::create(path)?;
+        let direct = if file.metadata()?.is_file() { open_direct(path) } else { None };
+        Ok(match direct {
+            Some((file, staging)) => Target { file, unsynced: 0, direct: Some(staging) },
+            None => Target { file, unsynced: 0, direct: None },
+        })
+    }
+
+    fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let Some(st) = &mut self.direct else {
+                self.unsynced += data.len();
+                return self.file.write_all(data);
+            };
+            let n = (STAGE - st.len).min(data.len());
+            st.buf[st.at + st.len..st.at + st.len + n].copy_from_slice(&data[..n]);
+            st.len += n;
+            data = &data[n..];
+            if st.len == STAGE {
+                self.write_block(STAGE)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the staged block's first `len` bytes (a multiple of [`ALIGN`]) and empties the block.
+    fn write_block(&mut self, len: usize) -> io::Result<()> {
+        let Some(st) = &mut self.direct else { return Ok(()) };
+        match self.file.write_all(&st.buf[st.at..st.at + len]) {
+            Ok(()) => {
+                st.written += st.len as u64;
+                st.len = 0;
+                Ok(())
+            }
+            // Refused (a file system without O_DIRECT for these sizes): the rest through the page cache, from
+            // where the direct writes ended (a partial direct write is rewritten).
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                let st = self.direct.take().expect("staging");
+                let mut file = std::fs::OpenOptions::new().write(true).open(&st.path)?;
+                file.seek(SeekFrom::Start(st.written))?;
+                file.write_all(&st.buf[st.at..st.at + st.len])?;
+                file.set_len(st.written + st.len as u64)?;
+                self.file = file;
+                self.unsynced = st.len;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes what is staged and syncs the file (`fdatasync`).
+    fn finish(&mut self) -> io::Result<()> {
+        if let Some(st) = &mut self.direct {
+            if st.len > 0 {
+                let (len, end) = (st.len, st.written + st.len as u64);
+                let padded = len.next_multiple_of(ALIGN);
+                st.buf[st.at + len..st.at + padded].fill(0);
+                self.write_block(padded)?;
+                // The padding cut off (a file reopened through the page cache has its length already).
+                if self.direct.is_some() {
+                    self.file.set_len(end)?;
+                }
+            }
+        }
+        sync(&self.file)
+    }
+}
+
+/// `path` (just created, empty) opened again with `O_DIRECT`, and its staging buffer; `None` where the system
+/// does not allow it.
+#[cfg(target_os = "linux")]
+fn open_direct(path: &Path) -> Option<(File, Staging)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(path).ok()?;
+    let buf = vec![0u8; STAGE + ALIGN];
+    let at = buf.as_ptr().align_offset(ALIGN);
+    (at < ALIGN).then(|| (file, Staging { buf, at, len: 0, written: 0, path: path.to_path_buf() }))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_direct(_: &Path) -> Option<(File, Staging)> {
+    None
 }
 
 /// `fdatasync`; a file that cannot be synced (`/dev/null`, a pipe) is not an error.
@@ -267,6 +390,51 @@ mod tests {
         assert_eq!(std::fs::read(dir.join("a")).unwrap(), want_a);
         assert_eq!(std::fs::read(dir.join("b")).unwrap(), want_b);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Pieces of every kind of size (around the alignment, across staging blocks) through one file's target.
+    fn write_pieces(t: &mut Target) -> Vec<u8> {
+        let mut want = Vec::new();
+        for k in 0..40usize {
+            let n = [1, 4095, 4096, 4097, 700_000, STAGE - 3, 3, STAGE + 5][k % 8] / (1 + k / 8);
+            let piece: Vec<u8> = (0..n).map(|x| (x * 31 + k) as u8).collect();
+            t.write(&piece).unwrap();
+            want.extend_from_slice(&piece);
+        }
+        t.finish().unwrap();
+        want
+    }
+
+    #[test]
+    fn direct_writes_keep_every_byte_and_the_length() {
+        let path = std::env::temp_dir().join(format!("nerve-sink-direct-{}", std::process::id()));
+        let mut t = Target::create(&path).unwrap();
+        let direct = t.direct.is_some();
+        let want = write_pieces(&mut t);
+        let got = std::fs::read(&path).unwrap();
+        assert_eq!(got.len(), want.len(), "direct: {direct}");
+        assert!(got == want, "direct: {direct}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_refused_direct_write_goes_on_through_the_page_cache() {
+        let path = std::env::temp_dir().join(format!("nerve-sink-refused-{}", std::process::id()));
+        let mut t = Target::create(&path).unwrap();
+        // A block that starts off the alignment: the kernel refuses it (EINVAL), as a file system without
+        // O_DIRECT for that size would.
+        if let Some(st) = &mut t.direct {
+            // (`buf` has `ALIGN` bytes beyond a block from any aligned start.)
+            st.at += 1;
+        } else {
+            // No O_DIRECT here: nothing to refuse.
+            let _ = std::fs::remove_file(&path);
+            return;
+        }
+        let want = write_pieces(&mut t);
+        assert!(t.direct.is_none(), "the misaligned write was not refused");
+        assert!(std::fs::read(&path).unwrap() == want);
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
