@@ -432,6 +432,20 @@ fn flat_and_csv_agree_with_the_tree_path(reg: Registry) {
 }
 
 #[test]
+fn plain_struct_arrays_match_the_tree_path() {
+    // Arrays of plain structs (written by their CSV and JSON programs) holding every kind of fixed-size member:
+    // scalars, multi-dimensional numbers, booleans, byte arrays of one and more dimensions, enums, a nested struct.
+    let text = "package p;
+        enum mode_t { OFF=0, ON=1, AUTO=7 }
+        struct inner_t { float x; byte b[2]; }
+        struct cell_t { int8_t a; int16_t b[2]; int64_t c; float f[2][2]; double d; boolean ok[3]; byte raw[2][3];
+                        byte one; mode_t mode; mode_t modes[2]; inner_t in; inner_t ins[2]; }
+        struct grid_t { int32_t n; cell_t cells[n]; cell_t fixed[2][2]; int32_t m; cell_t rows[m][2]; }";
+    let src = Source { path: "p.lcm".into(), text: text.into() };
+    flat_and_csv_agree_with_the_tree_path(Registry::new(check(&[src], &[]).unwrap().schema));
+}
+
+#[test]
 fn transcoder_matches_the_tree_path_on_the_test_types() {
     flat_and_csv_agree_with_the_tree_path(registry());
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use nerve_codec::Reader;
 
 use super::num::{push_f32_text, push_f64_text, push_hex, push_int};
-use super::plan::{Elem, MemberPlan};
+use super::plan::{Elem, MemberPlan, Op};
 use super::{decode_err, lens, too_deep, Counts, Transcoder, Walk, SKIP, VALUE};
 use crate::dynamic::{DynError, DynErrorKind, MAX_EMPTY_ELEMENTS};
 use crate::model::{Primitive, Struct};
@@ -450,6 +450,11 @@ impl Walk<'_> {
                 return prim_cells(p, n, elems, r, out);
             }
         }
+        if let (Elem::Struct(si), true) = (&m.elem, rest.is_empty()) {
+            if self.plain_rows(*si, n, elems, r, depth, out) {
+                return Ok(());
+            }
+        }
         check_elements(m, n, rest, r, budget)?;
         for i in 0..n {
             let item = if rest.is_empty() { Item::Elem(&m.elem) } else { Item::Array(m, rest) };
@@ -460,6 +465,81 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+impl Walk<'_> {
+    /// Writes the cells of `n` plain structs `si` (array elements at `depth + 1`) by the struct's CSV program, if
+    /// it has one, all of them are there, within the depth limit, and `elems` has a struct's columns for each:
+    /// then nothing in them can be wrong, and each element's columns are every column of the struct's one shape
+    /// (merging a message of a fixed-shape type makes all of them). Otherwise writes and reads nothing.
+    fn plain_rows(&self, si: usize, n: usize, elems: &[Node], r: &mut Reader<'_>, depth: usize, out: &mut Vec<u8>) -> bool {
+        let p = &self.plans.structs[si];
+        let (Some(ops), Some((size, extra)), true) = (&p.csv_ops, p.plain, p.fixed_shape) else { return false };
+        // (One level of margin over the walk's own checks.)
+        if depth + 2 + extra > MAX_DEPTH_CHECK || elems.len() < n || !elems[..n].iter().all(|e| matches!(e, Node::Struct(_))) {
+            return false;
+        }
+        let mut ahead = r.clone();
+        let Some(data) = size.checked_mul(n).and_then(|len| ahead.take(len).ok()) else { return false };
+        let start = out.len();
+        if data.chunks_exact(size).all(|one| run_csv_ops(ops, one, out)) {
+            for e in &elems[n..] {
+                e.empties(out);
+            }
+            *r = ahead;
+            true
+        } else {
+            out.truncate(start);
+            false
+        }
+    }
+}
+
+/// Runs a plain struct's CSV program over its bytes (exactly its size). `false` if the program and the bytes
+/// disagree, which the plans rule out; the caller then takes the walk.
+fn run_csv_ops(ops: &[Op], data: &[u8], out: &mut Vec<u8>) -> bool {
+    macro_rules! each {
+        ($bytes:expr, $size:expr, $t:ty, $cell:expr) => {{
+            for c in $bytes.chunks_exact($size) {
+                out.push(b',');
+                $cell(&mut *out, <$t>::from_be_bytes(c.try_into().expect("exact chunks")));
+            }
+        }};
+    }
+    let mut pos = 0usize;
+    for op in ops {
+        let (p, n) = match op {
+            Op::Run(p, n) => (*p, *n),
+            Op::Enums(n) => (Primitive::Int32, *n),
+            Op::Hex(n) => {
+                let Some(bytes) = data.get(pos..pos + n) else { return false };
+                pos += n;
+                out.push(b',');
+                push_hex(out, bytes);
+                continue;
+            }
+            Op::Short(..) | Op::Lit(_) | Op::Base64(_) => return false,
+        };
+        let Some(size) = p.wire_size() else { return false };
+        let Some(bytes) = size.checked_mul(n).and_then(|len| data.get(pos..pos + len)) else { return false };
+        pos += bytes.len();
+        match p {
+            Primitive::Int8 => each!(bytes, 1, i8, push_int::<i8>),
+            Primitive::Int16 => each!(bytes, 2, i16, push_int::<i16>),
+            Primitive::Int32 => each!(bytes, 4, i32, push_int::<i32>),
+            Primitive::Int64 => each!(bytes, 8, i64, push_int::<i64>),
+            Primitive::Byte => each!(bytes, 1, u8, push_int::<u8>),
+            Primitive::Float => each!(bytes, 4, f32, cell_f32),
+            Primitive::Double => each!(bytes, 8, f64, cell_f64),
+            Primitive::Boolean => {
+                for &b in bytes {
+                    out.extend_from_slice(if b != 0 { b",true" } else { b",false" });
+                }
+            }
+            Primitive::String => return false,
+        }
+    }
+    pos == data.len()
 }
 
 /// The depth limit (named here so the checks read as the tree decoder's).

@@ -520,6 +520,8 @@ fn run_ops<const M: u8>(ops: &[Op], data: &[u8], out: &mut Vec<u8>) -> bool {
                 pos += n;
                 push_base64(out, bytes);
             }
+            // (CSV programs only.)
+            Op::Hex(_) => return false,
         }
     }
     pos == data.len()

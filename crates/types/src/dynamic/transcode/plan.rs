@@ -69,6 +69,9 @@ pub(crate) struct StructPlan {
     pub(crate) plain: Option<(usize, usize)>,
     /// For a plain struct of not too many parts, its JSON as a program: `[VALUE form, FLAT form]`.
     pub(crate) ops: Option<[Box<[Op]>; 2]>,
+    /// For a plain struct of not too many parts, its CSV cells (every column of its one shape) as a program of
+    /// `Run`, `Enums` and `Hex` steps, each value a cell after a comma.
+    pub(crate) csv_ops: Option<Box<[Op]>>,
 }
 
 /// One step of writing a plain struct's JSON straight from its bytes: every value is at a fixed place, so the text
@@ -85,6 +88,8 @@ pub(crate) enum Op {
     Enums(usize),
     /// `n` bytes as base64 (a FLAT byte array; the quotes are literal).
     Base64(usize),
+    /// `n` bytes as one CSV cell of hex, after a comma (a byte array's last dimension).
+    Hex(usize),
 }
 
 /// The most steps a plain struct's program may have (beyond, the walk writes it).
@@ -199,6 +204,7 @@ impl Plans {
                 fixed_shape: false,
                 plain: None,
                 ops: None,
+                csv_ops: None,
             });
         }
         let mut plans = Plans { structs, by_name };
@@ -215,6 +221,7 @@ impl Plans {
                 if let (Some(v), Some(f)) = (value, flat) {
                     plans.structs[i].ops = Some([v, f]);
                 }
+                plans.structs[i].csv_ops = plans.csv_program(i);
             }
         }
         plans
@@ -226,6 +233,42 @@ impl Plans {
         self.program_struct(si, flat, &mut p)?;
         p.end_lit();
         (p.ops.len() <= MAX_OPS).then(|| p.ops.into())
+    }
+
+    /// A plain struct's CSV cells in wire order, as the walk (`row_struct`) writes them for the struct's one shape:
+    /// a cell per value, one of hex per last dimension of a byte array.
+    fn csv_program(&self, si: usize) -> Option<Box<[Op]>> {
+        let mut p = Program { ops: Vec::new(), lit: Vec::new() };
+        self.csv_struct(si, &mut p)?;
+        (p.ops.len() <= MAX_OPS).then(|| p.ops.into())
+    }
+
+    fn csv_struct(&self, si: usize, p: &mut Program) -> Option<()> {
+        for m in self.structs[si].members.iter() {
+            let mut total = 1usize;
+            for d in m.dims.iter() {
+                match d {
+                    DimPlan::Fixed(n) => total = total.checked_mul(*n)?,
+                    _ => return None,
+                }
+            }
+            match (&m.elem, m.dims.last()) {
+                (Elem::Prim(Primitive::Byte), Some(DimPlan::Fixed(last))) if *last > 0 => {
+                    for _ in 0..total / last {
+                        p.op(Op::Hex(*last))?;
+                    }
+                }
+                (Elem::Prim(Primitive::String) | Elem::Unknown(_), _) => return None,
+                (Elem::Prim(prim), _) => p.op(Op::Run(*prim, total))?,
+                (Elem::Enum, _) => p.op(Op::Enums(total))?,
+                (Elem::Struct(i), _) => {
+                    for _ in 0..total {
+                        self.csv_struct(*i, p)?;
+                    }
+                }
+            }
+        }
+        Some(())
     }
 
     fn program_struct(&self, si: usize, flat: bool, p: &mut Program) -> Option<()> {
