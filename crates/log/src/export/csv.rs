@@ -70,9 +70,9 @@ pub struct CsvExport<'d> {
     order: Vec<Key>,
     names_given: bool,
     batch: Batch,
-    parts: Vec<Part<Row, ()>>,
+    parts: Vec<Part<Row, TableRows>>,
     /// The batch transcoded last and its rows, not written yet: written while the next is transcoded.
-    done: Option<(Batch, Vec<Part<Row, ()>>)>,
+    done: Option<(Batch, Vec<Part<Row, TableRows>>)>,
     /// Events `scan` has not looked at yet, and the columns each thread has learnt so far.
     scan_batch: Batch,
     scan_parts: Vec<ScanPart<'d>>,
@@ -83,10 +83,14 @@ pub struct CsvExport<'d> {
 /// so far, per table.
 type ScanPart<'d> = Part<Option<&'d Struct>, HashMap<Key, CsvShape>>;
 
+/// A part's decoded rows, per table, each table's in event order: the caller's thread hands each buffer to the
+/// table's file whole (no copy of the rows on that thread).
+type TableRows = HashMap<Key, Vec<u8>>;
+
 /// What the parallel pass made of an event.
 enum Row {
-    /// A row of the table of this channel and fingerprint.
-    Decoded(u64),
+    /// A row of its channel's and type's table, in the part's rows of that table.
+    Decoded,
     /// Left to the caller's thread: a raw row, or a table `scan` did not see.
     Serial,
 }
@@ -264,7 +268,7 @@ impl<'d> CsvExport<'d> {
     /// before the next is started.
     fn run_batch(&mut self) -> Result<(), ExportError> {
         let mut done = self.done.take();
-        let serial = |d: &Option<(Batch, Vec<Part<Row, ()>>)>| {
+        let serial = |d: &Option<(Batch, Vec<Part<Row, TableRows>>)>| {
             d.as_ref().is_some_and(|(_, parts)| parts.iter().any(|p| p.results.iter().any(|(r, _)| matches!(r, Row::Serial))))
         };
         if serial(&done) {
@@ -277,8 +281,8 @@ impl<'d> CsvExport<'d> {
         let batch = std::mem::take(&mut self.batch);
         let mut parts = std::mem::take(&mut self.parts);
         let (shapes, mut rows) = (&self.shapes, Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats });
-        let result = transcode_while(&batch, &mut parts, &|ev, out, _| row(decoder, shapes, ev, out), || match &mut done {
-            Some((b, p)) => p.iter_mut().try_for_each(|part| rows.add(b, part)),
+        let result = transcode_while(&batch, &mut parts, &|ev, _, rows| row(decoder, shapes, ev, rows), || match &mut done {
+            Some((_, p)) => p.iter_mut().try_for_each(|part| rows.add(part)),
             None => Ok(()),
         });
         self.done = Some((batch, parts));
@@ -290,21 +294,22 @@ impl<'d> CsvExport<'d> {
         result
     }
 
-    /// Adds a transcoded batch's rows to their files in order (those left to this thread made here).
-    fn write_batch(&mut self, batch: &Batch, parts: &mut [Part<Row, ()>]) -> Result<(), ExportError> {
+    /// Adds a transcoded batch's rows to their files in order (those left to this thread made here). In a batch, a
+    /// table's rows are either all decoded ones (from the parts' buffers) or all left to this thread (a table opened
+    /// late, a raw table), so each table keeps its order.
+    fn write_batch(&mut self, batch: &Batch, parts: &mut [Part<Row, TableRows>]) -> Result<(), ExportError> {
         for part in parts {
-            let mut start = 0;
-            for (i, (r, end)) in part.events.clone().zip(part.results.drain(..)) {
-                let ev = batch.get(i);
+            for (i, (r, _)) in part.events.clone().zip(part.results.drain(..)) {
                 match r {
-                    Row::Decoded(fp) => {
-                        let mut rows = Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats };
-                        rows.one(&ev, fp, &part.out[start..end])?;
+                    Row::Decoded => {
+                        self.stats.messages += 1;
+                        self.stats.decoded += 1;
                     }
-                    Row::Serial => self.event_serial(&ev)?,
+                    Row::Serial => self.event_serial(&batch.get(i))?,
                 }
-                start = end;
             }
+            let mut rows = Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats };
+            rows.send(&mut part.state)?;
         }
         Ok(())
     }
@@ -420,24 +425,32 @@ struct Rows<'a> {
 
 impl Rows<'_> {
     /// Adds a transcoded part's decoded rows; all of its rows must be decoded ones.
-    fn add(&mut self, batch: &Batch, part: &mut Part<Row, ()>) -> Result<(), ExportError> {
-        let mut start = 0;
-        for (i, (r, end)) in part.events.clone().zip(part.results.drain(..)) {
-            let Row::Decoded(fp) = r else { unreachable!("a batch with rows left to the caller is written before") };
-            self.one(&batch.get(i), fp, &part.out[start..end])?;
-            start = end;
+    fn add(&mut self, part: &mut Part<Row, TableRows>) -> Result<(), ExportError> {
+        for (r, _) in part.results.drain(..) {
+            let Row::Decoded = r else { unreachable!("a batch with rows left to the caller is written before") };
+            self.stats.messages += 1;
+            self.stats.decoded += 1;
         }
-        Ok(())
+        self.send(&mut part.state)
     }
 
-    /// Adds one decoded row to its table's file.
-    fn one(&mut self, ev: &EventRef<'_>, fp: u64, text: &[u8]) -> Result<(), ExportError> {
-        let key = (ev.channel().into_owned(), Some(fp));
-        let table = self.tables.get_mut(&key).expect("the row was made from this table");
-        let at = table.buf.len();
-        table.buf.extend_from_slice(text);
-        self.stats.decoded += 1;
-        self.written(&key, at)
+    /// Hands a part's rows to their tables' files (each buffer whole, after any rows the table holds already).
+    fn send(&mut self, rows: &mut TableRows) -> Result<(), ExportError> {
+        for (key, buf) in rows.iter_mut().filter(|(_, b)| !b.is_empty()) {
+            let table = self.tables.get_mut(key).expect("the rows were made from this table");
+            self.stats.bytes_out += buf.len() as u64;
+            if table.file.is_none() {
+                table.buf.extend_from_slice(buf);
+                buf.clear();
+                continue;
+            }
+            if !table.buf.is_empty() {
+                table.write_out(self.sink)?;
+            }
+            std::mem::swap(&mut table.buf, buf);
+            table.write_out(self.sink)?;
+        }
+        Ok(())
     }
 
     /// Counts a row written from `start` of `key`'s buffer, and writes the buffer out when it is big.
@@ -452,12 +465,13 @@ impl Rows<'_> {
     }
 }
 
-/// A decoded message's row (`recv_utime,event,cells...`) for a table the scan made; anything else is left to the
-/// caller's thread.
-fn row(decoder: &Decoder, shapes: &HashMap<Key, CsvShape>, ev: &EventRef<'_>, out: &mut Vec<u8>) -> Row {
+/// A decoded message's row (`recv_utime,event,cells...`) for a table the scan made, appended to that table's rows;
+/// anything else is left to the caller's thread.
+fn row(decoder: &Decoder, shapes: &HashMap<Key, CsvShape>, ev: &EventRef<'_>, rows: &mut TableRows) -> Row {
     let (Some(st), Some(t)) = (decoder.candidate(ev.data), decoder.transcoder()) else { return Row::Serial };
     let key = (ev.channel().into_owned(), Some(st.fingerprint));
     let Some(shape) = shapes.get(&key) else { return Row::Serial };
+    let out = rows.entry(key).or_default();
     let start = out.len();
     push_int(out, ev.utime);
     out.push(b',');
@@ -465,7 +479,7 @@ fn row(decoder: &Decoder, shapes: &HashMap<Key, CsvShape>, ev: &EventRef<'_>, ou
     match t.csv_row(ev.data, shape, out) {
         Ok(_) => {
             out.push(b'\n');
-            Row::Decoded(st.fingerprint)
+            Row::Decoded
         }
         Err(_) => {
             out.truncate(start);
