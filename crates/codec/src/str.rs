@@ -139,6 +139,28 @@ impl Str {
         }
     }
 
+    /// [`Str::assign`] for `s` lying at the front of `window`, as [`Str::new_at_front`] is to [`Str::new`]: short
+    /// text over inline text is copied as the whole fixed-size front of `window`, where `assign`'s copy of exactly
+    /// `s.len()` bytes is a `memcpy` call per string. Falls back to `assign` otherwise.
+    #[inline(always)]
+    pub(crate) fn assign_at_front(&mut self, s: &str, window: &[u8]) {
+        match (&mut self.0, Str::front(s, window)) {
+            (Repr::Inline { len, buf }, Some(front)) => {
+                *buf = *front;
+                *len = LENS[s.len()];
+            }
+            _ => self.assign_out_of_line(s),
+        }
+    }
+
+    /// [`Str::assign`] as a call: the rare case of [`Str::assign_at_front`] kept out of the decoders it is inlined
+    /// into, so that they stay small enough to be inlined into their callers in turn (a struct's `decode_body_into`
+    /// into its array loop).
+    #[inline(never)]
+    fn assign_out_of_line(&mut self, s: &str) {
+        self.assign(s);
+    }
+
     /// The first [`Str::INLINE_CAP`] bytes of `window`, if `s` fits in them and is what they start with (the same
     /// memory, so `front[..s.len()]` are `s`'s bytes).
     #[inline]
@@ -365,6 +387,28 @@ mod tests {
         assert!(Str::new_at_front(long, buf).is_heap());
         let multi = "\u{e9}\u{20ac}";
         assert_eq!(Str::new_at_front(multi, [multi.as_bytes(), &[0xff; 30]].concat().as_slice()), multi);
+    }
+
+    #[test]
+    fn assign_at_front_copies_only_its_own_text() {
+        let buf = b"waypoint 7\0\x01\x02 and the rest of the message";
+        let text = std::str::from_utf8(&buf[..10]).unwrap();
+        let mut s = Str::new("held before");
+        s.assign_at_front(text, buf);
+        assert_eq!((s.as_str(), s.is_heap()), ("waypoint 7", false));
+        // The fallbacks of new_at_front, and text over a heap value (assign's rules: reused at the same length).
+        for window in [&buf[..21], &[b'x'; 40][..], &buf[1..]] {
+            let mut s = Str::new("held before");
+            s.assign_at_front(text, window);
+            assert_eq!(s, "waypoint 7");
+        }
+        let mut s = Str::new(LONG);
+        s.assign_at_front(text, buf);
+        assert_eq!((s.as_str(), s.is_heap()), ("waypoint 7", false));
+        let long = std::str::from_utf8(&buf[..30]).unwrap();
+        let mut s = Str::new("short");
+        s.assign_at_front(long, buf);
+        assert_eq!((s.as_str(), s.is_heap()), (long, true));
     }
 
     #[test]

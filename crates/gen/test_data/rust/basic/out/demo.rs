@@ -227,7 +227,7 @@ impl __nc::Decode for ScanT {
         let m_7 = (b[40] as i8);
         ::core::result::Result::<_, __nc::DecodeError>::Ok(Self { utime: m_0, n: m_1, points: m_2, name: m_3, nrows: m_4, grid: m_5, flags: m_6, r#type: m_7 })
     }
-    #[inline]
+    #[inline(always)]
     fn decode_body_into(&mut self, r: &mut __nc::Reader<'_>) -> ::core::result::Result<(), __nc::DecodeError> {
         let b = r.take_fixed::<12>()?;
         self.utime = i64::from_be_bytes(__nc::fixed::at::<8>(b, 0));
@@ -448,7 +448,7 @@ impl __nc::Decode for NodeT {
         let m_0 = i32::from_be_bytes(__nc::fixed::at::<4>(b, 0));
         let n0 = r.count(i64::from(m_0))?;
         r.ensure_dims(&[n0], 4)?;
-        let m_1 = { let mut v = ::std::vec::Vec::with_capacity(n0); for _ in 0..n0 { v.push(<NodeT as __nc::Decode>::decode_body(r)?); } ::core::result::Result::<_, __nc::DecodeError>::Ok(v) }?;
+        let m_1 = { let mut v: ::std::vec::Vec<NodeT> = ::std::vec::Vec::with_capacity(n0); for _ in 0..n0 { v.push(<NodeT as ::core::default::Default>::default()); if let ::core::option::Option::Some(e) = v.last_mut() { __nc::Decode::decode_body_into(e, r)?; } } ::core::result::Result::<_, __nc::DecodeError>::Ok(v) }?;
         r.leave();
         ::core::result::Result::<_, __nc::DecodeError>::Ok(Self { n: m_0, children: m_1 })
     }

@@ -45,12 +45,12 @@ impl __nc::Decode for UsesT {
         let m_1 = (b[13] as i8);
         let n0 = r.count(i64::from(m_1))?;
         r.ensure_dims(&[n0], 60)?;
-        let m_2 = { let mut v = ::std::vec::Vec::with_capacity(n0); for _ in 0..n0 { v.push(<super::demo::ScanT as __nc::Decode>::decode_body(r)?); } ::core::result::Result::<_, __nc::DecodeError>::Ok(v) }?;
+        let m_2 = { let mut v: ::std::vec::Vec<super::demo::ScanT> = ::std::vec::Vec::with_capacity(n0); for _ in 0..n0 { v.push(<super::demo::ScanT as ::core::default::Default>::default()); if let ::core::option::Option::Some(e) = v.last_mut() { __nc::Decode::decode_body_into(e, r)?; } } ::core::result::Result::<_, __nc::DecodeError>::Ok(v) }?;
         r.ensure_dims(&[2], 5)?;
         let m_3 = __nc::fixed::try_array::<_, 2>(|| r.get_string(), || __nc::Str::EMPTY)?;
         ::core::result::Result::<_, __nc::DecodeError>::Ok(Self { p: m_0, n: m_1, scans: m_2, names: m_3 })
     }
-    #[inline]
+    #[inline(always)]
     fn decode_body_into(&mut self, r: &mut __nc::Reader<'_>) -> ::core::result::Result<(), __nc::DecodeError> {
         let b = r.take_fixed::<14>()?;
         self.p = super::demo::PointT::__nerve_decode_fixed(__nc::fixed::chunk::<13>(b, 0));
