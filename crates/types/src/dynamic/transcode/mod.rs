@@ -322,6 +322,37 @@ impl Walk<'_> {
         }
     }
 
+    /// The last dimension of an array of `n` plain structs that start at `depth`, written as the loop in `array`
+    /// writes it (brackets in VALUE mode, each element followed by a comma), by the struct's program with one length
+    /// check for all of them, if it has one, they are all there and within the depth limit. Otherwise writes and
+    /// reads nothing.
+    fn write_plain_run<const M: u8>(&self, si: usize, n: usize, r: &mut Reader<'_>, depth: usize, out: &mut Vec<u8>) -> bool {
+        let p = &self.plans.structs[si];
+        let (Some(ops), Some((size, extra))) = (&p.ops, p.plain) else { return false };
+        if depth + extra > MAX_DEPTH {
+            return false;
+        }
+        let mut ahead = r.clone();
+        let Some(data) = size.checked_mul(n).and_then(|len| ahead.take(len).ok()) else { return false };
+        let ops = &ops[usize::from(M == FLAT)];
+        let start = out.len();
+        if M == VALUE {
+            out.push(b'[');
+        }
+        for one in data.chunks_exact(size) {
+            if !run_ops::<M>(ops, one, out) {
+                out.truncate(start);
+                return false;
+            }
+            out.push(b',');
+        }
+        if M == VALUE {
+            close(out, b']');
+        }
+        *r = ahead;
+        true
+    }
+
     /// A struct (the tree decoder's `decode_struct`).
     fn structure<const M: u8>(
         &self,
@@ -449,6 +480,11 @@ impl Walk<'_> {
         }
         if let (SKIP, Elem::Struct(si), true) = (M, &m.elem, rest.is_empty()) {
             if self.skip_plain(*si, n, r, depth + 1) {
+                return Ok(());
+            }
+        }
+        if let (false, Elem::Struct(si), true) = (M == SKIP, &m.elem, rest.is_empty()) {
+            if self.write_plain_run::<M>(*si, n, r, depth + 1, out) {
                 return Ok(());
             }
         }
