@@ -120,7 +120,8 @@ impl Sink {
 
     /// Creates `path` (overwriting it); its number for [`Sink::send`] and [`Sink::write`].
     pub(crate) fn create(&mut self, path: &Path) -> Result<usize, ExportError> {
-        let target = Target::create(path).map_err(|e| ExportError::io(path, "creating", e))?;
+        let direct = self.paths.len() < DIRECT_FILES;
+        let target = Target::create(path, direct).map_err(|e| ExportError::io(path, "creating", e))?;
         self.paths.push(path.to_path_buf());
         self.pending.push(Vec::new());
         self.hand_over(Msg::Open(target))?;
@@ -221,7 +222,10 @@ impl Sink {
 /// Alignment (of memory, file offsets and lengths) for writes that bypass the page cache.
 const ALIGN: usize = 4096;
 /// Bytes gathered for one write that bypasses the page cache (a multiple of [`ALIGN`]).
-const STAGE: usize = 8 << 20;
+const STAGE: usize = 4 << 20;
+/// Files of one sink written with `O_DIRECT`, at most (the first ones created): each holds a staging block, and a
+/// CSV export of a log with hundreds of channels would otherwise hold hundreds of them.
+const DIRECT_FILES: usize = 8;
 
 /// One output file, as the writer thread writes it.
 ///
@@ -230,8 +234,8 @@ const STAGE: usize = 8 << 20;
 /// page cache took as much CPU again as a third of making the text (the copy, page allocation and accounting,
 /// then writeback), on the cores that make the text; bypassing it leaves the disk's DMA doing the work. Bytes are
 /// gathered into aligned blocks of [`STAGE`]; the last, partial block is written padded to [`ALIGN`] and the file
-/// cut back to its length. Anything else (a pipe, `/dev/null`, a file system that refuses `O_DIRECT`) is written
-/// through the page cache, as before.
+/// cut back to its length. Anything else (a pipe, `/dev/null`, a file system that refuses `O_DIRECT`, a sink's
+/// files beyond the first [`DIRECT_FILES`]) is written through the page cache, as before.
 pub(crate) struct Target {
     file: File,
     /// Bytes written since the last sync behind the writer (page-cache writes only).
@@ -253,9 +257,10 @@ struct Staging {
 }
 
 impl Target {
-    fn create(path: &Path) -> io::Result<Target> {
+    /// Creates `path`; written with `O_DIRECT` if `direct` and the system allows it.
+    fn create(path: &Path, direct: bool) -> io::Result<Target> {
         let file = File::create(path)?;
-        let direct = if file.metadata()?.is_file() { open_direct(path) } else { None };
+        let direct = if direct && file.metadata()?.is_file() { open_direct(path) } else { None };
         Ok(match direct {
             Some((file, staging)) => Target { file, unsynced: 0, direct: Some(staging) },
             None => Target { file, unsynced: 0, direct: None },
@@ -410,7 +415,7 @@ mod tests {
     #[test]
     fn direct_writes_keep_every_byte_and_the_length() {
         let path = std::env::temp_dir().join(format!("nerve-sink-direct-{}", std::process::id()));
-        let mut t = Target::create(&path).unwrap();
+        let mut t = Target::create(&path, true).unwrap();
         let direct = t.direct.is_some();
         let want = write_pieces(&mut t);
         let got = std::fs::read(&path).unwrap();
@@ -422,7 +427,7 @@ mod tests {
     #[test]
     fn a_refused_direct_write_goes_on_through_the_page_cache() {
         let path = std::env::temp_dir().join(format!("nerve-sink-refused-{}", std::process::id()));
-        let mut t = Target::create(&path).unwrap();
+        let mut t = Target::create(&path, true).unwrap();
         // A block that starts off the alignment: the kernel refuses it (EINVAL), as a file system without
         // O_DIRECT for that size would.
         if let Some(st) = &mut t.direct {
@@ -437,6 +442,27 @@ mod tests {
         // (A file system that takes misaligned direct writes, as tmpfs may, refuses nothing: the bytes still hold.)
         assert!(std::fs::read(&path).unwrap() == want, "refused: {}", t.direct.is_none());
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn files_beyond_the_direct_ones_go_through_the_page_cache() {
+        let dir = std::env::temp_dir().join(format!("nerve-sink-many-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut s = Sink::new();
+        let n = DIRECT_FILES + 3;
+        let files: Vec<usize> = (0..n).map(|i| s.create(&dir.join(format!("f{i}"))).unwrap()).collect();
+        for round in 0..3usize {
+            for &f in &files {
+                let mut buf: Vec<u8> = (0..5000 + f * 999 + round).map(|x| (x + f) as u8).collect();
+                s.send(f, &mut buf).unwrap();
+            }
+        }
+        s.finish().unwrap();
+        for &f in &files {
+            let want: Vec<u8> = (0..3usize).flat_map(|round| (0..5000 + f * 999 + round).map(move |x| (x + f) as u8)).collect();
+            assert!(std::fs::read(dir.join(format!("f{f}"))).unwrap() == want, "file {f}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
