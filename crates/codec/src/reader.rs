@@ -340,17 +340,17 @@ fn utf8(text: &[u8]) -> Option<&str> {
     }
 }
 
-/// Whether the first `n` bytes of `window` (`n` at most 16) are ASCII, from one 16-byte load: the high bit of
-/// each byte, the bytes past `n` shifted out. False when `window` is shorter than 16 bytes (or `n` is 0, where the
-/// shift wraps), which only sends the caller to its step-by-step path. `is_ascii` walks a short text's bytes after
-/// its last whole word one at a time, a branch on the length per byte.
+/// Whether the first `n` bytes of `window` (`n` at most 16) are ASCII, from one 16-byte load: the first byte with
+/// its high bit set must come at `n` or later. False when `window` is shorter than 16 bytes, which only sends the
+/// caller to its step-by-step path. `is_ascii` walks a short text's bytes after its last whole word one at a time,
+/// a branch on the length per byte.
 #[inline(always)]
 fn ascii_prefix(window: &[u8], n: usize) -> bool {
     match window.first_chunk::<16>() {
         Some(w) if n <= 16 => {
             let high = u128::from_le_bytes(*w) & 0x8080_8080_8080_8080_8080_8080_8080_8080;
-            // Little-endian: byte i is bits 8i..8i+8, so the bytes from n on are the top 8 * (16 - n) bits.
-            high.wrapping_shl(8 * (16 - n) as u32) == 0
+            // Little-endian: byte i is bits 8i..8i+8, so the first high bit at bit 8i + 7 is byte i's (none: 128).
+            high.trailing_zeros() as usize >= 8 * n
         }
         _ => false,
     }
@@ -409,6 +409,7 @@ mod tests {
     fn ascii_prefix_sees_only_its_bytes() {
         // Every length up to 16 followed by bytes that are not ASCII, which must not count; a non-ASCII byte at
         // every position of the prefix; windows too short; lengths past 16.
+        assert!(ascii_prefix(&[0xff; 16], 0));
         for n in 1..=16 {
             let mut window = vec![b'a'; n];
             window.extend_from_slice(&[0xff; 20]);
