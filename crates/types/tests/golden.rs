@@ -21,7 +21,7 @@ fn check(input: &Path, expect_ok: bool) {
     let rel = input.strip_prefix(&crate_dir).expect("under the crate").to_path_buf();
     let include = rel.parent().unwrap().parent().unwrap().join("include");
     // Paths relative to the crate directory, which is where `cargo test` runs the test.
-    let actual = match load(&[rel.clone()], &[include]) {
+    let actual = match load(std::slice::from_ref(&rel), &[include]) {
         Ok(checked) => {
             assert!(expect_ok, "{} was accepted:\n{}", rel.display(), describe(&checked));
             describe(&checked)
