@@ -14,10 +14,10 @@ use super::types_arg::{load_registry, type_dirs};
 pub struct ReceiveArgs {
     /// Stop after this many messages.
     #[arg(long)]
-    pub count: Option<u64>,
+    count: Option<u64>,
     /// Stop after this many milliseconds (exit status 1 if --count was not reached).
     #[arg(long)]
-    pub timeout_ms: Option<u64>,
+    timeout_ms: Option<u64>,
     /// A directory of .lcm files to decode messages with (repeatable; default NERVE_TYPES).
     #[arg(long = "types", value_name = "DIR")]
     types: Vec<PathBuf>,
