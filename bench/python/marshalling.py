@@ -1,17 +1,20 @@
 """The Python rows of the marshalling bench (bench/README.md).
 
 Run by `nerve-bench marshalling` once per Python system, each in its own interpreter (both generators write modules
-named `seed` and `lidar`):
+named `seed` and `lidar`), both at once:
 
     python marshalling.py --system lcm-python --path DIR --manifest cases.json [--quick]
 
 DIR holds the generated packages. The manifest lists the cases: the LCM type, a file with the reference encoding
-(written by the Rust side) and, for LiDAR, the expected projections. Every case is verified before it is timed:
-decode then encode must give the reference bytes back, and the projections the expected values; a mismatch prints
-an {"error": ...} line and exits 1. Output: one JSON object per line, {"case", "metric", "ns"} with the median time
-of one operation in nanoseconds, or {"unavailable": reason} if the generated code cannot be imported; nerve-python
-first prints {"info": ...} saying whether the native accelerator is in use (nerve_lcm.NATIVE), which the bench shows,
-and per LiDAR case an info line with its decode + read-all time through objects (its full_projection reads numpy).
+(written by the Rust side) and, for LiDAR, the expected projections. Every case is verified first: decode then
+encode must give the reference bytes back, and the projections the expected values; a mismatch prints an
+{"error": ...} line and exits 1. nerve-python prints {"info": ...} saying whether the native accelerator is in use
+(nerve_lcm.NATIVE), which the bench shows. Then {"ready": true}, and the script times what the driver asks for: one
+request per line on stdin, {"case", "metric"}, answered by {"case", "metric", "ns"} with the median time of one
+operation in nanoseconds (null for a metric the case does not have), until stdin closes. The driver alternates its
+requests between the two interpreters, so the two sides of a ratio are timed moments apart. Metrics: encode,
+decode, and on the LiDAR cases full_projection, fixed_field, variable_region and object_loop (decode + read every
+value through objects, the loop lcm-python runs). {"unavailable": reason} if the generated code cannot be imported.
 """
 
 import argparse
@@ -93,7 +96,7 @@ def main():
     if a.quick:
         cfg = {"warmup_ns": 0, "budget_ns": 2_000_000, "max_samples": 5, "min_samples": 3}
     else:
-        cfg = {"warmup_ns": 30_000_000, "budget_ns": 250_000_000, "max_samples": 201, "min_samples": 11}
+        cfg = {"warmup_ns": 10_000_000, "budget_ns": 40_000_000, "max_samples": 201, "min_samples": 11}
     sys.path.insert(0, a.path)
     with open(a.manifest) as f:
         cases = json.load(f)
@@ -105,6 +108,8 @@ def main():
         how = "native accelerator" if nerve_lcm.NATIVE else "pure Python codec"
         emit({"info": f"{a.system}: {how} (nerve_lcm.NATIVE = {nerve_lcm.NATIVE})"})
 
+    # Load and verify every case first; then time what the driver asks for, one request per line.
+    ops = {}
     for case in cases:
         pkg, name = case["type"].split(".")
         try:
@@ -127,7 +132,7 @@ def main():
         exp = case.get("expect")
         # decode + read every value: LCM's Python API gives a list of objects, so lcm-python reads them in a loop;
         # nerve-python's array of fixed-size structs also reads as a numpy structured array, which is how a Python
-        # user reads a point cloud. The object loop is measured for nerve-python too and printed as an info line.
+        # user reads a point cloud. The object loop is measured for nerve-python too ("object_loop").
         read_all = lidar_sum_numpy if a.system == "nerve-python" else lidar_sum
         if exp is not None:
             got = {
@@ -138,17 +143,21 @@ def main():
             if got != exp or lidar_sum(T.decode(data)) != exp["sum"]:
                 emit({"error": f"{cname}: projections {got} != expected {exp}"})
                 return 1
-
-        emit({"case": cname, "metric": "encode", "ns": measure(lambda m: m.encode(), msg, cfg)})
-        emit({"case": cname, "metric": "decode", "ns": measure(T.decode, data, cfg)})
+        ops[(cname, "encode")] = (lambda m: m.encode(), msg)
+        ops[(cname, "decode")] = (T.decode, data)
         if exp is not None:
-            emit({"case": cname, "metric": "full_projection", "ns": measure(lambda d: read_all(T.decode(d)), data, cfg)})
-            if read_all is not lidar_sum:
-                ns = measure(lambda d: lidar_sum(T.decode(d)), data, cfg)
-                emit({"info": f"{a.system} {cname}: decode + read every value through objects (the loop lcm-python "
-                              f"runs): {ns / 1000:.2f} us"})
-            emit({"case": cname, "metric": "fixed_field", "ns": measure(lambda d: T.decode(d).msg_info.guid, data, cfg)})
-            emit({"case": cname, "metric": "variable_region", "ns": measure(lambda d: _middle_y(T.decode(d)), data, cfg)})
+            ops[(cname, "full_projection")] = (lambda d, T=T, f=read_all: f(T.decode(d)), data)
+            ops[(cname, "object_loop")] = (lambda d, T=T: lidar_sum(T.decode(d)), data)
+            ops[(cname, "fixed_field")] = (lambda d, T=T: T.decode(d).msg_info.guid, data)
+            ops[(cname, "variable_region")] = (lambda d, T=T: _middle_y(T.decode(d)), data)
+    emit({"ready": True})
+    for line in sys.stdin:
+        req = json.loads(line)
+        op = ops.get((req["case"], req["metric"]))
+        if op is None:
+            emit({"case": req["case"], "metric": req["metric"], "ns": None})
+        else:
+            emit({"case": req["case"], "metric": req["metric"], "ns": measure(op[0], op[1], cfg)})
     return 0
 
 

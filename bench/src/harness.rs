@@ -20,14 +20,16 @@ pub struct Config {
 }
 
 impl Config {
-    /// The full run.
+    /// The full run: short measurements, many rounds (the suite's). This host's speed flips between states about
+    /// 2x apart every few hundred milliseconds (other guests on the same cores), so two systems compared must be
+    /// timed close together, and many times.
     pub fn full() -> Config {
         Config {
-            warmup: Duration::from_millis(40),
+            warmup: Duration::from_millis(10),
             min_sample: Duration::from_micros(20),
             max_samples: 301,
             min_samples: 21,
-            budget: Duration::from_millis(250),
+            budget: Duration::from_millis(60),
         }
     }
 

@@ -78,6 +78,11 @@ pub const SYSTEMS: [&str; 10] = [
     "lcm-python",
 ];
 
+/// The order the native systems are timed in within a round: each system a bar compares next to what it is compared
+/// with (lcm-c, or memcpy where lcm-c is at the floor), so the two sides of a ratio are timed moments apart.
+const MEASURE_ORDER: [&str; 8] =
+    ["nerve-rust (reuse)", "nerve-rust", "lcm-c", "nerve-c", "nerve-c (arena)", "memcpy", "flatbuffers", "bincode"];
+
 /// The allocation-free decode rows: measured for `decode` only; their other metrics are the normal API's.
 const REUSE_NOTE: &str = "decode only: this row is the allocation-free decode API; encode and views are the normal row's";
 
@@ -94,6 +99,34 @@ type PyResult = Result<BTreeMap<(String, Metric), f64>, String>;
 
 /// The result of one system on one case.
 type Outcome = Result<Vec<(Metric, Cell)>, String>;
+
+/// Every round's figures of each (case, system), in the order the rounds ran: what the bars pair.
+type Rounds = BTreeMap<(String, &'static str), Vec<BTreeMap<Metric, f64>>>;
+
+/// A bar's value from figures of the same round: `f` of each round's figures of `sides`, and the median of that over
+/// the rounds. The host's speed shifts by up to 2x over seconds (a run on 2026-11-22 had both C rows 1.7x faster
+/// than in the run before while the Rust rows stayed put); the ratio of two medians taken over different moments
+/// moves with it, the ratio within a round moves much less.
+fn paired<const N: usize>(rounds: &Rounds, case: &str, sides: [(&str, Metric); N], f: impl Fn([f64; N]) -> f64) -> Result<f64, String> {
+    let series: Vec<&Vec<BTreeMap<Metric, f64>>> = sides
+        .iter()
+        .map(|(sys, _)| rounds.get(&(case.to_string(), *sys)).ok_or_else(|| format!("{sys} has no rounds on {case}")))
+        .collect::<Result<_, _>>()?;
+    let n = series.iter().map(|s| s.len()).min().unwrap_or(0);
+    let mut values: Vec<f64> = (0..n)
+        .filter_map(|i| {
+            let mut x = [0.0; N];
+            for (k, (s, (_, m))) in series.iter().zip(&sides).enumerate() {
+                x[k] = *s[i].get(m)?;
+            }
+            Some(f(x))
+        })
+        .collect();
+    if values.is_empty() {
+        return Err(format!("no round on {case} measured every side"));
+    }
+    Ok(crate::harness::median(&mut values))
+}
 
 /// Options of the suite.
 pub struct Options {
@@ -122,14 +155,21 @@ pub fn run(opts: &Options) -> i32 {
 
     out.header(opts, &cases, only.as_deref());
 
-    // Python rows first (subprocesses), so a missing interpreter shows up early. The two interpreters take turns,
-    // PY_ROUNDS times in a full run, and each figure is the median of its rounds: measured once each, one after the
-    // other, the two processes carried whatever the host was doing at the time, and their ratio moved by 30 % with it.
-    let rounds = if opts.quick { 1 } else { PY_ROUNDS };
-    let mut runs: BTreeMap<&str, Vec<PyResult>> = BTreeMap::new();
-    for round in 0..rounds {
-        for s in ["nerve-python", "lcm-python"] {
-            runs.entry(s).or_default().push(run_python(s, &cases, opts.quick, opts.json && round == 0, round == 0));
+    // Python rows first (subprocesses), so a missing interpreter shows up early. Both interpreters run at once, each
+    // timing one (case, metric) at a time on request, and the requests alternate between them, PY_ROUNDS rounds in a
+    // full run: timed one whole run after the other, the two processes carried whatever the host was doing at the
+    // time, and their ratio moved by 30 % with it.
+    let runs = run_python(&cases, opts.quick, opts.json);
+    let mut rounds = Rounds::new();
+    for (sys, rs) in &runs {
+        for (i, r) in rs.iter().enumerate() {
+            for ((case, m), ns) in r.iter().flatten() {
+                let per_round = rounds.entry((case.clone(), sys)).or_default();
+                if per_round.len() <= i {
+                    per_round.resize_with(i + 1, BTreeMap::new);
+                }
+                per_round[i].insert(*m, *ns);
+            }
         }
     }
     let py: BTreeMap<&str, PyResult> = runs.into_iter().map(|(s, r)| (s, median_of_rounds(r))).collect();
@@ -143,7 +183,7 @@ pub fn run(opts: &Options) -> i32 {
         let cname = case.name();
         let mut native: BTreeMap<&str, Vec<Outcome>> = BTreeMap::new();
         for _ in 0..native_rounds {
-            for sys in SYSTEMS {
+            for sys in MEASURE_ORDER {
                 if let Some(r) = run_native(sys, case, &cfg) {
                     native.entry(sys).or_default().push(r);
                 }
@@ -161,14 +201,21 @@ pub fn run(opts: &Options) -> i32 {
                         })
                         .collect()),
                 },
-                _ => median_of_native_rounds(native.remove(sys).unwrap_or_default()),
+                _ => {
+                    let runs = native.remove(sys).unwrap_or_default();
+                    let per_round = runs.iter().flatten().map(|cells| {
+                        cells.iter().filter_map(|(m, c)| if let Cell::Ns(ns) = c { Some((*m, *ns)) } else { None }).collect()
+                    });
+                    rounds.insert((cname.clone(), sys), per_round.collect());
+                    median_of_native_rounds(runs)
+                }
             };
             let r = r.map(|cells| complete(case, sys, cells));
             results.insert((cname.clone(), sys), r);
         }
         out.case_table(case, &results);
     }
-    out.ratios(&cases, &results);
+    out.ratios(&cases, &results, &rounds);
     out.finish();
     0
 }
@@ -213,7 +260,7 @@ fn get(results: &BTreeMap<(String, &str), Outcome>, case: &str, sys: &str, m: Me
 }
 
 /// Rounds of the native rows of each case in a full run (the systems taking turns).
-const NATIVE_ROUNDS: usize = 3;
+const NATIVE_ROUNDS: usize = 9;
 
 /// One native system's figures on one case; `None` for the Python systems, which run apart.
 fn run_native(sys: &str, case: &Case, cfg: &Config) -> Option<Outcome> {
@@ -252,7 +299,7 @@ fn median_of_native_rounds(rounds: Vec<Outcome>) -> Outcome {
 }
 
 /// Rounds of the Python rows in a full run (the two interpreters taking turns).
-const PY_ROUNDS: usize = 3;
+const PY_ROUNDS: usize = 9;
 
 /// Each figure's median over the rounds; the first failure if a round failed.
 fn median_of_rounds(rounds: Vec<PyResult>) -> PyResult {
@@ -267,26 +314,78 @@ fn median_of_rounds(rounds: Vec<PyResult>) -> PyResult {
         .collect())
 }
 
-/// The Python rows: runs bench/python/marshalling.py in the venv's interpreter with the generated code; prints its
-/// info lines when `show_info`.
-fn run_python(sys: &str, cases: &[Case], quick: bool, json_out: bool, show_info: bool) -> PyResult {
-    let (status, dir) = match sys {
-        "nerve-python" => (env!("BENCH_STATUS_NERVE_PY"), "nerve_py"),
-        _ => (env!("BENCH_STATUS_LCM_PY"), "lcm_py"),
-    };
-    if status != "ok" {
-        return Err(status.to_string());
-    }
-    let venv = std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        return Err(format!("unavailable: {} not found (run scripts/setup)", python.display()));
-    }
+/// The Python rows: both interpreters serve bench/python/marshalling.py at once, and every (case, metric) is timed
+/// in one, then the other, round after round. Returns each system's rounds (a failed system: one `Err`).
+fn run_python(cases: &[Case], quick: bool, json_out: bool) -> BTreeMap<&'static str, Vec<PyResult>> {
+    let systems = ["nerve-python", "lcm-python"];
     let tmp = std::env::temp_dir().join(format!("nerve-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("unavailable: {e}"))?;
+    let manifest = write_manifest(&tmp, cases);
+    let mut workers: Vec<Result<PyWorker, String>> =
+        systems.iter().map(|&sys| manifest.clone().and_then(|mf| PyWorker::start(sys, &mf, quick, json_out))).collect();
+    let rounds = if quick { 1 } else { PY_ROUNDS };
+    let mut figures: Vec<Vec<BTreeMap<(String, Metric), f64>>> = vec![Vec::with_capacity(rounds); systems.len()];
+    let mut object_loop: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for _ in 0..rounds {
+        for f in &mut figures {
+            f.push(BTreeMap::new());
+        }
+        for case in cases {
+            let cname = case.name();
+            let lidar = matches!(case, Case::Lidar(_));
+            let metrics: &[&str] = if lidar {
+                &["encode", "decode", "full_projection", "object_loop", "fixed_field", "variable_region"]
+            } else {
+                &["encode", "decode"]
+            };
+            for &metric in metrics {
+                for (k, w) in workers.iter_mut().enumerate() {
+                    let Ok(worker) = w else { continue };
+                    if metric == "object_loop" && worker.sys != "nerve-python" {
+                        continue; // lcm-python's full projection is this loop already
+                    }
+                    match worker.measure(&cname, metric) {
+                        Err(e) => *w = Err(e),
+                        Ok(None) => {}
+                        Ok(Some(ns)) => match Metric::from_name(metric) {
+                            Some(m) => {
+                                figures[k].last_mut().expect("pushed this round").insert((cname.clone(), m), ns);
+                            }
+                            None => object_loop.entry(cname.clone()).or_default().push(ns),
+                        },
+                    }
+                }
+            }
+        }
+    }
+    let failed: Vec<Option<String>> = workers.iter().map(|w| w.as_ref().err().cloned()).collect();
+    drop(workers); // closes their stdin: they exit
+    let _ = std::fs::remove_dir_all(&tmp);
+    for (cname, mut v) in object_loop {
+        let ns = crate::harness::median(&mut v);
+        let what = format!("nerve-python {cname}: decode + read every value through objects (the loop lcm-python runs): {:.2} us", ns / 1000.0);
+        if json_out {
+            println!("{}", json!({"suite": "marshalling", "kind": "info", "system": "nerve-python", "python": what}));
+        } else {
+            println!("python: {what}");
+        }
+    }
+    systems
+        .iter()
+        .zip(figures)
+        .zip(failed)
+        .map(|((&sys, rounds), failed)| match failed {
+            Some(e) => (sys, vec![Err(e)]),
+            None => (sys, rounds.into_iter().map(Ok).collect()),
+        })
+        .collect()
+}
+
+/// Writes each case's reference encoding and the manifest the Python script reads; the manifest's path.
+fn write_manifest(dir: &std::path::Path, cases: &[Case]) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("unavailable: {e}"))?;
     let mut manifest = Vec::new();
     for c in cases {
-        let f = tmp.join(format!("{}.lcm.bin", c.name()));
+        let f = dir.join(format!("{}.lcm.bin", c.name()));
         std::fs::write(&f, c.lcm_bytes()).map_err(|e| format!("unavailable: {e}"))?;
         let expect = match c {
             Case::Lidar(l) => json!({"sum": l.sum(), "guid": l.msg_info.guid, "middle_y": l.middle_y() as f64}),
@@ -294,54 +393,117 @@ fn run_python(sys: &str, cases: &[Case], quick: bool, json_out: bool, show_info:
         };
         manifest.push(json!({"name": c.name(), "type": c.lcm_type(), "file": f, "expect": expect}));
     }
-    let mf = tmp.join("cases.json");
-    std::fs::write(&mf, serde_json::to_vec(&manifest).unwrap()).map_err(|e| format!("unavailable: {e}"))?;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/marshalling.py");
-    let gen = PathBuf::from(env!("BENCH_OUT_DIR")).join(dir);
-    let mut cmd = Command::new(&python);
-    cmd.arg(script).arg("--system").arg(sys).arg("--path").arg(&gen).arg("--manifest").arg(&mf);
-    if quick {
-        cmd.arg("--quick");
-    }
-    let o = cmd.output().map_err(|e| format!("unavailable: running {}: {e}", python.display()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let o = o?;
-    let mut map = BTreeMap::new();
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let v: serde_json::Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(_) => continue,
-        };
-        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
-            mismatch(sys, "(python)", e);
-        }
-        if let Some(e) = v.get("unavailable").and_then(|e| e.as_str()) {
-            return Err(format!("unavailable: {e}"));
-        }
-        // which codec the rows measure (nerve-python: native accelerator or pure Python)
-        if let Some(i) = v.get("info").and_then(|i| i.as_str()) {
-            if !show_info {
-                continue;
-            }
-            if json_out {
-                println!("{}", json!({"suite": "marshalling", "kind": "info", "system": sys, "python": i}));
-            } else {
-                println!("python: {i}");
-            }
-            continue;
-        }
-        let case = v["case"].as_str().unwrap_or_default().to_string();
-        let metric = v["metric"].as_str().and_then(Metric::from_name);
-        if let (Some(m), Some(ns)) = (metric, v["ns"].as_f64()) {
-            map.insert((case, m), ns);
-        }
-    }
-    if !o.status.success() {
-        return Err(format!("unavailable: {sys} script failed: {}", String::from_utf8_lossy(&o.stderr).trim()));
-    }
-    Ok(map)
+    let mf = dir.join("cases.json");
+    std::fs::write(&mf, serde_json::to_vec(&manifest).expect("JSON values serialize")).map_err(|e| format!("unavailable: {e}"))?;
+    Ok(mf)
 }
 
+/// One Python interpreter running bench/python/marshalling.py: loaded and verified, timing on request.
+struct PyWorker {
+    sys: &'static str,
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl PyWorker {
+    /// Starts the script for `sys` and waits until it has verified every case (printing its info lines).
+    fn start(sys: &'static str, manifest: &std::path::Path, quick: bool, json_out: bool) -> Result<PyWorker, String> {
+        use std::process::Stdio;
+        let (status, dir) = match sys {
+            "nerve-python" => (env!("BENCH_STATUS_NERVE_PY"), "nerve_py"),
+            _ => (env!("BENCH_STATUS_LCM_PY"), "lcm_py"),
+        };
+        if status != "ok" {
+            return Err(status.to_string());
+        }
+        let venv = std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
+        let python = venv.join("bin/python");
+        if !python.exists() {
+            return Err(format!("unavailable: {} not found (run scripts/setup)", python.display()));
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/marshalling.py");
+        let gen = PathBuf::from(env!("BENCH_OUT_DIR")).join(dir);
+        let mut cmd = Command::new(&python);
+        cmd.arg(script).arg("--system").arg(sys).arg("--path").arg(&gen).arg("--manifest").arg(manifest);
+        if quick {
+            cmd.arg("--quick");
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("unavailable: running {}: {e}", python.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut w = PyWorker { sys, child, stdin, stdout };
+        loop {
+            let v = w.next_line()?;
+            if v.get("ready").is_some() {
+                return Ok(w);
+            }
+            if let Some(i) = v.get("info").and_then(|i| i.as_str()) {
+                if json_out {
+                    println!("{}", json!({"suite": "marshalling", "kind": "info", "system": sys, "python": i}));
+                } else {
+                    println!("python: {i}");
+                }
+            }
+        }
+    }
+
+    /// The median time of one `metric` operation on `case`, in ns; `None` if the case has no such metric.
+    fn measure(&mut self, case: &str, metric: &str) -> Result<Option<f64>, String> {
+        let stdin = self.stdin.as_mut().ok_or("unavailable: stdin closed")?;
+        writeln!(stdin, "{}", json!({"case": case, "metric": metric}))
+            .and_then(|()| stdin.flush())
+            .map_err(|e| self.failure(&format!("writing a request: {e}")))?;
+        let v = self.next_line()?;
+        Ok(v["ns"].as_f64())
+    }
+
+    /// The next JSON line of the script; a failure if it ended or reported an error (a verification error aborts the
+    /// bench, see [`mismatch`]).
+    fn next_line(&mut self) -> Result<serde_json::Value, String> {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            match self.stdout.read_line(&mut line) {
+                Ok(0) => return Err(self.failure("the script ended early")),
+                Err(e) => return Err(self.failure(&format!("reading its output: {e}"))),
+                Ok(_) => {}
+            }
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+            if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+                mismatch(self.sys, "(python)", e);
+            }
+            if let Some(e) = v.get("unavailable").and_then(|e| e.as_str()) {
+                return Err(format!("unavailable: {e}"));
+            }
+            return Ok(v);
+        }
+    }
+
+    /// Why the script stopped serving, with its stderr.
+    fn failure(&mut self, what: &str) -> String {
+        use std::io::Read;
+        self.stdin = None;
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        format!("unavailable: {} script failed ({what}): {}", self.sys, err.trim())
+    }
+}
+
+impl Drop for PyWorker {
+    fn drop(&mut self) {
+        self.stdin = None; // EOF: the script returns
+        let _ = self.child.wait();
+    }
+}
 fn fmt_ns(ns: f64) -> String {
     if ns < 1_000.0 {
         format!("{ns:.1} ns")
@@ -399,7 +561,8 @@ impl Output {
                 } else {
                     format!(
                         "; the systems of a case take turns {NATIVE_ROUNDS} times (the two Python interpreters {PY_ROUNDS} \
-                         times) and each figure is the median of its rounds"
+                         times) and each figure is the median of its rounds; each ratio is the median over the rounds \
+                         of the ratio within a round"
                     )
                 }
             );
@@ -464,7 +627,7 @@ impl Output {
         self.flush();
     }
 
-    fn ratios(&mut self, cases: &[Case], results: &BTreeMap<(String, &str), Outcome>) {
+    fn ratios(&mut self, cases: &[Case], results: &BTreeMap<(String, &str), Outcome>, rounds: &Rounds) {
         let mut rows: Vec<Bar> = Vec::new();
         // Bar 1: encode <= 0.7x and decode <= 0.5x of lcm-c where lcm-c > 1.5x memcpy, else within 1.1x memcpy.
         for c in cases {
@@ -482,10 +645,14 @@ impl Output {
                     let floor = get(results, &cn, "memcpy", m);
                     let me = get(results, &cn, sys, m);
                     let r = match (me, lcm, floor) {
-                        (Ok(me), Ok(lcm), Ok(floor)) if lcm > 1.5 * floor => Ok((me / lcm, limit, format!(
-                            "{} / {} (lcm-c is {:.1}x memcpy)", api(sys, m), api("lcm-c", m), lcm / floor))),
-                        (Ok(me), Ok(lcm), Ok(floor)) => Ok((me / floor, 1.1, format!(
-                            "{} / memcpy (lcm-c is at the floor: {:.2}x memcpy)", api(sys, m), lcm / floor))),
+                        (Ok(_), Ok(lcm), Ok(floor)) if lcm > 1.5 * floor => {
+                            paired(rounds, &cn, [(sys, m), ("lcm-c", m)], |[me, lcm]| me / lcm).map(|v| (v, limit, format!(
+                                "{} / {} (lcm-c is {:.1}x memcpy)", api(sys, m), api("lcm-c", m), lcm / floor)))
+                        }
+                        (Ok(_), Ok(lcm), Ok(floor)) => {
+                            paired(rounds, &cn, [(sys, m), ("memcpy", m)], |[me, floor]| me / floor).map(|v| (v, 1.1, format!(
+                                "{} / memcpy (lcm-c is at the floor: {:.2}x memcpy)", api(sys, m), lcm / floor)))
+                        }
                         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
                     };
                     rows.push(Bar::le(bar, &cn, sys, m, r));
@@ -496,10 +663,12 @@ impl Output {
         for sys in ["nerve-rust", "nerve-c"] {
             let cn = "lidar_10000";
             let r = (|| {
-                let e = get(results, cn, sys, Metric::Encode)?;
-                let d = get(results, cn, sys, Metric::Decode)?;
+                get(results, cn, sys, Metric::Encode)?;
+                get(results, cn, sys, Metric::Decode)?;
                 let f = get(results, cn, "memcpy", Metric::Encode)?;
-                Ok(((e + d) / (2.0 * f), 4.0, format!(
+                let sides = [(sys, Metric::Encode), (sys, Metric::Decode), ("memcpy", Metric::Encode)];
+                let v = paired(rounds, cn, sides, |[e, d, f]| (e + d) / (2.0 * f))?;
+                Ok((v, 4.0, format!(
                     "({sys} encode + decode) / (memcpy out + memcpy in); the round-trip floor is two copies of the \
                      encoded bytes, 2 x {}", fmt_ns(f))))
             })();
@@ -519,9 +688,10 @@ impl Output {
             let limit = if cn == "image_t" { 1.0 } else { 10.0 };
             for m in [Metric::Encode, Metric::Decode] {
                 let r = (|| {
-                    let n = get(results, cn, "nerve-python", m)?;
-                    let l = get(results, cn, "lcm-python", m)?;
-                    Ok((l / n, limit, format!("lcm-python {0} / nerve-python {0} (speed-up)", m.name())))
+                    get(results, cn, "nerve-python", m)?;
+                    get(results, cn, "lcm-python", m)?;
+                    let v = paired(rounds, cn, [("lcm-python", m), ("nerve-python", m)], |[l, n]| l / n)?;
+                    Ok((v, limit, format!("lcm-python {0} / nerve-python {0} (speed-up)", m.name())))
                 })();
                 rows.push(Bar::ge(format!("python {} speed-up", m.name()), cn, "nerve-python", m, r));
             }
@@ -531,9 +701,10 @@ impl Output {
         {
             let cn = "lidar_10000";
             let r = (|| {
-                let n = get(results, cn, "nerve-python", Metric::Full)?;
-                let l = get(results, cn, "lcm-python", Metric::Full)?;
-                Ok((l / n, 10.0, "lcm-python full_projection / nerve-python full_projection (decode + read every value; \
+                get(results, cn, "nerve-python", Metric::Full)?;
+                get(results, cn, "lcm-python", Metric::Full)?;
+                let v = paired(rounds, cn, [("lcm-python", Metric::Full), ("nerve-python", Metric::Full)], |[l, n]| l / n)?;
+                Ok((v, 10.0, "lcm-python full_projection / nerve-python full_projection (decode + read every value; \
                     supplementary to the decode row, which a lazy decoder can flatter)".to_string()))
             })();
             rows.push(Bar::ge("python decode+read-all speed-up".into(), cn, "nerve-python", Metric::Full, r));

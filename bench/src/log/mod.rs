@@ -322,9 +322,8 @@ fn output_bytes(path: &Path) -> u64 {
 
 fn write_log(path: &Path, events: impl Iterator<Item = (i64, String, Vec<u8>)>) -> std::io::Result<u64> {
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
-    let mut n = 0i64;
     let mut bytes = 0u64;
-    for (t, ch, data) in events {
+    for (n, (t, ch, data)) in (0i64..).zip(events) {
         w.write_all(&0xEDA1_DA01u32.to_be_bytes())?;
         w.write_all(&n.to_be_bytes())?;
         w.write_all(&t.to_be_bytes())?;
@@ -333,7 +332,6 @@ fn write_log(path: &Path, events: impl Iterator<Item = (i64, String, Vec<u8>)>) 
         w.write_all(ch.as_bytes())?;
         w.write_all(&data)?;
         bytes += (28 + ch.len() + data.len()) as u64;
-        n += 1;
     }
     w.flush()?;
     Ok(bytes)
