@@ -126,7 +126,7 @@ impl<'a> Writer<'a> {
         let (head, rest) = dst.split_at_mut(4);
         head.copy_from_slice(&len.to_be_bytes());
         let (body, nul) = rest.split_at_mut(b.len());
-        body.copy_from_slice(b);
+        copy_short(body, b);
         if let Some(z) = nul.first_mut() {
             *z = 0;
         }
@@ -167,9 +167,42 @@ pub fn string_size(s: &str) -> usize {
     4 + s.len() + 1
 }
 
+/// `dst.copy_from_slice(src)` (same lengths), with strings of up to 16 bytes (names, ids, frames: most strings in
+/// messages) copied by two overlapping fixed-size moves instead of a call to `memcpy`, which costs more than the copy
+/// at these sizes (path_t's 50 ids of 10-11 bytes: nerve-rust encode / lcm-c encode 0.50 -> 0.39 on the marshalling
+/// suite).
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if (8..=16).contains(&n) {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if (4..8).contains(&n) {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else {
+        dst.copy_from_slice(src);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_of_every_short_length_are_copied_whole() {
+        let text = "0123456789abcdefghijklmnopqrstuvwxyz";
+        for n in 0..=text.len() {
+            let mut buf = [0xAAu8; 64];
+            let mut w = Writer::new(&mut buf);
+            w.put_str(&text[..n]).unwrap();
+            assert_eq!(w.position(), n + 5);
+            assert_eq!(&buf[..4], &((n + 1) as i32).to_be_bytes());
+            assert_eq!(&buf[4..4 + n], &text.as_bytes()[..n], "length {n}");
+            assert_eq!(buf[4 + n], 0);
+            assert!(buf[5 + n..].iter().all(|&b| b == 0xAA), "length {n}: wrote past the string");
+        }
+    }
 
     #[test]
     fn writes_big_endian_and_strings() {
@@ -194,3 +227,4 @@ mod tests {
         ));
     }
 }
+
