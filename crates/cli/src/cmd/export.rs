@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use nerve_bus::Pattern;
-use nerve_log::export::{CsvExport, Decoder, ExportStats, JsonlExport, McapExport};
+use nerve_log::export::{CsvExport, Decoder, ExportStats, Feed, JsonlExport, McapExport};
 use nerve_log::{EventRef, LogReader};
 
 use super::types_arg::{load_registry, type_dirs};
@@ -107,31 +107,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let stats: ExportStats = match args.to {
-        Format::Mcap => {
-            let mut x = McapExport::create(&output, &decoder)?;
+        Format::Mcap => McapExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| -> anyhow::Result<()> {
             while let Some(ev) = reader.next_event()? {
                 if wanted(&ev) {
-                    x.event(&ev)?;
+                    export(&ev)?;
                 }
                 let pos = ev.offset + ev.encoded_len();
                 tick(bar.as_ref(), pos);
             }
-            x.finish()?
-        }
+            Ok(())
+        })?,
         Format::Jsonl => {
-            let mut x = if output.as_os_str() == "-" {
+            let x = if output.as_os_str() == "-" {
                 JsonlExport::to_writer(Path::new("stdout"), Box::new(std::io::stdout().lock()), &decoder)
             } else {
                 JsonlExport::create(&output, &decoder)?
             };
-            while let Some(ev) = reader.next_event()? {
-                if wanted(&ev) {
-                    x.event(&ev)?;
+            x.run(|export: &mut Feed<'_>| -> anyhow::Result<()> {
+                while let Some(ev) = reader.next_event()? {
+                    if wanted(&ev) {
+                        export(&ev)?;
+                    }
+                    let pos = ev.offset + ev.encoded_len();
+                    tick(bar.as_ref(), pos);
                 }
-                let pos = ev.offset + ev.encoded_len();
-                tick(bar.as_ref(), pos);
-            }
-            x.finish()?
+                Ok(())
+            })?
         }
         Format::Lcm => {
             let mut w = nerve_log::LogWriter::create(&output, true)?;
@@ -149,25 +150,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             stats
         }
         Format::Csv => {
-            let mut x = CsvExport::create(&output, &decoder)?;
-            while let Some(ev) = reader.next_event()? {
-                if wanted(&ev) {
-                    x.scan(&ev);
-                }
-                let pos = ev.offset + ev.encoded_len();
-                tick(bar.as_ref(), pos);
-            }
+            // Two passes over the log (the columns, then the rows): the second reads the file again, and its
+            // damage was reported by the first.
+            let mut pass = 0;
             let len = reader.len();
-            // The second pass reads the file again: damage was reported by the first.
-            let mut again = LogReader::open(&args.log)?;
-            while let Some(ev) = again.next_event()? {
-                if wanted(&ev) {
-                    x.event(&ev)?;
+            CsvExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| -> anyhow::Result<()> {
+                pass += 1;
+                let (mut again, base) = if pass == 1 { (None, 0) } else { (Some(LogReader::open(&args.log)?), len) };
+                let from = match &mut again {
+                    Some(r) => r,
+                    None => &mut reader,
+                };
+                while let Some(ev) = from.next_event()? {
+                    if wanted(&ev) {
+                        export(&ev)?;
+                    }
+                    let pos = base + ev.offset + ev.encoded_len();
+                    tick(bar.as_ref(), pos);
                 }
-                let pos = len + ev.offset + ev.encoded_len();
-                tick(bar.as_ref(), pos);
-            }
-            x.finish()?
+                Ok(())
+            })?
         }
     };
     if let Some(b) = bar {

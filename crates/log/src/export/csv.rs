@@ -11,13 +11,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nerve_types::dynamic::{CsvShape, JsonForm};
 use nerve_types::Struct;
 
-use super::batch::{transcode_while, Batch, Part};
+use super::batch::{Batch, Done, Part, Pipeline, Work, Workers};
 use super::sink::Sink;
-use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, OUT_CHUNK};
+use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, Feed, OUT_CHUNK};
 use crate::EventRef;
 
 /// A CSV field, quoted when it needs to be (RFC 4180).
@@ -61,27 +62,20 @@ pub struct CsvExport<'d> {
     dir: PathBuf,
     decoder: &'d Decoder,
     tables: HashMap<Key, Table>,
-    /// Each table's columns (apart from the rest of it: rows are made from them on other threads while this one
-    /// writes the rows before).
-    shapes: HashMap<Key, CsvShape>,
+    /// Each table's columns (apart from the rest of it, and shared: each batch's rows are made from them on other
+    /// threads while this one writes the rows before; a table opened late adds its columns to a copy).
+    shapes: Arc<HashMap<Key, CsvShape>>,
     /// The files, written on their own thread.
     sink: Sink,
     /// Keys in first-seen order (file names are given in this order).
     order: Vec<Key>,
-    names_given: bool,
-    batch: Batch,
-    parts: Vec<Part<Row, TableRows>>,
-    /// The batch transcoded last and its rows, not written yet: written while the next is transcoded.
-    done: Option<(Batch, Vec<Part<Row, TableRows>>)>,
-    /// Events `scan` has not looked at yet, and the columns each thread has learnt so far.
-    scan_batch: Batch,
-    scan_parts: Vec<ScanPart<'d>>,
+    /// The second pass's batches on their way through the workers: each batch's rows added to their files here
+    /// while the next is transcoded.
+    rows: Pipeline<'d, Row, TableRows>,
+    /// The first pass's batches; the parts' states are the columns learnt so far on the workers.
+    scan: Pipeline<'d, Option<&'d Struct>, HashMap<Key, CsvShape>>,
     stats: ExportStats,
 }
-
-/// Each scanned event's type (`None`: its rows go to its channel's raw table), and the columns a thread has learnt
-/// so far, per table.
-type ScanPart<'d> = Part<Option<&'d Struct>, HashMap<Key, CsvShape>>;
 
 /// A part's decoded rows, per table, each table's in event order: the caller's thread hands each buffer to the
 /// table's file whole (no copy of the rows on that thread).
@@ -103,52 +97,71 @@ impl<'d> CsvExport<'d> {
             dir: dir.to_path_buf(),
             decoder,
             tables: HashMap::new(),
-            shapes: HashMap::new(),
+            shapes: Arc::default(),
             sink: Sink::new(),
             order: Vec::new(),
-            names_given: false,
-            batch: Batch::default(),
-            parts: Vec::new(),
-            done: None,
-            scan_batch: Batch::default(),
-            scan_parts: Vec::new(),
+            rows: Pipeline::default(),
+            scan: Pipeline::default(),
             stats: ExportStats::default(),
         })
     }
 
-    /// First pass: learns the columns `ev` needs (with the batch it joins: the messages are walked on every core,
-    /// each thread merging into shapes of its own, which are joined before the first row is written).
-    pub fn scan(&mut self, ev: &EventRef<'_>) {
-        self.scan_batch.push(ev);
-        if self.scan_batch.is_full() {
-            self.run_scan();
+    /// Exports the events `events` hands over (in order, to the function it is given: the caller's loop over its
+    /// log), which it is called for twice: the first pass learns every table's columns, the second writes the rows
+    /// (the same events must come both times). Then flushes and closes every file. The messages are walked and
+    /// the rows made on worker threads, a batch at a time, while the caller's thread reads the next batch and
+    /// writes out the one before.
+    pub fn run<E: From<ExportError>>(mut self, mut events: impl FnMut(&mut Feed<'_>) -> Result<(), E>) -> Result<ExportStats, E> {
+        Workers::scope(|w| {
+            events(&mut |ev| {
+                self.scan(ev, w);
+                Ok(())
+            })?;
+            self.open_files(w)?;
+            events(&mut |ev| self.event(ev, w))?;
+            Ok(self.finish(w)?)
+        })
+    }
+
+    /// First pass: learns the columns `ev` needs (with the batch it joins).
+    fn scan(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) {
+        let decoder = self.decoder;
+        let work = || scan_work(decoder);
+        if self.scan.push(ev, workers, work) {
+            while let Some(done) = self.scan.ready(workers) {
+                self.scanned(done);
+            }
         }
     }
 
-    /// Walks the scan batch's messages on several threads, then gives each table its place in the file order, in
-    /// the order of the events (as [`CsvExport::scan_now`] one at a time would).
-    fn run_scan(&mut self) {
-        let decoder = self.decoder;
-        transcode_while(&self.scan_batch, &mut self.scan_parts, &|ev, _, shapes| scan_one(decoder, ev, shapes), || ());
-        for part in &mut self.scan_parts {
+    /// Gives the tables of a batch walked on the workers their places in the file order, in the order of the events
+    /// (as [`CsvExport::scan_now`] one at a time would).
+    fn scanned(&mut self, mut done: Done<Option<&'d Struct>, HashMap<Key, CsvShape>>) {
+        for part in &mut done.parts {
             for (i, (st, _)) in part.events.clone().zip(part.results.drain(..)) {
-                let key = (self.scan_batch.get(i).channel().into_owned(), st.map(|s| s.fingerprint));
+                let key = (done.batch.get(i).channel().into_owned(), st.map(|s| s.fingerprint));
                 if !self.tables.contains_key(&key) {
                     self.order.push(key.clone());
                     self.tables.insert(key.clone(), Table::new(st.map(|s| s.name.full())));
-                    self.shapes.insert(key, CsvShape::new());
+                    Arc::make_mut(&mut self.shapes).insert(key, CsvShape::new());
                 }
             }
         }
-        self.scan_batch.clear();
+        self.scan.recycle(done);
     }
 
     /// Ends the first pass: the threads' columns joined into each table's.
-    fn end_scan(&mut self) {
-        self.run_scan();
-        for part in &mut self.scan_parts {
+    fn end_scan(&mut self, workers: &Workers<'d>) {
+        let decoder = self.decoder;
+        let work = || scan_work(decoder);
+        self.scan.flush(workers, work);
+        while let Some(done) = self.scan.next_done(workers) {
+            self.scanned(done);
+        }
+        let shapes = Arc::make_mut(&mut self.shapes);
+        for part in self.scan.parts_mut() {
             for (key, shape) in part.state.drain() {
-                self.shapes.get_mut(&key).expect("a table for every shape learnt").absorb(shape);
+                shapes.get_mut(&key).expect("a table for every shape learnt").absorb(shape);
             }
         }
     }
@@ -156,9 +169,11 @@ impl<'d> CsvExport<'d> {
     /// Learns the columns `ev` needs, now (a table `scan` did not see).
     fn scan_now(&mut self, ev: &EventRef<'_>) {
         let channel = ev.channel();
+        // (A copy if a batch on the workers still has them: it leaves this table's rows to this thread.)
+        let shapes = Arc::make_mut(&mut self.shapes);
         if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
             let key = (channel.clone().into_owned(), Some(st.fingerprint));
-            match self.shapes.get_mut(&key) {
+            match shapes.get_mut(&key) {
                 Some(shape) => {
                     if t.csv_merge(ev.data, shape).is_ok() {
                         return;
@@ -169,7 +184,7 @@ impl<'d> CsvExport<'d> {
                     if t.csv_merge(ev.data, &mut shape).is_ok() {
                         self.order.push(key.clone());
                         self.tables.insert(key.clone(), Table::new(Some(st.name.full())));
-                        self.shapes.insert(key, shape);
+                        shapes.insert(key, shape);
                         return;
                     }
                 }
@@ -179,24 +194,12 @@ impl<'d> CsvExport<'d> {
         if !self.tables.contains_key(&key) {
             self.order.push(key.clone());
             self.tables.insert(key.clone(), Table::new(None));
-            self.shapes.insert(key, CsvShape::new());
+            shapes.insert(key, CsvShape::new());
         }
     }
 
-    /// The files, once the first event has been written: channel, type (None: undecoded), path.
-    pub fn files(&self) -> Vec<(String, Option<String>, PathBuf)> {
-        self.order
-            .iter()
-            .filter_map(|k| {
-                let t = &self.tables[k];
-                t.file.as_ref().map(|(p, _)| (k.0.clone(), t.type_name.clone(), p.clone()))
-            })
-            .collect()
-    }
-
-    fn open_files(&mut self) -> Result<(), ExportError> {
-        self.end_scan();
-        self.names_given = true;
+    fn open_files(&mut self, workers: &Workers<'d>) -> Result<(), ExportError> {
+        self.end_scan(workers);
         let mut per_channel: HashMap<&str, usize> = HashMap::new();
         for (ch, _) in &self.order {
             *per_channel.entry(ch).or_default() += 1;
@@ -250,53 +253,27 @@ impl<'d> CsvExport<'d> {
         self.open_table(key, path)
     }
 
-    /// Second pass: writes `ev`'s row (with the batch it joins).
-    pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        if !self.names_given {
-            self.open_files()?;
-        }
-        self.batch.push(ev);
-        if self.batch.is_full() {
-            self.run_batch()?;
+    /// Second pass: writes `ev`'s row (with the batch it joins, once the batch after it has been handed over).
+    fn event(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) -> Result<(), ExportError> {
+        let (decoder, shapes) = (self.decoder, &self.shapes);
+        let work = || row_work(decoder, shapes);
+        if self.rows.push(ev, workers, work) {
+            while let Some(done) = self.rows.ready(workers) {
+                self.write_done(done)?;
+            }
         }
         Ok(())
     }
 
-    /// Makes the batch's rows (on several threads) while adding those of the batch before it to their files in
-    /// order on this thread; the batch's rows are added with the next batch, or by [`CsvExport::finish`]. A batch
-    /// with rows left to this thread (raw rows, tables `scan` did not see, which may add columns) is written out
-    /// before the next is started.
-    fn run_batch(&mut self) -> Result<(), ExportError> {
-        let mut done = self.done.take();
-        let serial = |d: &Option<(Batch, Vec<Part<Row, TableRows>>)>| {
-            d.as_ref().is_some_and(|(_, parts)| parts.iter().any(|p| p.results.iter().any(|(r, _)| matches!(r, Row::Serial))))
-        };
-        if serial(&done) {
-            let (b, mut p) = done.take().expect("checked");
-            let r = self.write_batch(&b, &mut p);
-            done = Some((b, p));
-            r?;
-        }
-        let decoder = self.decoder;
-        let batch = std::mem::take(&mut self.batch);
-        let mut parts = std::mem::take(&mut self.parts);
-        let (shapes, mut rows) = (&self.shapes, Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats });
-        let result = transcode_while(&batch, &mut parts, &|ev, _, rows| row(decoder, shapes, ev, rows), || match &mut done {
-            Some((_, p)) => p.iter_mut().try_for_each(|part| rows.add(part)),
-            None => Ok(()),
-        });
-        self.done = Some((batch, parts));
-        if let Some((mut b, p)) = done {
-            b.clear();
-            self.batch = b;
-            self.parts = p;
-        }
-        result
+    fn write_done(&mut self, mut done: Done<Row, TableRows>) -> Result<(), ExportError> {
+        let r = self.write_batch(&done.batch, &mut done.parts);
+        self.rows.recycle(done);
+        r
     }
 
     /// Adds a transcoded batch's rows to their files in order (those left to this thread made here). In a batch, a
     /// table's rows are either all decoded ones (from the parts' buffers) or all left to this thread (a table opened
-    /// late, a raw table), so each table keeps its order.
+    /// late, which the batch's columns did not have, a raw table), so each table keeps its order.
     fn write_batch(&mut self, batch: &Batch, parts: &mut [Part<Row, TableRows>]) -> Result<(), ExportError> {
         for part in parts {
             for (i, (r, _)) in part.events.clone().zip(part.results.drain(..)) {
@@ -381,13 +358,12 @@ impl<'d> CsvExport<'d> {
     }
 
     /// Writes what is left, flushes and closes every file.
-    pub fn finish(mut self) -> Result<ExportStats, ExportError> {
-        if !self.names_given {
-            self.open_files()?;
-        }
-        self.run_batch()?;
-        if let Some((b, mut p)) = self.done.take() {
-            self.write_batch(&b, &mut p)?;
+    fn finish(mut self, workers: &Workers<'d>) -> Result<ExportStats, ExportError> {
+        let (decoder, shapes) = (self.decoder, &self.shapes);
+        let work = || row_work(decoder, shapes);
+        self.rows.flush(workers, work);
+        while let Some(done) = self.rows.next_done(workers) {
+            self.write_done(done)?;
         }
         for t in self.tables.values_mut() {
             t.write_out(&mut self.sink)?;
@@ -395,6 +371,18 @@ impl<'d> CsvExport<'d> {
         self.sink.finish()?;
         Ok(self.stats)
     }
+}
+
+/// The first pass's work: each thread merges the columns into shapes of its own, joined at the end.
+fn scan_work<'d>(decoder: &'d Decoder) -> Work<'d, Option<&'d Struct>, HashMap<Key, CsvShape>> {
+    Arc::new(move |ev: &EventRef<'_>, _: &mut Vec<u8>, shapes: &mut HashMap<Key, CsvShape>| scan_one(decoder, ev, shapes))
+}
+
+/// The second pass's work: a row for each decoded message of a table the scan made (the columns as they are when
+/// the batch is handed over).
+fn row_work<'d>(decoder: &'d Decoder, shapes: &Arc<HashMap<Key, CsvShape>>) -> Work<'d, Row, TableRows> {
+    let shapes = shapes.clone();
+    Arc::new(move |ev: &EventRef<'_>, _: &mut Vec<u8>, rows: &mut TableRows| row(decoder, &shapes, ev, rows))
 }
 
 /// Merges `ev`'s columns into its table's shape in `shapes` (a thread's own), if its message decodes with a type;
@@ -424,16 +412,6 @@ struct Rows<'a> {
 }
 
 impl Rows<'_> {
-    /// Adds a transcoded part's decoded rows; all of its rows must be decoded ones.
-    fn add(&mut self, part: &mut Part<Row, TableRows>) -> Result<(), ExportError> {
-        for (r, _) in part.results.drain(..) {
-            let Row::Decoded = r else { unreachable!("a batch with rows left to the caller is written before") };
-            self.stats.messages += 1;
-            self.stats.decoded += 1;
-        }
-        self.send(&mut part.state)
-    }
-
     /// Hands a part's rows to their tables' files (each buffer whole, after any rows the table holds already).
     fn send(&mut self, rows: &mut TableRows) -> Result<(), ExportError> {
         for (key, buf) in rows.iter_mut().filter(|(_, b)| !b.is_empty()) {

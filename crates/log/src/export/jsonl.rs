@@ -6,12 +6,13 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nerve_types::dynamic::{json_string, JsonForm};
 
-use super::batch::{transcode_while, Batch, Part};
+use super::batch::{Done, Part, Pipeline, Work, Workers};
 use super::sink::Sink;
-use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats};
+use super::{fingerprint, push_fingerprint, push_hex, push_int, Decoder, ExportError, ExportStats, Feed};
 use crate::EventRef;
 
 /// Each channel's name as a JSON string, escaped once (per thread).
@@ -27,12 +28,10 @@ enum Output<'d> {
 pub struct JsonlExport<'d> {
     path: PathBuf,
     out: Output<'d>,
-    decoder: &'d Decoder,
-    batch: Batch,
-    /// Whether each line's message decoded.
-    parts: Vec<Part<bool, ChannelNames>>,
-    /// The last batch's lines, not written yet: written while the next batch is transcoded.
-    done: Vec<Part<bool, ChannelNames>>,
+    /// Batches of events on their way through the workers (each line's result: whether its message decoded): each
+    /// written here while the next is transcoded.
+    pipeline: Pipeline<'d, bool, ChannelNames>,
+    work: Work<'d, bool, ChannelNames>,
     stats: ExportStats,
 }
 
@@ -53,44 +52,44 @@ impl<'d> JsonlExport<'d> {
         JsonlExport {
             path: name.to_path_buf(),
             out,
-            decoder,
-            batch: Batch::default(),
-            parts: Vec::new(),
-            done: Vec::new(),
+            pipeline: Pipeline::default(),
+            work: Arc::new(move |ev: &EventRef<'_>, out: &mut Vec<u8>, names: &mut ChannelNames| line(decoder, ev, out, names)),
             stats: ExportStats::default(),
         }
     }
 
-    /// Exports one event (written out with the batch it joins).
-    pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        self.batch.push(ev);
-        if self.batch.is_full() {
-            self.run_batch()?;
+    /// Exports the events `events` hands over (in order, to the function it is given: the caller's loop over its
+    /// log), then flushes and closes the output. The lines are made on worker threads, a batch at a time, while the
+    /// caller's thread reads the next batch and hands the one before to the output.
+    pub fn run<E: From<ExportError>>(mut self, events: impl FnOnce(&mut Feed<'_>) -> Result<(), E>) -> Result<ExportStats, E> {
+        Workers::scope(|w| {
+            events(&mut |ev| self.event(ev, w))?;
+            Ok(self.finish(w)?)
+        })
+    }
+
+    /// Exports one event (written out with the batch it joins, once the batch after it has been handed over).
+    fn event(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) -> Result<(), ExportError> {
+        if self.pipeline.push(ev, workers, || self.work.clone()) {
+            while let Some(done) = self.pipeline.ready(workers) {
+                self.write_done(done)?;
+            }
         }
         Ok(())
     }
 
-    /// Transcodes the batch (on several threads) while handing the lines of the batch before it to the output on
-    /// this thread; the batch's lines are written with the next batch, or by [`JsonlExport::finish`].
-    fn run_batch(&mut self) -> Result<(), ExportError> {
-        let decoder = self.decoder;
-        let mut parts = std::mem::take(&mut self.parts);
-        let mut done = std::mem::take(&mut self.done);
-        let (batch, path, out, stats) = (&self.batch, &self.path, &mut self.out, &mut self.stats);
-        let result = transcode_while(batch, &mut parts, &|ev, out, names| line(decoder, ev, out, names), || {
-            write_parts(&mut done, path, out, stats)
-        });
-        // The parts keep their channel names from batch to batch: the two sets take turns.
-        self.parts = done;
-        self.done = parts;
-        self.batch.clear();
-        result
+    fn write_done(&mut self, mut done: Done<bool, ChannelNames>) -> Result<(), ExportError> {
+        let r = write_parts(&mut done.parts, &self.path, &mut self.out, &mut self.stats);
+        self.pipeline.recycle(done);
+        r
     }
 
     /// Writes what is left, flushes and closes.
-    pub fn finish(mut self) -> Result<ExportStats, ExportError> {
-        self.run_batch()?;
-        write_parts(&mut self.done, &self.path, &mut self.out, &mut self.stats)?;
+    fn finish(mut self, workers: &Workers<'d>) -> Result<ExportStats, ExportError> {
+        self.pipeline.flush(workers, || self.work.clone());
+        while let Some(done) = self.pipeline.next_done(workers) {
+            self.write_done(done)?;
+        }
         match self.out {
             Output::File(sink) => sink.finish()?,
             Output::Writer(mut w) => w.flush().map_err(|e| ExportError::io(&self.path, "writing", e))?,

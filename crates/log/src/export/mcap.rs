@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 use nerve_types::dynamic::JsonForm;
 use nerve_types::Struct;
 
-use super::batch::{transcode_while, Batch, Part};
+use std::sync::Arc;
+
+use super::batch::{Batch, Done, Part, Pipeline, Work, Workers};
 use super::json::push_base64;
 use super::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
 use super::sink::Sink;
-use super::{fingerprint, push_fingerprint, Decoder, ExportError, ExportStats};
+use super::{fingerprint, push_fingerprint, Decoder, ExportError, ExportStats, Feed};
 use crate::EventRef;
 
 const MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
@@ -130,10 +132,9 @@ pub struct McapExport<'d> {
     channel_counts: BTreeMap<u16, u64>,
     first_time: Option<u64>,
     last_time: u64,
-    batch: Batch,
-    parts: Vec<MessageParts<'d>>,
-    /// The batch transcoded last and its text, not written yet: written while the next is transcoded.
-    done: Option<(Batch, Vec<MessageParts<'d>>)>,
+    /// Batches of events on their way through the workers: each written here while the next is transcoded.
+    pipeline: Pipeline<'d, Option<&'d Struct>, ()>,
+    work: Work<'d, Option<&'d Struct>, ()>,
     stats: ExportStats,
 }
 
@@ -160,9 +161,8 @@ impl<'d> McapExport<'d> {
             channel_counts: BTreeMap::new(),
             first_time: None,
             last_time: 0,
-            batch: Batch::default(),
-            parts: Vec::new(),
-            done: None,
+            pipeline: Pipeline::default(),
+            work: Arc::new(move |ev: &EventRef<'_>, out: &mut Vec<u8>, _: &mut ()| message_json(decoder, ev, out)),
             stats: ExportStats::default(),
         };
         x.put(MAGIC)?;
@@ -178,33 +178,30 @@ impl<'d> McapExport<'d> {
         Ok(())
     }
 
-    /// Exports one event (written with the batch it joins).
-    pub fn event(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        self.batch.push(ev);
-        if self.batch.is_full() {
-            self.run_batch()?;
+    /// Exports the events `events` hands over (in order, to the function it is given: the caller's loop over its
+    /// log), then writes the summary and the footer and closes the file. The messages' JSON is made on worker
+    /// threads, a batch at a time, while the caller's thread reads the next batch and writes the one before.
+    pub fn run<E: From<ExportError>>(mut self, events: impl FnOnce(&mut Feed<'_>) -> Result<(), E>) -> Result<ExportStats, E> {
+        Workers::scope(|w| {
+            events(&mut |ev| self.event(ev, w))?;
+            Ok(self.finish(w)?)
+        })
+    }
+
+    /// Exports one event (written with the batch it joins, once the batch after it has been handed over).
+    fn event(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) -> Result<(), ExportError> {
+        if self.pipeline.push(ev, workers, || self.work.clone()) {
+            while let Some(done) = self.pipeline.ready(workers) {
+                self.write_done(done)?;
+            }
         }
         Ok(())
     }
 
-    /// Transcodes the batch's messages (on several threads) while writing those of the batch before it in order on
-    /// this thread; the batch's messages are written with the next batch, or by [`McapExport::finish`].
-    fn run_batch(&mut self) -> Result<(), ExportError> {
-        let decoder = self.decoder;
-        let batch = std::mem::take(&mut self.batch);
-        let mut parts = std::mem::take(&mut self.parts);
-        let mut done = self.done.take();
-        let result = transcode_while(&batch, &mut parts, &|ev, out, _| message_json(decoder, ev, out), || match &mut done {
-            Some((b, p)) => self.write_batch(b, p),
-            None => Ok(()),
-        });
-        self.done = Some((batch, parts));
-        if let Some((mut b, p)) = done {
-            b.clear();
-            self.batch = b;
-            self.parts = p;
-        }
-        result
+    fn write_done(&mut self, mut done: Done<Option<&'d Struct>, ()>) -> Result<(), ExportError> {
+        let r = self.write_batch(&done.batch, &mut done.parts);
+        self.pipeline.recycle(done);
+        r
     }
 
     /// Writes a transcoded batch's messages, in order.
@@ -339,10 +336,10 @@ impl<'d> McapExport<'d> {
     }
 
     /// Writes the last messages and chunk, the summary and the footer, and closes the file.
-    pub fn finish(mut self) -> Result<ExportStats, ExportError> {
-        self.run_batch()?;
-        if let Some((b, mut p)) = self.done.take() {
-            self.write_batch(&b, &mut p)?;
+    fn finish(mut self, workers: &Workers<'d>) -> Result<ExportStats, ExportError> {
+        self.pipeline.flush(workers, || self.work.clone());
+        while let Some(done) = self.pipeline.next_done(workers) {
+            self.write_done(done)?;
         }
         self.flush_chunk()?;
         let mut end = Rec::new(OP_DATA_END);

@@ -9,13 +9,15 @@
 //! The exporters do not build value trees: the registry's [`Transcoder`] writes each message's JSON (or CSV cells)
 //! straight from its bytes into the output buffer, through a plan compiled once per type, with exactly the text
 //! and the errors the tree path gives ([`Decoder::decode`] is that path, kept for callers that want values).
-//! Events are transcoded in batches on every core (`batch`); the caller's thread puts a batch's text in order into
-//! the files' buffers (MCAP records and indexes, CSV tables) while the next batch is transcoded, and the text is
-//! written to the files on a thread of its own (`sink`), so that writing one batch overlaps making the next.
+//! Events are transcoded in batches on worker threads that live as long as the export (`batch`); the caller's
+//! thread reads the next batch meanwhile, and puts each transcoded batch's text in order into the files' buffers
+//! (MCAP records and indexes, CSV tables); the text is written to the files on a thread of its own (`sink`), so
+//! that reading, transcoding, ordering and writing overlap.
 //!
-//! The caller drives: it reads events (filtering channels as it likes) and hands each to an exporter's `event`,
-//! then calls `finish`. CSV needs every message's shape before it writes a header, so it takes two passes: `scan`
-//! each event, then `event` each again.
+//! The caller drives: an exporter's `run` is given the caller's loop over its log, which it calls with a [`Feed`]
+//! to hand each event to (filtering channels as it likes); `run` returns when everything is written and synced.
+//! CSV needs every message's shape before it writes a header, so it calls the loop twice: the first pass learns
+//! the columns, the second writes the rows.
 
 mod batch;
 mod csv;
@@ -31,6 +33,8 @@ use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::{JsonForm, Transcoder, Value};
 use nerve_types::{Registry, Struct};
+
+use crate::EventRef;
 
 pub use self::csv::CsvExport;
 pub use self::jsonl::JsonlExport;
@@ -73,6 +77,10 @@ impl std::error::Error for ExportError {
         }
     }
 }
+
+/// How an exporter's `run` is handed the events: the caller's loop over its log calls it with each event to
+/// export, in order (filtering channels as it likes), and passes on its error.
+pub type Feed<'f> = dyn FnMut(&EventRef<'_>) -> Result<(), ExportError> + 'f;
 
 /// What an export wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

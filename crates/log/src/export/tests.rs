@@ -54,6 +54,22 @@ fn export_with(dir: &std::path::Path, reg: Registry, f: impl Fn(&Decoder, &mut L
     f(&dec, &mut r);
 }
 
+/// Hands every event of `r` to an exporter.
+fn feed(r: &mut LogReader<Cursor<Vec<u8>>>, export: &mut Feed<'_>) -> Result<(), ExportError> {
+    while let Some(e) = r.next_event().unwrap() {
+        export(&e)?;
+    }
+    Ok(())
+}
+
+/// Hands `events` to an exporter (each event's offset its index).
+fn feed_all(events: &[crate::Event], export: &mut Feed<'_>) -> Result<(), ExportError> {
+    for (i, e) in events.iter().enumerate() {
+        export(&crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 })?;
+    }
+    Ok(())
+}
+
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("nerve-export-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -81,11 +97,8 @@ fn mcap_has_the_spec_structure() {
     let dir = tmp("mcap");
     let path = dir.join("out.mcap");
     export_with(&dir, registry(), |dec, r| {
-        let mut x = McapExport::create(&path, dec).unwrap();
-        while let Some(e) = r.next_event().unwrap() {
-            x.event(&e).unwrap();
-        }
-        let stats = x.finish().unwrap();
+        let x = McapExport::create(&path, dec).unwrap();
+        let stats = x.run(|export: &mut Feed<'_>| feed(r, export)).unwrap();
         assert_eq!((stats.messages, stats.decoded, stats.undecoded), (12, 10, 2));
     });
     let bytes = std::fs::read(&path).unwrap();
@@ -154,11 +167,8 @@ fn jsonl_lines_carry_values_or_raw_bytes() {
     let dir = tmp("jsonl");
     let path = dir.join("out.jsonl");
     export_with(&dir, registry(), |dec, r| {
-        let mut x = JsonlExport::create(&path, dec).unwrap();
-        while let Some(e) = r.next_event().unwrap() {
-            x.event(&e).unwrap();
-        }
-        x.finish().unwrap();
+        let x = JsonlExport::create(&path, dec).unwrap();
+        x.run(|export: &mut Feed<'_>| feed(r, export)).unwrap();
     });
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -175,20 +185,16 @@ fn csv_has_a_file_per_channel_and_type_with_flattened_columns() {
     let dir = tmp("csv");
     let out = dir.join("csv");
     export_with(&dir, registry(), |dec, r| {
-        let mut x = CsvExport::create(&out, dec).unwrap();
         let mut events = Vec::new();
         while let Some(e) = r.next_event().unwrap() {
-            x.scan(&e);
             events.push(e.to_owned());
         }
-        for (i, e) in events.iter().enumerate() {
-            let er = crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 };
-            x.event(&er).unwrap();
-        }
-        let files: Vec<String> =
-            x.files().iter().map(|(_, _, p)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(files, ["POSE.t.pose_t.csv", "TREE.csv", "RAW.csv", "POSE.undecoded.csv"]);
-        x.finish().unwrap();
+        let x = CsvExport::create(&out, dec).unwrap();
+        x.run(|export: &mut Feed<'_>| feed_all(&events, export)).unwrap();
+        let mut files: Vec<String> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        files.sort();
+        assert_eq!(files, ["POSE.t.pose_t.csv", "POSE.undecoded.csv", "RAW.csv", "TREE.csv"]);
     });
     let pose = std::fs::read_to_string(out.join("POSE.t.pose_t.csv")).unwrap();
     let mut lines = pose.lines();
@@ -240,25 +246,21 @@ fn exports_of_several_batches_keep_every_event_in_order() {
 
     // JSON lines: each line as the exporter makes one event's line.
     let path = dir.join("out.jsonl");
-    let mut x = JsonlExport::create(&path, &dec).unwrap();
+    let x = JsonlExport::create(&path, &dec).unwrap();
     let mut want = Vec::new();
     let mut names = Default::default();
     for (i, e) in events().iter().enumerate() {
         let ev = crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 };
-        x.event(&ev).unwrap();
         super::jsonl::line(&dec, &ev, &mut want, &mut names);
     }
-    let stats = x.finish().unwrap();
+    let stats = x.run(|export: &mut Feed<'_>| feed_all(&events(), export)).unwrap();
     assert_eq!((stats.messages, stats.undecoded), (400, 4));
     assert!(std::fs::read(&path).unwrap() == want, "the lines differ from the events' own");
 
     // MCAP: every message, in order, with its JSON.
     let path = dir.join("out.mcap");
-    let mut x = McapExport::create(&path, &dec).unwrap();
-    for (i, e) in events().iter().enumerate() {
-        x.event(&crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 }).unwrap();
-    }
-    assert_eq!(x.finish().unwrap().messages, 400);
+    let x = McapExport::create(&path, &dec).unwrap();
+    assert_eq!(x.run(|export: &mut Feed<'_>| feed_all(&events(), export)).unwrap().messages, 400);
     let bytes = std::fs::read(&path).unwrap();
     let mut seen = Vec::new();
     for (_, chunk) in records(&bytes).iter().filter(|(o, _)| *o == 0x06) {
@@ -285,16 +287,9 @@ fn exports_of_several_batches_keep_every_event_in_order() {
 
     // CSV: each table's rows in order, as `csv_row` makes them.
     let out = dir.join("csv");
-    let mut x = CsvExport::create(&out, &dec).unwrap();
+    let x = CsvExport::create(&out, &dec).unwrap();
     let evs = events();
-    let refs: Vec<crate::EventRef<'_>> = evs
-        .iter()
-        .enumerate()
-        .map(|(i, e)| crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 })
-        .collect();
-    refs.iter().for_each(|e| x.scan(e));
-    refs.iter().for_each(|e| x.event(e).unwrap());
-    assert_eq!(x.finish().unwrap().messages, 400);
+    assert_eq!(x.run(|export: &mut Feed<'_>| feed_all(&evs, export)).unwrap().messages, 400);
     let t = dec.transcoder().unwrap();
     let pose = std::fs::read_to_string(out.join("POSE.t.pose_t.csv")).unwrap();
     let mut shape = nerve_types::dynamic::CsvShape::new();
