@@ -30,6 +30,15 @@
 //! #345/#611). Every drop is counted in [`SubscriptionStats`]. Handlers run with no lock held, so they may publish and
 //! unsubscribe freely.
 //!
+//! The capacity is how far behind a handler may fall, in messages, before the oldest go; with a [`Dispatcher`] on
+//! udpm the receive thread drains the socket into the queues, so a whole process stalled for a moment (a busy CPU's
+//! time slice is milliseconds) meets that limit as soon as it runs again. A subscription that must see every message
+//! (a relay, a logger) asks for capacity 0 (unbounded) or a depth of its rate times the longest stall it must ride
+//! out: at 25,000 messages/s the default 30 is 1.2 ms. Measured with the echo suite's client relaying 800-byte
+//! messages at 20 MB/s on a 2-core VM while a build ran: 8-22 % of the requests dropped from the default queue, none
+//! with capacity 0, and 0.3-0.6 % with LCM's client (its own default of 30, drop-newest, and a receive thread
+//! separate from the handler's, whose wake-ups interleave the two).
+//!
 //! In-process delivery uses the same per-subscription queues (ROS 2's design in seed 003: one buffer per
 //! subscription), so history, overflow and dispatch are the same whatever the publisher's transport, and a publisher
 //! never waits for a subscription. Where each copy is made is decided once, at publish time, from how many matching
