@@ -41,7 +41,8 @@ pub trait Sink: Send + Sync {
     /// Takes one message into the subscriptions' queues. Must not block for long.
     fn deliver(&self, msg: Incoming);
     /// Called by a provider's receive thread each time it has handed over everything the transport had (and when
-    /// it has been idle for a while). The bus may then run ONE callback on this thread, when the user asked for a
+    /// it has been idle for a while; udpm also right after the first message that ends an idle wait, so a reply
+    /// does not wait for one more read of an empty socket). The bus may then run ONE callback on this thread, when the user asked for a
     /// dispatcher: so the thread alternates between draining the socket into the drop-oldest queues and running
     /// callbacks, and a backlog waits in those queues (newest wins), never in the kernel's FIFO buffer. Returns
     /// whether more callbacks are waiting, in which case the provider should come back without blocking.

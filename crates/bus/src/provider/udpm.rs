@@ -123,6 +123,16 @@ impl Provider for Udpm {
             while !stop_flag.load(Ordering::Relaxed) {
                 let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
                 let mut got = rx.recv(Some(wait));
+                if !callbacks_waiting {
+                    // The first message after an idle wait runs its callbacks at once, before another read of the
+                    // socket: that read (empty, in the usual case) would only delay the reply a round trip waits for.
+                    // (More callbacks waiting, if any, run after the drain below.)
+                    if let Ok(Some(m)) = got {
+                        deliver(m);
+                        sink.drained();
+                        got = rx.recv(Some(Duration::ZERO));
+                    }
+                }
                 while let Ok(Some(m)) = got {
                     deliver(m);
                     got = rx.recv(Some(Duration::ZERO));
