@@ -287,6 +287,9 @@ pub struct Receiver {
     kernel_drops_seen: u32,
     /// Each sender's sequence, when this receiver hears all of it (udpm).
     sequences: Option<Sequences>,
+    /// The last read found the socket empty and nothing has waited on it since: the next [`Receiver::recv`] that may
+    /// wait goes straight to `poll` (another read would fail the same way: one system call saved per wake-up).
+    found_empty: bool,
 }
 
 impl Receiver {
@@ -336,6 +339,7 @@ impl Receiver {
             cmsg: nix::cmsg_space!(u32),
             kernel_drops_seen: 0,
             sequences: None,
+            found_empty: false,
         })
     }
 
@@ -367,17 +371,21 @@ impl Receiver {
         use std::os::fd::AsFd;
 
         let deadline = timeout.map(|t| Instant::now() + t);
+        // A call that may not wait always reads: it is how a caller drains the socket.
+        let may_wait = timeout.is_none_or(|t| !t.is_zero());
         loop {
-            match self.recv_datagram() {
-                Ok((n, from)) => {
-                    if let Some(m) = self.absorb(from, n) {
-                        return Ok(Some(m));
+            if !(self.found_empty && may_wait) {
+                match self.recv_datagram() {
+                    Ok((n, from)) => {
+                        if let Some(m) = self.absorb(from, n) {
+                            return Ok(Some(m));
+                        }
+                        continue;
                     }
-                    continue;
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.found_empty = true,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
             }
             let wait = match deadline {
                 None => PollTimeout::NONE,
@@ -391,6 +399,7 @@ impl Receiver {
                 },
             };
             let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
+            self.found_empty = false;
             match poll(&mut fds, wait) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => {
