@@ -74,6 +74,8 @@ pub struct CsvExport<'d> {
     rows: Pipeline<'d, Row, TableRows>,
     /// The first pass's batches; the parts' states are the columns learnt so far on the workers.
     scan: Pipeline<'d, Option<&'d Struct>, HashMap<Key, CsvShape>>,
+    /// Whether the first pass has ended and the files are open.
+    opened: bool,
     stats: ExportStats,
 }
 
@@ -102,6 +104,7 @@ impl<'d> CsvExport<'d> {
             order: Vec::new(),
             rows: Pipeline::default(),
             scan: Pipeline::default(),
+            opened: false,
             stats: ExportStats::default(),
         })
     }
@@ -117,7 +120,9 @@ impl<'d> CsvExport<'d> {
                 self.scan(ev, w);
                 Ok(())
             })?;
-            self.open_files(w)?;
+            // The last columns are learnt on the workers while this thread reads the second pass's first batch.
+            let decoder = self.decoder;
+            self.scan.flush(w, || scan_work(decoder));
             events(&mut |ev| self.event(ev, w))?;
             Ok(self.finish(w)?)
         })
@@ -200,6 +205,9 @@ impl<'d> CsvExport<'d> {
 
     fn open_files(&mut self, workers: &Workers<'d>) -> Result<(), ExportError> {
         self.end_scan(workers);
+        self.opened = true;
+        // The first pass's batches are the second's.
+        self.rows.take_batches(&mut self.scan);
         let mut per_channel: HashMap<&str, usize> = HashMap::new();
         for (ch, _) in &self.order {
             *per_channel.entry(ch).or_default() += 1;
@@ -253,8 +261,17 @@ impl<'d> CsvExport<'d> {
         self.open_table(key, path)
     }
 
-    /// Second pass: writes `ev`'s row (with the batch it joins, once the batch after it has been handed over).
+    /// Second pass: writes `ev`'s row (with the batch it joins, once the batch after it has been handed over). The
+    /// first batch is filled before the first pass ends, and handed over once the files are open.
     fn event(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) -> Result<(), ExportError> {
+        if !self.opened {
+            if self.rows.fill(ev) {
+                self.open_files(workers)?;
+                let (decoder, shapes) = (self.decoder, &self.shapes);
+                self.rows.flush(workers, || row_work(decoder, shapes));
+            }
+            return Ok(());
+        }
         let (decoder, shapes) = (self.decoder, &self.shapes);
         let work = || row_work(decoder, shapes);
         if self.rows.push(ev, workers, work) {
@@ -359,6 +376,9 @@ impl<'d> CsvExport<'d> {
 
     /// Writes what is left, flushes and closes every file.
     fn finish(mut self, workers: &Workers<'d>) -> Result<ExportStats, ExportError> {
+        if !self.opened {
+            self.open_files(workers)?;
+        }
         let (decoder, shapes) = (self.decoder, &self.shapes);
         let work = || row_work(decoder, shapes);
         self.rows.flush(workers, work);
