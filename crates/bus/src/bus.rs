@@ -154,6 +154,9 @@ pub(crate) struct PubEntry {
     pub(crate) stats: PublisherStats,
 }
 
+/// Channels whose matching subscriptions are remembered at most (then the memory starts over).
+const MATCH_CACHE_MAX: usize = 4096;
+
 #[derive(Default)]
 struct State {
     subs: Vec<Entry>,
@@ -181,8 +184,25 @@ impl State {
     }
 
     fn matching(&mut self, channel: &str) -> Vec<usize> {
-        if let Some(m) = self.cache.get(channel) {
-            return m.clone();
+        self.matching_ref(channel).to_vec()
+    }
+
+    /// Whether any subscription matches `channel`; counts the message as unmatched if none does.
+    fn wants(&mut self, channel: &str) -> bool {
+        let wanted = !self.matching_ref(channel).is_empty();
+        if !wanted {
+            self.unmatched += 1;
+        }
+        wanted
+    }
+
+    fn matching_ref(&mut self, channel: &str) -> &[usize] {
+        if self.cache.contains_key(channel) {
+            return &self.cache[channel];
+        }
+        // Channel names come from the network: a sender that invents new ones must not grow this without limit.
+        if self.cache.len() >= MATCH_CACHE_MAX {
+            self.cache.clear();
         }
         let m: Vec<usize> = self
             .subs
@@ -194,8 +214,7 @@ impl State {
             })
             .map(|(i, _)| i)
             .collect();
-        self.cache.insert(channel.to_owned(), m.clone());
-        m
+        self.cache.entry(channel.to_owned()).or_insert(m)
     }
 }
 
@@ -290,6 +309,10 @@ impl Sink for CoreSink {
 
     fn drained(&self) -> bool {
         self.0.upgrade().is_some_and(|core| core.dispatch_inline())
+    }
+
+    fn wants(&self, channel: &str) -> bool {
+        self.0.upgrade().is_some_and(|core| core.lock().wants(channel))
     }
 }
 

@@ -6,7 +6,7 @@
 //! bound, the least recently updated incomplete messages are dropped first (newest data wins), and every drop is
 //! counted. A lost fragment therefore costs its whole message, never a half-filled one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
 use crate::packet::Fragment;
@@ -68,6 +68,10 @@ struct InFlight {
     touched: u64,
 }
 
+/// How many skipped messages are remembered (their later fragments dropped unread); older ones are forgotten, and
+/// a fragment of a forgotten one is buffered again like any other (bounded by [`Limits`]).
+const SKIPPED_REMEMBERED: usize = 64;
+
 /// The reassembly store of one receiver.
 pub struct Reassembler {
     limits: Limits,
@@ -75,12 +79,21 @@ pub struct Reassembler {
     reserved: usize,
     clock: u64,
     stats: ReassemblyStats,
+    /// Messages nobody here wants (see [`Reassembler::skip`]), newest last.
+    skipped: VecDeque<(SocketAddr, u32)>,
 }
 
 impl Reassembler {
     /// An empty store with these bounds.
     pub fn new(limits: Limits) -> Reassembler {
-        Reassembler { limits, in_flight: HashMap::new(), reserved: 0, clock: 0, stats: ReassemblyStats::default() }
+        Reassembler {
+            limits,
+            in_flight: HashMap::new(),
+            reserved: 0,
+            clock: 0,
+            stats: ReassemblyStats::default(),
+            skipped: VecDeque::new(),
+        }
     }
 
     /// The bounds.
@@ -121,9 +134,25 @@ impl Reassembler {
         }
     }
 
+    /// Gives up message `seq` of `sender` because nobody here wants it (its channel, in fragment 0, matched no
+    /// subscription): what arrived of it is freed, and its later fragments are dropped without being copied.
+    pub fn skip(&mut self, sender: SocketAddr, seq: u32) {
+        let key = (sender, seq);
+        self.remove(&key);
+        if !self.skipped.contains(&key) {
+            if self.skipped.len() >= SKIPPED_REMEMBERED {
+                self.skipped.pop_front();
+            }
+            self.skipped.push_back(key);
+        }
+    }
+
     /// Adds one (already validated) fragment; returns the message when it is complete.
     pub fn add(&mut self, sender: SocketAddr, frag: &Fragment<'_>) -> Option<Reassembled> {
         let key = (sender, frag.seq);
+        if self.skipped.contains(&key) {
+            return None;
+        }
         self.clock += 1;
         // A fragment that disagrees with the message in flight under its key starts that message over (the sender
         // restarted, or its sequence numbers wrapped): the old one can never complete.
@@ -235,6 +264,30 @@ mod tests {
         assert_eq!((m.channel.as_str(), m.seq, m.payload == p), ("CAM", 5, true));
         assert_eq!(r.in_flight(), 0);
         assert_eq!(r.bytes_in_flight(), 0);
+    }
+
+    #[test]
+    fn a_skipped_message_is_freed_and_its_later_fragments_are_not_held() {
+        let p = payload(200_000);
+        let frags = fragments(9, "CAM", &p);
+        let mut r = Reassembler::new(Limits::default());
+        // A fragment that came before fragment 0 is held until the channel is known ...
+        assert_eq!(feed(&mut r, addr(1), &frags[2]), None);
+        assert_eq!(r.in_flight(), 1);
+        // ... and freed when the receiver, reading fragment 0, skips the message.
+        r.skip(addr(1), 9);
+        assert_eq!((r.in_flight(), r.bytes_in_flight()), (0, 0));
+        for f in &frags[1..] {
+            assert_eq!(feed(&mut r, addr(1), f), None);
+        }
+        assert_eq!(r.in_flight(), 0, "later fragments are dropped, not held");
+        // The same sequence number from another sender is another message.
+        let mut out = None;
+        for f in &frags {
+            out = feed(&mut r, addr(2), f).or(out);
+        }
+        assert_eq!(out.map(|m| m.payload == p), Some(true));
+        assert_eq!(r.stats().dropped_incomplete, 0);
     }
 
     #[test]

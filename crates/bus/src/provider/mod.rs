@@ -49,6 +49,13 @@ pub trait Sink: Send + Sync {
     fn drained(&self) -> bool {
         false
     }
+    /// Whether a message on `channel` would go anywhere (a subscription matches it). A provider asks before it
+    /// copies or reassembles a message, so that traffic nobody here subscribed to costs little; a message turned away
+    /// counts as unmatched ([`crate::Bus::unmatched`]), as one delivered to no subscription does.
+    fn wants(&self, channel: &str) -> bool {
+        let _ = channel;
+        true
+    }
 }
 
 /// Transport counters a provider keeps, for `spy` and for tests.
@@ -72,6 +79,9 @@ pub struct ProviderStats {
     /// Messages this provider published that came back to it and were not handed to the bus (which delivered them
     /// in-process already).
     pub own_dropped: u64,
+    /// Messages read and dropped unopened, neither copied nor reassembled (udpm): this provider's own (also in
+    /// `own_dropped`) and those on channels no subscription here matches (also in [`crate::Bus::unmatched`]).
+    pub turned_away: u64,
 }
 
 /// A random 64-bit id, different on every call in every process (never 0): what a provider can stamp on what it

@@ -293,6 +293,7 @@ fn add_socket_stats(s: &mut ProviderStats, r: &RecvStats) {
     s.malformed += r.malformed_total() + r.reassembly.dropped_inconsistent;
     s.lost += r.reassembly.dropped_incomplete + r.reassembly.dropped_too_large;
     s.kernel_dropped += r.kernel_dropped;
+    s.turned_away += r.unwanted;
 }
 
 /// Closes the sockets of ports no subscription needs any more (the start port's stays: announcements come there),

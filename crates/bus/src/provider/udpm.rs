@@ -104,13 +104,13 @@ impl Provider for Udpm {
             .map_err(transport)?;
             own.note(&sender);
         }
+        // Our own messages (the bus delivered them in-process already) and channels no subscription matches are
+        // turned away before they are copied or reassembled.
+        let (own, wants) = (Arc::clone(&self.own), Arc::clone(&sink));
+        rx.set_filter(Box::new(move |channel, from| !own.is_own(from) && wants.wants(channel)));
         let stats = Arc::clone(&self.recv_stats);
-        let own = Arc::clone(&self.own);
         *slot = Some(ReceiveThread::spawn("udpm", "nerve-udpm-rx", move |stop_flag| {
             let deliver = |m: nerve_udpm::Message| {
-                if own.is_own(m.sender) {
-                    return;
-                }
                 sink.deliver(Incoming {
                     channel: m.channel,
                     data: m.payload,
@@ -164,6 +164,7 @@ impl Provider for Udpm {
             kernel_dropped: r.kernel_dropped,
             unseen: r.unseen,
             own_dropped: self.own.dropped(),
+            turned_away: r.unwanted,
         }
     }
 }
