@@ -437,16 +437,17 @@ impl Rows<'_> {
         for (key, buf) in rows.iter_mut().filter(|(_, b)| !b.is_empty()) {
             let table = self.tables.get_mut(key).expect("the rows were made from this table");
             self.stats.bytes_out += buf.len() as u64;
-            if table.file.is_none() {
+            let Some((_, file)) = table.file else {
                 table.buf.extend_from_slice(buf);
                 buf.clear();
                 continue;
-            }
+            };
             if !table.buf.is_empty() {
                 table.write_out(self.sink)?;
             }
-            std::mem::swap(&mut table.buf, buf);
-            table.write_out(self.sink)?;
+            // (The part keeps its buffer when the file is written with O_DIRECT: the rows are copied into the
+            // file's staging block; otherwise the buffer goes, and the part gets an empty one the writer is done with.)
+            self.sink.send(file, buf)?;
         }
         Ok(())
     }

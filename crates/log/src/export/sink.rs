@@ -1,16 +1,19 @@
 //! [`Sink`]: output files written on a thread of their own, so that writing a batch's text overlaps making the
 //! next batch's.
 //!
-//! Exporters hand the sink whole buffers ([`Sink::send`] swaps the caller's buffer for an empty one the writer
-//! thread has finished with, so nothing is copied and big buffers are reused rather than faulted in again) or small
-//! pieces ([`Sink::write`], gathered per file into pieces of about [`OUT_CHUNK`]). Buffers are written in the order
-//! they were handed over; at most [`IN_FLIGHT`] wait, so a slow disk holds the exporter back instead of filling
-//! memory. A regular file is written with `O_DIRECT` where the system allows it (see [`Target`]): straight from an
-//! aligned staging buffer to the disk, with no page-cache copy on the cores that make the text. Otherwise, every
-//! [`SYNC_EVERY`] bytes of a file a third thread syncs the file's data (`fdatasync`) behind the writer, so that the
-//! disk writes while the next text is made rather than all at the end. At the end the writer syncs every file, so
-//! the output is on the disk when the export returns (as `--to lcm`'s is). A write error stops all writing; it is
-//! reported by the next call, with the file's path.
+//! Exporters hand the sink whole buffers ([`Sink::send`]) or small pieces ([`Sink::write`]). A regular file is
+//! written with `O_DIRECT` where the system allows it (see [`Target`]): the caller's bytes are copied into the
+//! file's aligned staging block ([`Block`]), and each full block goes to the writer thread and from it straight
+//! to the disk, with no page-cache copy on the cores that make the text; the caller keeps its buffer (emptied),
+//! so the buffers the text is made in stay the same few, already in memory, and only the blocks travel. For any
+//! other file `send` swaps the caller's buffer for an empty one the writer thread has finished with (nothing is
+//! copied), and small writes are gathered per file into pieces of about [`OUT_CHUNK`]. Bytes are written in the
+//! order they were handed over; at most [`IN_FLIGHT`] buffers or blocks wait, so a slow disk holds the exporter
+//! back instead of filling memory. Every [`SYNC_EVERY`] bytes of a file written through the page cache a third
+//! thread syncs the file's data (`fdatasync`) behind the writer, so that the disk writes while the next text is
+//! made rather than all at the end. At the end the writer syncs every file, so the output is on the disk when the
+//! export returns (as `--to lcm`'s is). A write error stops all writing; it is reported by the next call, with
+//! the file's path.
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -35,7 +38,13 @@ const SPARES: usize = 96;
 enum Msg {
     Open(Target),
     Data(usize, Vec<u8>),
+    /// A staging block of a file written with `O_DIRECT`: full, or the file's last (`true`).
+    Block(usize, Block, bool),
 }
+
+/// Staging blocks made for a sink's files written with `O_DIRECT`, at most, beyond one per file: those on their way
+/// to the disk. When all are, the caller's thread waits for the writer to be done with one.
+const SPARE_BLOCKS: usize = 4;
 
 /// Files written on one writer thread, in the order their bytes were handed over.
 pub(crate) struct Sink {
@@ -48,6 +57,11 @@ pub(crate) struct Sink {
     thread: Option<JoinHandle<Result<(), (usize, io::Error)>>>,
     /// The files, when no writer thread could be started and they are written on the caller's thread.
     inline: Vec<Target>,
+    /// Per file written with `O_DIRECT`: the staging block being filled.
+    blocks: Vec<Option<Block>>,
+    /// Blocks the writer thread is done with, and how many have been made.
+    free_blocks: Receiver<Block>,
+    blocks_made: usize,
 }
 
 impl Sink {
@@ -55,6 +69,7 @@ impl Sink {
     pub(crate) fn new() -> Sink {
         let (tx, rx) = sync_channel::<Msg>(IN_FLIGHT);
         let (spare_tx, spare) = sync_channel::<Vec<u8>>(SPARES);
+        let (block_tx, free_blocks) = sync_channel::<Block>(DIRECT_FILES + SPARE_BLOCKS);
         let failed = Arc::new(AtomicBool::new(false));
         let flag = failed.clone();
         let thread = std::thread::Builder::new()
@@ -99,6 +114,17 @@ impl Sink {
                                 // Full of spares already: this one is dropped.
                                 let _ = spare_tx.try_send(buf);
                             }
+                            Msg::Block(i, mut block, last) => {
+                                if error.is_none() {
+                                    let t = &mut files[i];
+                                    if let Err(e) = t.write_block(&mut block, last) {
+                                        flag.store(true, Ordering::Release);
+                                        error = Some((i, e));
+                                    }
+                                }
+                                block.len = 0;
+                                let _ = block_tx.try_send(block);
+                            }
                         }
                     }
                     drop(sync_tx);
@@ -115,22 +141,69 @@ impl Sink {
                 })
             })
             .ok();
-        Sink { paths: Vec::new(), pending: Vec::new(), tx: thread.as_ref().map(|_| tx), spare, failed, thread, inline: Vec::new() }
+        Sink {
+            paths: Vec::new(),
+            pending: Vec::new(),
+            tx: thread.as_ref().map(|_| tx),
+            spare,
+            failed,
+            thread,
+            inline: Vec::new(),
+            blocks: Vec::new(),
+            free_blocks,
+            blocks_made: 0,
+        }
     }
 
     /// Creates `path` (overwriting it); its number for [`Sink::send`] and [`Sink::write`].
     pub(crate) fn create(&mut self, path: &Path) -> Result<usize, ExportError> {
         let direct = self.paths.len() < DIRECT_FILES;
         let target = Target::create(path, direct).map_err(|e| ExportError::io(path, "creating", e))?;
+        let block = target.direct.is_some().then(|| self.new_block());
         self.paths.push(path.to_path_buf());
         self.pending.push(Vec::new());
+        self.blocks.push(block);
         self.hand_over(Msg::Open(target))?;
         Ok(self.paths.len() - 1)
     }
 
-    /// Hands `buf`'s bytes to file `i` (after any bytes written before) and leaves `buf` empty.
+    /// A staging block: one the writer is done with, a new one, or (when as many are on their way to the disk as
+    /// may be) the next the writer is done with.
+    fn new_block(&mut self) -> Block {
+        if let Ok(b) = self.free_blocks.try_recv() {
+            return b;
+        }
+        if self.blocks_made < DIRECT_FILES + SPARE_BLOCKS || self.tx.is_none() {
+            self.blocks_made += 1;
+            return Block::new();
+        }
+        // (No writer thread left: its error comes with the next hand-over.)
+        self.free_blocks.recv().unwrap_or_else(|_| Block::new())
+    }
+
+    /// Copies `data` into file `i`'s staging blocks, handing each full one over.
+    fn stage(&mut self, i: usize, mut data: &[u8]) -> Result<(), ExportError> {
+        while !data.is_empty() {
+            let block = self.blocks[i].as_mut().expect("a file written with O_DIRECT");
+            data = &data[block.put(data)..];
+            if block.len == STAGE {
+                let next = self.new_block();
+                let full = self.blocks[i].replace(next).expect("a file written with O_DIRECT");
+                self.hand_over(Msg::Block(i, full, false))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands `buf`'s bytes to file `i` (after any bytes written before) and leaves `buf` empty (for a file written
+    /// with `O_DIRECT` the same buffer, its bytes copied into the staging block; otherwise another).
     pub(crate) fn send(&mut self, i: usize, buf: &mut Vec<u8>) -> Result<(), ExportError> {
         if buf.is_empty() {
+            return Ok(());
+        }
+        if self.blocks[i].is_some() {
+            self.stage(i, buf)?;
+            buf.clear();
             return Ok(());
         }
         // Small writes before it go first, on their own: `buf` (an MCAP chunk, a batch's text) is not copied
@@ -143,6 +216,9 @@ impl Sink {
 
     /// Appends `bytes` to file `i` (handed over in pieces of about [`OUT_CHUNK`]).
     pub(crate) fn write(&mut self, i: usize, bytes: &[u8]) -> Result<(), ExportError> {
+        if self.blocks[i].is_some() {
+            return self.stage(i, bytes);
+        }
         self.pending[i].extend_from_slice(bytes);
         if self.pending[i].len() >= OUT_CHUNK {
             self.flush_file(i)?;
@@ -171,6 +247,9 @@ impl Sink {
                     Ok(())
                 }
                 Msg::Data(i, buf) => self.inline[i].write(&buf).map_err(|e| ExportError::io(&self.paths[i], "writing", e)),
+                Msg::Block(i, mut block, last) => {
+                    self.inline[i].write_block(&mut block, last).map_err(|e| ExportError::io(&self.paths[i], "writing", e))
+                }
             };
         };
         if tx.send(msg).is_err() {
@@ -199,6 +278,9 @@ impl Sink {
     pub(crate) fn finish(mut self) -> Result<(), ExportError> {
         for i in 0..self.pending.len() {
             self.flush_file(i)?;
+            if let Some(block) = self.blocks[i].take() {
+                self.hand_over(Msg::Block(i, block, true))?;
+            }
         }
         if self.failed.load(Ordering::Acquire) {
             return Err(self.stop());
@@ -219,41 +301,59 @@ impl Sink {
     }
 }
 
+/// One output file, as the writer thread writes it.
+///
+/// A regular file is written with `O_DIRECT` where the system allows it: the bytes go from aligned staging blocks
+/// ([`Block`], filled on the caller's thread) to the disk without a copy into the page cache. On this project's
+/// 2-vCPU VM, writing 355 MB of MCAP through the page cache took as much CPU again as a third of making the text
+/// (the copy, page allocation and accounting, then writeback), on the cores that make the text; bypassing it
+/// leaves the disk's DMA doing the work. The last, partial block is written padded to [`ALIGN`] and the file cut
+/// back to its length. Anything else (a pipe, `/dev/null`, a file system that refuses `O_DIRECT`, a sink's files
+/// beyond the first [`DIRECT_FILES`]) is written through the page cache, as before.
+pub(crate) struct Target {
+    file: File,
+    /// Bytes written since the last sync behind the writer (page-cache writes only).
+    unsynced: usize,
+    /// Of a file written with `O_DIRECT`: bytes written, and where to reopen it through the page cache if a write
+    /// is refused.
+    direct: Option<Direct>,
+}
+
+struct Direct {
+    written: u64,
+    path: PathBuf,
+}
+
 /// Alignment (of memory, file offsets and lengths) for writes that bypass the page cache.
 const ALIGN: usize = 4096;
-/// Bytes gathered for one write that bypasses the page cache (a multiple of [`ALIGN`]).
+/// Bytes of a staging block: written to the disk in one `O_DIRECT` write (a multiple of [`ALIGN`]).
 const STAGE: usize = 4 << 20;
 /// Files of one sink written with `O_DIRECT`, at most (the first ones created): each holds a staging block, and a
 /// CSV export of a log with hundreds of channels would otherwise hold hundreds of them.
 const DIRECT_FILES: usize = 8;
 
-/// One output file, as the writer thread writes it.
-///
-/// A regular file is written with `O_DIRECT` where the system allows it: the bytes go from a staging buffer to
-/// the disk without a copy into the page cache. On this project's 2-vCPU VM, writing 355 MB of MCAP through the
-/// page cache took as much CPU again as a third of making the text (the copy, page allocation and accounting,
-/// then writeback), on the cores that make the text; bypassing it leaves the disk's DMA doing the work. Bytes are
-/// gathered into aligned blocks of [`STAGE`]; the last, partial block is written padded to [`ALIGN`] and the file
-/// cut back to its length. Anything else (a pipe, `/dev/null`, a file system that refuses `O_DIRECT`, a sink's
-/// files beyond the first [`DIRECT_FILES`]) is written through the page cache, as before.
-pub(crate) struct Target {
-    file: File,
-    /// Bytes written since the last sync behind the writer (page-cache writes only).
-    unsynced: usize,
-    /// The staging buffer of a file written with `O_DIRECT`.
-    direct: Option<Staging>,
-}
-
-struct Staging {
+/// A staging block for a file written with `O_DIRECT`: [`STAGE`] bytes at an aligned address, `len` of them filled.
+pub(crate) struct Block {
     buf: Vec<u8>,
     /// Where the aligned block starts in `buf`.
     at: usize,
-    /// Bytes gathered in the block.
     len: usize,
-    /// Bytes of the file written before the block.
-    written: u64,
-    /// Where to reopen the file through the page cache if a write with `O_DIRECT` is refused.
-    path: PathBuf,
+}
+
+impl Block {
+    fn new() -> Block {
+        let buf = vec![0u8; STAGE + ALIGN];
+        let at = buf.as_ptr().addr().wrapping_neg() % ALIGN;
+        Block { buf, at, len: 0 }
+    }
+
+    /// Copies as much of `data` as fits; how much.
+    fn put(&mut self, data: &[u8]) -> usize {
+        let n = (STAGE - self.len).min(data.len());
+        self.buf[self.at + self.len..self.at + self.len + n].copy_from_slice(&data[..n]);
+        self.len += n;
+        n
+    }
 }
 
 impl Target {
@@ -262,84 +362,68 @@ impl Target {
         let file = File::create(path)?;
         let direct = if direct && file.metadata()?.is_file() { open_direct(path) } else { None };
         Ok(match direct {
-            Some((file, staging)) => Target { file, unsynced: 0, direct: Some(staging) },
+            Some(file) => Target { file, unsynced: 0, direct: Some(Direct { written: 0, path: path.to_path_buf() }) },
             None => Target { file, unsynced: 0, direct: None },
         })
     }
 
-    fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
-        while !data.is_empty() {
-            let Some(st) = &mut self.direct else {
-                self.unsynced += data.len();
-                return self.file.write_all(data);
-            };
-            let n = (STAGE - st.len).min(data.len());
-            st.buf[st.at + st.len..st.at + st.len + n].copy_from_slice(&data[..n]);
-            st.len += n;
-            data = &data[n..];
-            if st.len == STAGE {
-                self.write_block(STAGE)?;
-            }
-        }
-        Ok(())
+    /// Writes `data` through the page cache.
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.unsynced += data.len();
+        self.file.write_all(data)
     }
 
-    /// Writes the staged block's first `len` bytes (a multiple of [`ALIGN`]) and empties the block.
-    fn write_block(&mut self, len: usize) -> io::Result<()> {
-        let Some(st) = &mut self.direct else { return Ok(()) };
-        match self.file.write_all(&st.buf[st.at..st.at + len]) {
+    /// Writes a staging block's bytes: with `O_DIRECT` (the last block padded to [`ALIGN`] and the file cut back to
+    /// its length), or through the page cache if the file is not (or no longer) written so.
+    fn write_block(&mut self, block: &mut Block, last: bool) -> io::Result<()> {
+        let Some(d) = &mut self.direct else {
+            return self.write(&block.buf[block.at..block.at + block.len]);
+        };
+        if block.len == 0 {
+            return Ok(());
+        }
+        let padded = block.len.next_multiple_of(ALIGN);
+        block.buf[block.at + block.len..block.at + padded].fill(0);
+        match self.file.write_all(&block.buf[block.at..block.at + padded]) {
             Ok(()) => {
-                st.written += st.len as u64;
-                st.len = 0;
+                d.written += block.len as u64;
+                if last {
+                    // The padding cut off.
+                    self.file.set_len(d.written)?;
+                }
                 Ok(())
             }
             // Refused (a file system without O_DIRECT for these sizes): the rest through the page cache, from
             // where the direct writes ended (a partial direct write is rewritten).
             Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
-                let st = self.direct.take().expect("staging");
-                let mut file = std::fs::OpenOptions::new().write(true).open(&st.path)?;
-                file.seek(SeekFrom::Start(st.written))?;
-                file.write_all(&st.buf[st.at..st.at + st.len])?;
-                file.set_len(st.written + st.len as u64)?;
+                let d = self.direct.take().expect("direct");
+                let mut file = std::fs::OpenOptions::new().write(true).open(&d.path)?;
+                file.seek(SeekFrom::Start(d.written))?;
+                file.write_all(&block.buf[block.at..block.at + block.len])?;
+                file.set_len(d.written + block.len as u64)?;
                 self.file = file;
-                self.unsynced = st.len;
+                self.unsynced = block.len;
                 Ok(())
             }
             Err(e) => Err(e),
         }
     }
 
-    /// Writes what is staged and syncs the file (`fdatasync`).
+    /// Syncs the file (`fdatasync`).
     fn finish(&mut self) -> io::Result<()> {
-        if let Some(st) = &mut self.direct {
-            if st.len > 0 {
-                let (len, end) = (st.len, st.written + st.len as u64);
-                let padded = len.next_multiple_of(ALIGN);
-                st.buf[st.at + len..st.at + padded].fill(0);
-                self.write_block(padded)?;
-                // The padding cut off (a file reopened through the page cache has its length already).
-                if self.direct.is_some() {
-                    self.file.set_len(end)?;
-                }
-            }
-        }
         sync(&self.file)
     }
 }
 
-/// `path` (just created, empty) opened again with `O_DIRECT`, and its staging buffer; `None` where the system
-/// does not allow it.
+/// `path` (just created, empty) opened again with `O_DIRECT`; `None` where the system does not allow it.
 #[cfg(target_os = "linux")]
-fn open_direct(path: &Path) -> Option<(File, Staging)> {
+fn open_direct(path: &Path) -> Option<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(path).ok()?;
-    let buf = vec![0u8; STAGE + ALIGN];
-    let at = buf.as_ptr().align_offset(ALIGN);
-    (at < ALIGN).then(|| (file, Staging { buf, at, len: 0, written: 0, path: path.to_path_buf() }))
+    std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(path).ok()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn open_direct(_: &Path) -> Option<(File, Staging)> {
+fn open_direct(_: &Path) -> Option<File> {
     None
 }
 
@@ -399,25 +483,32 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// Pieces of every kind of size (around the alignment, across staging blocks) through one file's target.
-    fn write_pieces(t: &mut Target) -> Vec<u8> {
+    /// Pieces of every kind of size (around the alignment, across staging blocks) to file `f`, sent whole and
+    /// written in pieces by turns; the bytes written.
+    fn write_pieces(s: &mut Sink, f: usize) -> Vec<u8> {
         let mut want = Vec::new();
         for k in 0..40usize {
             let n = [1, 4095, 4096, 4097, 700_000, STAGE - 3, 3, STAGE + 5][k % 8] / (1 + k / 8);
-            let piece: Vec<u8> = (0..n).map(|x| (x * 31 + k) as u8).collect();
-            t.write(&piece).unwrap();
+            let mut piece: Vec<u8> = (0..n).map(|x| (x * 31 + k) as u8).collect();
             want.extend_from_slice(&piece);
+            if k % 3 == 0 {
+                s.write(f, &piece).unwrap();
+            } else {
+                s.send(f, &mut piece).unwrap();
+                assert!(piece.is_empty());
+            }
         }
-        t.finish().unwrap();
         want
     }
 
     #[test]
     fn direct_writes_keep_every_byte_and_the_length() {
         let path = std::env::temp_dir().join(format!("nerve-sink-direct-{}", std::process::id()));
-        let mut t = Target::create(&path, true).unwrap();
-        let direct = t.direct.is_some();
-        let want = write_pieces(&mut t);
+        let mut s = Sink::new();
+        let f = s.create(&path).unwrap();
+        let direct = s.blocks[f].is_some();
+        let want = write_pieces(&mut s, f);
+        s.finish().unwrap();
         let got = std::fs::read(&path).unwrap();
         assert_eq!(got.len(), want.len(), "direct: {direct}");
         assert!(got == want, "direct: {direct}");
@@ -427,20 +518,21 @@ mod tests {
     #[test]
     fn a_refused_direct_write_goes_on_through_the_page_cache() {
         let path = std::env::temp_dir().join(format!("nerve-sink-refused-{}", std::process::id()));
-        let mut t = Target::create(&path, true).unwrap();
-        // A block that starts off the alignment: the kernel refuses it (EINVAL), as a file system without
+        let mut s = Sink::new();
+        let f = s.create(&path).unwrap();
+        // A first block that starts off the alignment: the kernel refuses it (EINVAL), as a file system without
         // O_DIRECT for that size would.
-        if let Some(st) = &mut t.direct {
-            // (`buf` has `ALIGN` bytes beyond a block from any aligned start.)
-            st.at += 1;
-        } else {
+        let Some(block) = &mut s.blocks[f] else {
             // No O_DIRECT here: nothing to refuse.
             let _ = std::fs::remove_file(&path);
             return;
-        }
-        let want = write_pieces(&mut t);
+        };
+        // (`buf` has `ALIGN` bytes beyond a block from any aligned start.)
+        block.at += 1;
+        let want = write_pieces(&mut s, f);
+        s.finish().unwrap();
         // (A file system that takes misaligned direct writes, as tmpfs may, refuses nothing: the bytes still hold.)
-        assert!(std::fs::read(&path).unwrap() == want, "refused: {}", t.direct.is_none());
+        assert!(std::fs::read(&path).unwrap() == want);
         let _ = std::fs::remove_file(&path);
     }
 
