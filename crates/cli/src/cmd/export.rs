@@ -106,33 +106,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let stats: ExportStats = match args.to {
-        Format::Mcap => McapExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| -> anyhow::Result<()> {
-            while let Some(ev) = reader.next_event()? {
-                if wanted(&ev) {
-                    export(&ev)?;
-                }
-                let pos = ev.offset + ev.encoded_len();
-                tick(bar.as_ref(), pos);
+    // Hands the wanted events of `from` to an exporter (`base`: where this pass starts on the progress bar).
+    let mut feed = |from: &mut LogReader<std::fs::File>, base: u64, export: &mut Feed<'_>| -> anyhow::Result<()> {
+        while let Some(ev) = from.next_event()? {
+            if wanted(&ev) {
+                export(&ev)?;
             }
-            Ok(())
-        })?,
+            let pos = base + ev.offset + ev.encoded_len();
+            tick(bar.as_ref(), pos);
+        }
+        Ok(())
+    };
+    let stats: ExportStats = match args.to {
+        Format::Mcap => McapExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| feed(&mut reader, 0, export))?,
         Format::Jsonl => {
             let x = if output.as_os_str() == "-" {
                 JsonlExport::to_writer(Path::new("stdout"), Box::new(std::io::stdout().lock()), &decoder)
             } else {
                 JsonlExport::create(&output, &decoder)?
             };
-            x.run(|export: &mut Feed<'_>| -> anyhow::Result<()> {
-                while let Some(ev) = reader.next_event()? {
-                    if wanted(&ev) {
-                        export(&ev)?;
-                    }
-                    let pos = ev.offset + ev.encoded_len();
-                    tick(bar.as_ref(), pos);
-                }
-                Ok(())
-            })?
+            x.run(|export: &mut Feed<'_>| feed(&mut reader, 0, export))?
         }
         Format::Lcm => {
             let mut w = nerve_log::LogWriter::create(&output, true)?;
@@ -156,19 +149,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let len = reader.len();
             CsvExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| -> anyhow::Result<()> {
                 pass += 1;
-                let (mut again, base) = if pass == 1 { (None, 0) } else { (Some(LogReader::open(&args.log)?), len) };
-                let from = match &mut again {
-                    Some(r) => r,
-                    None => &mut reader,
-                };
-                while let Some(ev) = from.next_event()? {
-                    if wanted(&ev) {
-                        export(&ev)?;
-                    }
-                    let pos = base + ev.offset + ev.encoded_len();
-                    tick(bar.as_ref(), pos);
+                if pass == 1 {
+                    feed(&mut reader, 0, export)
+                } else {
+                    feed(&mut LogReader::open(&args.log)?, len, export)
                 }
-                Ok(())
             })?
         }
     };
