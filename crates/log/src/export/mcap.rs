@@ -7,6 +7,7 @@
 //! the message's sequence number (low 32 bits).
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use nerve_types::dynamic::JsonForm;
@@ -111,6 +112,15 @@ fn channel_record(c: &ChannelRec) -> Vec<u8> {
 /// Each message's type (`None`: raw) and JSON.
 type MessageParts<'d> = Part<Option<&'d Struct>, ()>;
 
+/// A piece of the chunk being made, in order: bytes of `McapExport::chunk` (record headers, schema and channel
+/// records, and messages carried over from a batch before), or a message's JSON in a part of the batch being
+/// written (not copied until the chunk is written out).
+#[derive(Clone)]
+enum Piece {
+    Own(Range<usize>),
+    Json(usize, Range<usize>),
+}
+
 /// Exports to one MCAP file.
 pub struct McapExport<'d> {
     path: PathBuf,
@@ -123,7 +133,10 @@ pub struct McapExport<'d> {
     channels: Vec<ChannelRec>,
     /// LCM channel -> (schema id, MCAP channel id).
     channel_ids: HashMap<String, Vec<(u16, u16)>>,
+    /// The chunk being made: its pieces, the bytes of its own pieces, and its length.
+    pieces: Vec<Piece>,
     chunk: Vec<u8>,
+    chunk_len: usize,
     chunk_start: u64,
     chunk_end: u64,
     chunk_messages: u64,
@@ -152,7 +165,9 @@ impl<'d> McapExport<'d> {
             schema_ids: HashMap::new(),
             channels: Vec::new(),
             channel_ids: HashMap::new(),
+            pieces: Vec::new(),
             chunk: Vec::with_capacity(CHUNK_TARGET + (1 << 16)),
+            chunk_len: 0,
             chunk_start: u64::MAX,
             chunk_end: 0,
             chunk_messages: 0,
@@ -204,20 +219,52 @@ impl<'d> McapExport<'d> {
         r
     }
 
-    /// Writes a transcoded batch's messages, in order.
+    /// Writes a transcoded batch's messages, in order. The chunk's messages are copied once, from the parts into
+    /// the file's buffer, when the chunk is written out; those of a chunk not full yet are kept (copied) here.
     fn write_batch(&mut self, batch: &Batch, parts: &mut [MessageParts<'d>]) -> Result<(), ExportError> {
-        for part in parts {
+        for p in 0..parts.len() {
+            let results = std::mem::take(&mut parts[p].results);
             let mut start = 0;
-            for (i, (key, end)) in part.events.clone().zip(part.results.drain(..)) {
-                self.message(&batch.get(i), key, &part.out[start..end])?;
+            for (i, &(key, end)) in parts[p].events.clone().zip(&results) {
+                self.message(&batch.get(i), key, Piece::Json(p, start..end), parts)?;
                 start = end;
+            }
+            parts[p].results = results;
+            parts[p].results.clear();
+        }
+        for k in 0..self.pieces.len() {
+            if let Piece::Json(p, r) = &self.pieces[k] {
+                let at = self.chunk.len();
+                self.chunk.extend_from_slice(&parts[*p].out[r.clone()]);
+                self.pieces[k] = Piece::Own(at..self.chunk.len());
             }
         }
         Ok(())
     }
 
-    /// Writes one message record (and the schema and channel records it is the first of) into the chunk.
-    fn message(&mut self, ev: &EventRef<'_>, key: Option<&'d Struct>, json: &[u8]) -> Result<(), ExportError> {
+    /// Appends `bytes` to the chunk (to its last piece if that ends where they go).
+    fn own(&mut self, bytes: &[u8]) {
+        let at = self.chunk.len();
+        self.chunk.extend_from_slice(bytes);
+        self.chunk_len += bytes.len();
+        match self.pieces.last_mut() {
+            Some(Piece::Own(r)) if r.end == at => r.end = self.chunk.len(),
+            _ => self.pieces.push(Piece::Own(at..self.chunk.len())),
+        }
+    }
+
+    /// A piece's bytes.
+    fn piece<'a>(&'a self, piece: &Piece, parts: &'a [MessageParts<'d>]) -> &'a [u8] {
+        match piece {
+            Piece::Own(r) => &self.chunk[r.clone()],
+            Piece::Json(p, r) => &parts[*p].out[r.clone()],
+        }
+    }
+
+    /// Writes one message record (its JSON `json`, in `parts`), and the schema and channel records it is the first
+    /// of, into the chunk.
+    fn message(&mut self, ev: &EventRef<'_>, key: Option<&'d Struct>, json: Piece, parts: &[MessageParts<'d>]) -> Result<(), ExportError> {
+        let json_len = self.piece(&json, parts).len();
         let time = (ev.utime.max(0) as u64).saturating_mul(1000);
         if key.is_some() {
             self.stats.decoded += 1;
@@ -236,7 +283,7 @@ impl<'d> McapExport<'d> {
                     None => (RAW_SCHEMA_NAME.to_owned(), raw_schema()),
                 };
                 let rec = SchemaRec { id, name, data };
-                self.chunk.extend_from_slice(&schema_record(&rec));
+                self.own(&schema_record(&rec));
                 self.schemas.push(rec);
                 self.schema_ids.insert(key.map(|s| s.fingerprint), id);
                 id
@@ -253,20 +300,23 @@ impl<'d> McapExport<'d> {
             None => {
                 let id = u16::try_from(self.channels.len() + 1).map_err(|_| self.too_many("channels"))?;
                 let rec = ChannelRec { id, schema_id, topic: channel.clone().into_owned() };
-                self.chunk.extend_from_slice(&channel_record(&rec));
+                self.own(&channel_record(&rec));
                 self.channels.push(rec);
                 self.channel_ids.entry(channel.into_owned()).or_default().push((schema_id, id));
                 id
             }
         };
-        let offset = self.chunk.len() as u64;
-        self.chunk.push(OP_MESSAGE);
-        self.chunk.extend_from_slice(&((22 + json.len()) as u64).to_le_bytes());
-        self.chunk.extend_from_slice(&channel_id.to_le_bytes());
-        self.chunk.extend_from_slice(&(ev.number as u32).to_le_bytes());
-        self.chunk.extend_from_slice(&time.to_le_bytes());
-        self.chunk.extend_from_slice(&time.to_le_bytes());
-        self.chunk.extend_from_slice(json);
+        let offset = self.chunk_len as u64;
+        let mut head = [0u8; 31];
+        head[0] = OP_MESSAGE;
+        head[1..9].copy_from_slice(&((22 + json_len) as u64).to_le_bytes());
+        head[9..11].copy_from_slice(&channel_id.to_le_bytes());
+        head[11..15].copy_from_slice(&(ev.number as u32).to_le_bytes());
+        head[15..23].copy_from_slice(&time.to_le_bytes());
+        head[23..31].copy_from_slice(&time.to_le_bytes());
+        self.own(&head);
+        self.pieces.push(json);
+        self.chunk_len += json_len;
         self.chunk_index.entry(channel_id).or_default().push((time, offset));
         self.chunk_start = self.chunk_start.min(time);
         self.chunk_end = self.chunk_end.max(time);
@@ -275,8 +325,8 @@ impl<'d> McapExport<'d> {
         self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
         self.last_time = self.last_time.max(time);
         self.stats.messages += 1;
-        if self.chunk.len() >= CHUNK_TARGET {
-            self.flush_chunk()?;
+        if self.chunk_len >= CHUNK_TARGET {
+            self.flush_chunk(parts)?;
         }
         Ok(())
     }
@@ -289,23 +339,34 @@ impl<'d> McapExport<'d> {
         )
     }
 
-    fn flush_chunk(&mut self) -> Result<(), ExportError> {
-        if self.chunk.is_empty() {
+    /// Writes out the chunk (its JSON pieces in `parts`) and its message indexes.
+    fn flush_chunk(&mut self, parts: &[MessageParts<'d>]) -> Result<(), ExportError> {
+        if self.chunk_len == 0 {
             return Ok(());
         }
         let (start, end) = if self.chunk_messages == 0 { (0, 0) } else { (self.chunk_start, self.chunk_end) };
-        let crc = crc32fast::hash(&self.chunk);
+        let pieces = std::mem::take(&mut self.pieces);
+        let mut hasher = crc32fast::Hasher::new();
+        for piece in &pieces {
+            hasher.update(self.piece(piece, parts));
+        }
+        let crc = hasher.finalize();
+        let chunk_len = self.chunk_len;
         let chunk_offset = self.pos;
         let mut head = Rec::new(OP_CHUNK);
-        head.u64(start).u64(end).u64(self.chunk.len() as u64).u32(crc).str("").u64(self.chunk.len() as u64);
+        head.u64(start).u64(end).u64(chunk_len as u64).u32(crc).str("").u64(chunk_len as u64);
         let mut head = head.0;
-        let total = (head.len() - 9 + self.chunk.len()) as u64;
+        let total = (head.len() - 9 + chunk_len) as u64;
         head[1..9].copy_from_slice(&total.to_le_bytes());
         self.put(&head)?;
-        let chunk_size = self.chunk.len() as u64;
+        let chunk_size = chunk_len as u64;
+        for piece in &pieces {
+            match piece {
+                Piece::Own(r) => self.out.write(0, &self.chunk[r.clone()])?,
+                Piece::Json(p, r) => self.out.write(0, &parts[*p].out[r.clone()])?,
+            }
+        }
         self.pos += chunk_size;
-        // Handed over whole (the chunk comes back empty, a buffer the writer is done with).
-        self.out.send(0, &mut self.chunk)?;
         let chunk_length = self.pos - chunk_offset;
         let index_start = self.pos;
         let mut index_offsets = Vec::new();
@@ -329,6 +390,9 @@ impl<'d> McapExport<'d> {
             size: chunk_size,
         });
         self.chunk.clear();
+        self.chunk_len = 0;
+        self.pieces = pieces;
+        self.pieces.clear();
         self.chunk_start = u64::MAX;
         self.chunk_end = 0;
         self.chunk_messages = 0;
@@ -341,7 +405,7 @@ impl<'d> McapExport<'d> {
         while let Some(done) = self.pipeline.next_done(workers) {
             self.write_done(done)?;
         }
-        self.flush_chunk()?;
+        self.flush_chunk(&[])?;
         let mut end = Rec::new(OP_DATA_END);
         end.u32(0);
         self.put(&end.done())?;
