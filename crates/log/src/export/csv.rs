@@ -3,11 +3,11 @@
 //! `recv_utime` and `event`. A byte array is one column of hex. Messages no type decodes go to
 //! `CHANNEL.undecoded.csv`-style files with `fingerprint`, `data_hex` and `error` columns.
 //!
-//! Variable-length arrays get as many columns as the longest seen, so the header needs every message first: a
-//! first pass ([`CsvExport::scan`]) merges each message's shape (in batches on every core, each thread into shapes
-//! of its own, joined at the end), the second ([`CsvExport::event`]) writes rows (cells beyond a shorter array are
-//! empty). Both passes read the messages' bytes through the transcoder
-//! ([`nerve_types::dynamic::CsvShape`]); no value tree is built.
+//! Variable-length arrays get as many columns as the longest seen, so the header needs every message first:
+//! [`CsvExport::run`] takes the log twice. The first pass merges each message's shape (in batches on the workers,
+//! each thread into shapes of its own, joined at the end), the second writes rows (cells beyond a shorter array are
+//! empty; its first batch is read while the workers finish the first pass). Both passes read the messages' bytes
+//! through the transcoder ([`nerve_types::dynamic::CsvShape`]); no value tree is built.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
