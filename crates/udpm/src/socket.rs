@@ -300,6 +300,9 @@ pub struct Receiver {
 /// See [`Receiver::set_filter`].
 pub type Filter = Box<dyn FnMut(&str, SocketAddr) -> bool + Send>;
 
+/// How many datagrams that make no message a [`Receiver::recv`] that may not wait reads before it returns.
+pub const READ_TURN: usize = 64;
+
 impl Receiver {
     /// Binds `group:port` (shared with other processes), joins the group, and sets the receive buffer. Senders'
     /// sequence numbers are followed, so whole messages that never arrived are counted ([`RecvStats::unseen`]).
@@ -381,7 +384,10 @@ impl Receiver {
     /// messages not yet complete are absorbed on the way.
     ///
     /// The socket is non-blocking: datagrams already queued are drained one `recvfrom` each, and `poll` is called
-    /// only when the queue is empty, so a burst of fragments costs one system call per datagram.
+    /// only when the queue is empty, so a burst of fragments costs one system call per datagram. A call that may
+    /// not wait (`Some(Duration::ZERO)`) returns `None` when the socket is empty, or after [`READ_TURN`] datagrams
+    /// that made no message (fragments, malformed or filtered ones): a caller draining a flood of traffic it does
+    /// not want gets control back, to run its callbacks.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         use std::os::fd::AsFd;
@@ -389,12 +395,17 @@ impl Receiver {
         let deadline = timeout.map(|t| Instant::now() + t);
         // A call that may not wait always reads: it is how a caller drains the socket.
         let may_wait = timeout.is_none_or(|t| !t.is_zero());
+        let mut absorbed = 0;
         loop {
             if !(self.found_empty && may_wait) {
                 match self.recv_datagram() {
                     Ok((n, from)) => {
                         if let Some(m) = self.absorb(from, n) {
                             return Ok(Some(m));
+                        }
+                        absorbed += 1;
+                        if !may_wait && absorbed == READ_TURN {
+                            return Ok(None);
                         }
                         continue;
                     }

@@ -36,3 +36,26 @@ fn unwanted_channels_are_counted_not_delivered_nor_reassembled() {
     assert_eq!(stats.reassembly.completed, 1, "only the wanted big message was put together: {stats:?}");
     assert_eq!(stats.reassembly.dropped_incomplete, 0);
 }
+
+#[test]
+fn a_call_that_may_not_wait_returns_after_a_turn_of_unwanted_datagrams() {
+    let mut cfg = config();
+    cfg.port += 1;
+    let mut rx = Receiver::open(&cfg).unwrap();
+    rx.set_filter(Box::new(|channel, _| channel == "WANT"));
+    let mut tx = Sender::open(&cfg).unwrap();
+    let unwanted = nerve_udpm::READ_TURN + 10;
+    for _ in 0..unwanted {
+        tx.send("NOISE", b"n").unwrap();
+    }
+    tx.send("WANT", b"w").unwrap();
+    std::thread::sleep(Duration::from_millis(100)); // all of it in the socket
+    // The first call reads one turn of noise and gives control back although more is queued ...
+    assert!(rx.recv(Some(Duration::ZERO)).unwrap().is_none());
+    assert_eq!(rx.stats().unwanted, nerve_udpm::READ_TURN as u64);
+    // ... and the next goes on where it stopped.
+    let m = rx.recv(Some(Duration::ZERO)).unwrap().expect("the wanted message after the rest of the noise");
+    assert_eq!(m.channel, "WANT");
+    assert_eq!(rx.stats().unwanted, unwanted as u64);
+    assert!(rx.recv(Some(Duration::ZERO)).unwrap().is_none());
+}

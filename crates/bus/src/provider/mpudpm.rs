@@ -16,7 +16,7 @@ use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
-use super::{Incoming, Provider, ProviderStats, Sink};
+use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
 
@@ -358,7 +358,13 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
         };
         for port in ready {
             let rx = receivers.get_mut(&port).expect("polled receivers exist");
+            let mut turn = 0;
             while let Ok(Some(m)) = rx.recv(Some(Duration::ZERO)) {
+                turn += 1;
+                if turn == DRAIN_TURN {
+                    turn = 0;
+                    sink.drained();
+                }
                 if m.channel == multiport::UPDATE_CHANNEL {
                     if let Ok(update) = Update::decode(&m.payload) {
                         let mut i = shared.interest.lock().expect("interest lock");

@@ -9,7 +9,7 @@ use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
-use super::{Incoming, Provider, ProviderStats, Sink};
+use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
 
 /// How long the self-test may take before receiving is refused (liblcm waits up to 10 s).
@@ -133,8 +133,14 @@ impl Provider for Udpm {
                         got = rx.recv(Some(Duration::ZERO));
                     }
                 }
+                let mut turn = 0;
                 while let Ok(Some(m)) = got {
                     deliver(m);
+                    turn += 1;
+                    if turn == DRAIN_TURN {
+                        turn = 0;
+                        sink.drained();
+                    }
                     got = rx.recv(Some(Duration::ZERO));
                 }
                 *stats.lock().expect("stats lock") = rx.stats();
