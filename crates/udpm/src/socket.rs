@@ -396,8 +396,11 @@ impl Receiver {
         // A call that may not wait always reads: it is how a caller drains the socket.
         let may_wait = timeout.is_none_or(|t| !t.is_zero());
         let mut absorbed = 0;
+        // Whether this call has read the socket: one whose time is up before it could poll must still read once.
+        let mut has_read = false;
         loop {
             if !(self.found_empty && may_wait) {
+                has_read = true;
                 match self.recv_datagram() {
                     Ok((n, from)) => {
                         if let Some(m) = self.absorb(from, n) {
@@ -421,6 +424,10 @@ impl Receiver {
                         // Round up, so a sub-millisecond remainder still waits instead of spinning.
                         let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
                         PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+                    }
+                    _ if !has_read => {
+                        self.found_empty = false;
+                        continue;
                     }
                     _ => return Ok(None),
                 },
