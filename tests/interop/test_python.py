@@ -674,6 +674,25 @@ for _ in range(1000):
     del m
 assert (sys.getrefcount(waypoint_t), sys.getrefcount(path_t)) == rc, "class references"
 
+# freed instances' blocks are reused (lib.rs, SPARE): what is made from a kept block is a complete, tracked
+# instance, references stay balanced, and a message larger than what is kept decodes and frees the same way
+if nerve_lcm.NATIVE and nerve_lcm._native.REUSES_INSTANCES:
+    kept = [path_t.decode(data) for _ in range(2)]
+    ids = {id(w) for m in kept for w in m.waypoints}
+    del kept
+    again = path_t.decode(data)
+    assert {id(w) for w in again.waypoints} <= ids, "blocks reused"
+    assert all(gc.is_tracked(w) and type(w) is waypoint_t for w in again.waypoints)
+    assert [(w.id, w.position) for w in again.waypoints] == [("w%d" % i, (i + 0.5, float(-i))) for i in range(3)]
+    del again
+big = path_t(timestamp=2, num_waypoints=3000,
+             waypoints=[waypoint_t(id="b%d" % i, position=(i, i)) for i in range(3000)]).encode()
+for _ in range(3):
+    m = path_t.decode(big)
+    assert m.waypoints[2999].id == "b2999" and m.encode() == big
+    del m
+assert (sys.getrefcount(waypoint_t), sys.getrefcount(path_t)) == rc, "class references after reuse"
+
 # slot values are released
 s, t = object(), object()
 base = sys.getrefcount(s), sys.getrefcount(t)
