@@ -67,3 +67,27 @@ fn unsubscribing_closes_the_ports_no_subscription_needs() {
     publisher.publish_raw(&ch, b"2").unwrap();
     assert_eq!(again.recv_timeout(Duration::from_secs(5)).map(|m| m.data.clone()), Some(b"2".to_vec()));
 }
+
+#[test]
+fn channels_sharing_a_wanted_port_and_own_messages_are_turned_away_unopened() {
+    let start = 15000 + (std::process::id() % 400) as u16 * 40 + 36;
+    // One port: every channel shares the subscribed channel's port, so only the filter can keep them out.
+    let url = format!("mpudpm://239.255.76.72:{start}?ttl=0&nports=1&recv_buf_size=2097152");
+    let (subscriber, publisher) = (Bus::new(Some(&url)).unwrap(), Bus::new(Some(&url)).unwrap());
+    let wanted = subscriber.subscriber("WANTED", 1000, Overflow::DropOldest).unwrap();
+    for i in 0..100u32 {
+        publisher.publish_raw("OTHER_TRAFFIC", &i.to_be_bytes()).unwrap();
+    }
+    publisher.publish_raw("WANTED", b"x").unwrap();
+    assert!(wanted.recv_timeout(Duration::from_secs(5)).is_some());
+    // The subscriber's own message on its channel is delivered once, in-process; its looped-back datagram is
+    // turned away.
+    subscriber.publish_raw("WANTED", b"own").unwrap();
+    assert_eq!(wanted.recv_timeout(Duration::from_secs(5)).map(|m| m.data.clone()), Some(b"own".to_vec()));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(wanted.try_recv().is_none(), "the own message is not delivered twice");
+    let stats = subscriber.provider_stats();
+    assert!(stats.received < 10, "only WANTED and the protocol's announcements are handed over: {stats:?}");
+    assert!(stats.turned_away >= 101, "OTHER_TRAFFIC and the own datagram are turned away: {stats:?}");
+    assert_eq!(subscriber.unmatched(), stats.turned_away - stats.own_dropped, "{stats:?}");
+}

@@ -86,7 +86,7 @@ pub struct ProviderStats {
     /// Messages this provider published that came back to it and were not handed to the bus (which delivered them
     /// in-process already).
     pub own_dropped: u64,
-    /// Messages read and dropped unopened, neither copied nor reassembled (udpm): this provider's own (also in
+    /// Messages read and dropped unopened, neither copied nor reassembled (udpm, mpudpm): this provider's own (also in
     /// `own_dropped`) and those on channels no subscription here matches (also in [`crate::Bus::unmatched`]).
     pub turned_away: u64,
 }

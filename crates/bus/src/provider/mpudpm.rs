@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nerve_udpm::multiport::{self, Update};
-use nerve_udpm::{Config, Receiver, RecvStats, Sender};
+use nerve_udpm::{Config, Filter, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
@@ -267,7 +267,7 @@ impl Provider for Mpudpm {
         self.shared.listen(&self.config, [self.shared.start])?;
         let (shared, config) = (Arc::clone(&self.shared), self.config.clone());
         *slot = Some(ReceiveThread::spawn("mpudpm", "nerve-mpudpm-rx", move |stop| {
-            receive_loop(&config, &shared, sink.as_ref(), stop)
+            receive_loop(&config, &shared, &sink, stop)
         })?);
         Ok(())
     }
@@ -299,9 +299,12 @@ fn add_socket_stats(s: &mut ProviderStats, r: &RecvStats) {
 /// Closes the sockets of ports no subscription needs any more (the start port's stays: announcements come there),
 /// keeping their counters. Holding `listening` while deciding means a port that a new subscription wants again is
 /// either kept or closed before that subscription opens a socket of its own for it.
-fn close_unwanted(shared: &Shared, receivers: &mut HashMap<u16, Receiver>) {
+fn close_unwanted(shared: &Shared, receivers: &mut HashMap<u16, Receiver>, mut filter: impl FnMut() -> Filter) {
     let mut listening = shared.listening.lock().expect("listening lock");
-    receivers.extend(shared.opened.lock().expect("opened lock").drain(..));
+    receivers.extend(shared.opened.lock().expect("opened lock").drain(..).map(|(port, mut rx)| {
+        rx.set_filter(filter());
+        (port, rx)
+    }));
     let wanted = shared.interest.lock().expect("interest lock").ports.clone();
     let unwanted: Vec<u16> = receivers.keys().copied().filter(|p| *p != shared.start && !wanted.contains(p)).collect();
     if unwanted.is_empty() {
@@ -317,8 +320,18 @@ fn close_unwanted(shared: &Shared, receivers: &mut HashMap<u16, Receiver>) {
     *shared.stats.lock().expect("stats lock") = receivers.values().map(Receiver::stats).collect();
 }
 
-fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &AtomicBool) {
+fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, stop: &AtomicBool) {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+    // As on udpm: our own messages (the bus delivered them in-process already) and channels no subscription matches
+    // are turned away before they are copied or reassembled; other channels share a port with the wanted ones.
+    // The protocol's own channels always pass.
+    let filter = || -> Filter {
+        let (shared, sink) = (Arc::clone(shared), Arc::clone(sink));
+        Box::new(move |channel, from| {
+            multiport::is_internal(channel) || (!shared.own.is_own(from) && sink.wants(channel))
+        })
+    };
 
     let mut receivers: HashMap<u16, Receiver> = HashMap::new();
     // While callbacks wait to run on this thread, poll without blocking (see `Sink::drained`).
@@ -330,7 +343,7 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
         if let Err(err) = shared.listen(config, wanted) {
             eprintln!("nerve: mpudpm: {err}");
         }
-        close_unwanted(shared, &mut receivers);
+        close_unwanted(shared, &mut receivers, filter);
         {
             let mut p = shared.publishing.lock().expect("publishing lock");
             if !p.channels.is_empty() && p.last_announce.is_some_and(|t| t.elapsed() >= ANNOUNCE_EVERY) {
@@ -377,7 +390,8 @@ fn receive_loop(config: &Config, shared: &Shared, sink: &dyn Sink, stop: &Atomic
                     if !p.channels.is_empty() {
                         let _ = p.announce(shared.start, shared.nports);
                     }
-                } else if !multiport::is_internal(&m.channel) && !shared.own.is_own(m.sender) {
+                } else if !multiport::is_internal(&m.channel) {
+                    // not our own: the filter turned those away
                     sink.deliver(Incoming {
                         channel: m.channel,
                         data: m.payload,
