@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use nerve_codec::Reader;
 
-use super::num::{push_f32_text, push_f64_text, push_hex, push_int};
+use super::num::{push_comma_f32_text, push_f64_text, push_hex, push_int};
 use super::plan::{Elem, MemberPlan, Op};
 use super::{decode_err, lens, too_deep, Counts, Transcoder, Walk, SKIP, VALUE};
 use crate::dynamic::{DynError, DynErrorKind, MAX_EMPTY_ELEMENTS};
@@ -131,11 +131,13 @@ fn push_non_finite(out: &mut Vec<u8>, x: f64) {
     });
 }
 
+/// A `float`'s cell after a comma.
 #[inline]
-fn cell_f32(out: &mut Vec<u8>, x: f32) {
+fn comma_cell_f32(out: &mut Vec<u8>, x: f32) {
     if x.is_finite() {
-        push_f32_text(out, x);
+        push_comma_f32_text(out, x);
     } else {
+        out.push(b',');
         push_non_finite(out, f64::from(x));
     }
 }
@@ -171,8 +173,7 @@ fn scalar_cell(p: Primitive, r: &mut Reader<'_>, out: &mut Vec<u8>, write: bool)
         Primitive::Float => {
             let v = r.get_f32().map_err(decode_err)?;
             if write {
-                out.push(b',');
-                cell_f32(out, v);
+                comma_cell_f32(out, v);
             }
             Ok(0)
         }
@@ -320,13 +321,24 @@ impl Walk<'_> {
             (Elem::Struct(si), true) if self.plans.structs[*si].fixed_shape => Some(*si),
             _ => None,
         };
-        for (i, elem) in elems.iter_mut().enumerate().take(n) {
-            if let (Some(si), Node::Struct(_)) = (settled, &*elem) {
-                if self.skip_plain(si, 1, r, depth + 1) {
-                    continue;
-                }
+        // The run of such elements at the front (every one, once a message as long has been merged) read past in
+        // one step; if the bytes are short, the loop below reads them one by one and reports where.
+        let mut first = 0;
+        if let Some(si) = settled {
+            let run = elems.iter().take(n).take_while(|e| matches!(e, Node::Struct(_))).count();
+            if run > 0 && self.skip_plain(si, run, r, depth + 1) {
+                first = run;
             }
+        }
+        for (i, elem) in elems.iter_mut().enumerate().take(n).skip(first) {
             let item = if rest.is_empty() { Item::Elem(&m.elem) } else { Item::Array(m, rest) };
+            if let (Some(si), Node::Struct(_)) = (settled, &*elem) {
+                // (Not plain, with strings in it, or not all there: walked past, not merged.)
+                if !self.skip_plain(si, 1, r, depth + 1) {
+                    self.skip_item(item, r, depth + 1, budget).map_err(|e| e.in_index(i))?;
+                }
+                continue;
+            }
             self.merge_item(elem, item, r, depth + 1, budget).map_err(|e| e.in_index(i))?;
         }
         Ok(())
@@ -506,6 +518,14 @@ fn run_csv_ops(ops: &[Op], data: &[u8], out: &mut Vec<u8>) -> bool {
             }
         }};
     }
+    // (The comma in the same copy as the text.)
+    macro_rules! each_comma {
+        ($bytes:expr, $size:expr, $t:ty, $cell:expr) => {{
+            for c in $bytes.chunks_exact($size) {
+                $cell(&mut *out, <$t>::from_be_bytes(c.try_into().expect("exact chunks")));
+            }
+        }};
+    }
     let mut pos = 0usize;
     for op in ops {
         let (p, n) = match op {
@@ -529,7 +549,7 @@ fn run_csv_ops(ops: &[Op], data: &[u8], out: &mut Vec<u8>) -> bool {
             Primitive::Int32 => each!(bytes, 4, i32, push_int::<i32>),
             Primitive::Int64 => each!(bytes, 8, i64, push_int::<i64>),
             Primitive::Byte => each!(bytes, 1, u8, push_int::<u8>),
-            Primitive::Float => each!(bytes, 4, f32, cell_f32),
+            Primitive::Float => each_comma!(bytes, 4, f32, comma_cell_f32),
             Primitive::Double => each!(bytes, 8, f64, cell_f64),
             Primitive::Boolean => {
                 for &b in bytes {
@@ -577,13 +597,26 @@ fn prim_cells(p: Primitive, n: usize, elems: &[Node], r: &mut Reader<'_>, out: &
             }
         }};
     }
+    // (The comma in the same copy as the text.)
+    macro_rules! bulk_comma {
+        ($size:expr, $t:ty, $cell:expr) => {{
+            let bytes = r.take_array(n, $size).map_err(decode_err)?;
+            for (node, c) in elems.iter().zip(bytes.chunks_exact($size)) {
+                if let Node::Leaf = node {
+                    $cell(&mut *out, <$t>::from_be_bytes(c.try_into().expect("exact chunks")));
+                } else {
+                    node.empties(out);
+                }
+            }
+        }};
+    }
     match p {
         Primitive::Int8 => bulk!(1, i8, push_int::<i8>),
         Primitive::Int16 => bulk!(2, i16, push_int::<i16>),
         Primitive::Int32 => bulk!(4, i32, push_int::<i32>),
         Primitive::Int64 => bulk!(8, i64, push_int::<i64>),
         Primitive::Byte => bulk!(1, u8, push_int::<u8>),
-        Primitive::Float => bulk!(4, f32, cell_f32),
+        Primitive::Float => bulk_comma!(4, f32, comma_cell_f32),
         Primitive::Double => bulk!(8, f64, cell_f64),
         Primitive::Boolean => {
             let bytes = r.take_array(n, 1).map_err(decode_err)?;

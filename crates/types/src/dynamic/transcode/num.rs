@@ -91,6 +91,28 @@ fn push_short(out: &mut Vec<u8>, s: &[u8]) {
     out.truncate(start + n);
 }
 
+/// `,` and a number's text (at most 32 bytes), as [`push_short`] copies it.
+#[inline(always)]
+fn push_comma_short(out: &mut Vec<u8>, s: &[u8]) {
+    let n = s.len();
+    let start = out.len();
+    out.extend_from_slice(&[b','; 33]);
+    let t = &mut out[start + 1..];
+    if n >= 16 {
+        t[..16].copy_from_slice(&s[..16]);
+        t[n - 16..n].copy_from_slice(&s[n - 16..]);
+    } else if n >= 8 {
+        t[..8].copy_from_slice(&s[..8]);
+        t[n - 8..n].copy_from_slice(&s[n - 8..]);
+    } else if n >= 4 {
+        t[..4].copy_from_slice(&s[..4]);
+        t[n - 4..n].copy_from_slice(&s[n - 4..]);
+    } else {
+        t[..n].copy_from_slice(s);
+    }
+    out.truncate(start + 1 + n);
+}
+
 /// Whether `zmij`'s text for a finite `f32` is surely Nerve's: inside this band of magnitudes both write it
 /// plainly (`zmij` for shortest digits with a decimal exponent in `-6..=12`, Nerve for magnitudes in `[1e-5,
 /// 1e16)`; the margins keep a value just under a power of ten whose shortest digits round up to it inside both),
@@ -117,6 +139,19 @@ pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
         push_short(out, zmij::Buffer::new().format_finite(x).as_bytes());
     } else {
         push_f32_text_schubfach(out, x);
+    }
+}
+
+/// `,` and a finite `f32` as Nerve's float text (a CSV cell after another): [`push_f32_text`] with the comma in
+/// the same copy.
+#[inline]
+pub(crate) fn push_comma_f32_text(out: &mut Vec<u8>, x: f32) {
+    let mag = x.to_bits() & 0x7fff_ffff;
+    if zmij_f32_agrees(mag) {
+        push_comma_short(out, zmij::Buffer::new().format_finite(x).as_bytes());
+    } else {
+        out.push(b',');
+        push_f32_text(out, x);
     }
 }
 
@@ -722,6 +757,7 @@ mod tests {
         if x.is_finite() {
             let old = old_f32(x);
             assert_eq!(new(push_f32_text, x), old, "f32 text {x:e} ({:#x})", x.to_bits());
+            assert_eq!(new(push_comma_f32_text, x), format!(",{old}"), "f32 cell {x:e} ({:#x})", x.to_bits());
             assert_eq!(new(push_f32_json, x), json_of(x, old), "f32 json {x:e} ({:#x})", x.to_bits());
         }
     }
@@ -781,7 +817,23 @@ mod tests {
             let mut v = b"[".to_vec();
             push_short(&mut v, &text[..n]);
             assert_eq!(v[1..], text[..n], "{n}");
+            let mut v = b"[".to_vec();
+            push_comma_short(&mut v, &text[..n]);
+            assert_eq!(v[..2], *b"[,", "{n}");
+            assert_eq!(v[2..], text[..n], "{n}");
         }
+    }
+
+    #[test]
+    fn integers_of_every_length() {
+        let mut v = b"[".to_vec();
+        let mut want = String::from("[");
+        for x in [0i64, 7, -7, 42, 99_999, -1_000_000, i64::from(i32::MIN), i64::from(u32::MAX), i64::MAX, i64::MIN] {
+            push_int(&mut v, x);
+            v.push(b',');
+            want.push_str(&format!("{x},"));
+        }
+        assert_eq!(String::from_utf8(v).unwrap(), want);
     }
 
     #[test]

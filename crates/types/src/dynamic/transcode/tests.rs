@@ -329,3 +329,38 @@ fn nested_plain_structs_meet_the_depth_limit_as_the_tree_does() {
         }
     }
 }
+
+#[test]
+fn csv_columns_of_plain_struct_arrays_grow_past_those_merged() {
+    // Arrays of a plain struct: the elements a message as long has merged already are read past in one step.
+    let reg = registry("struct pt_t { float x; int32_t i; } struct t_t { int32_t n; pt_t ps[n]; int8_t tail; }");
+    let ty = TypeName::parse("t_t");
+    let enc = |n: usize| {
+        let ps: Vec<String> = (0..n).map(|k| format!(r#"{{"x": {k}.5, "i": {k}}}"#)).collect();
+        reg.encode(&ty, &reg.from_json(&ty, &format!(r#"{{"n": {n}, "ps": [{}], "tail": 7}}"#, ps.join(","))).unwrap()).unwrap()
+    };
+    let t = Transcoder::new(reg.clone());
+    let mut shape = CsvShape::new();
+    for n in [3, 2, 0, 5, 4] {
+        t.csv_merge(&enc(n), &mut shape).unwrap();
+    }
+    let mut want = vec!["n".to_owned()];
+    for k in 0..5 {
+        want.extend([format!("ps[{k}].x"), format!("ps[{k}].i")]);
+    }
+    want.push("tail".into());
+    assert_eq!(shape.columns(), want);
+    // Short of bytes inside or past the merged elements: the tree decoder's error, and the shape as it was.
+    for n in [4usize, 6] {
+        let msg = enc(n);
+        for cut in [1, 5, 9] {
+            let short = &msg[..msg.len() - cut];
+            let before = shape.clone();
+            assert_eq!(t.csv_merge(short, &mut shape).err(), t.registry().decode(short).err(), "{n} {cut}");
+            assert_eq!(shape, before);
+        }
+    }
+    let mut row = Vec::new();
+    t.csv_row(&enc(2), &shape, &mut row).unwrap();
+    assert_eq!(std::str::from_utf8(&row).unwrap(), ",2,0.5,0,1.5,1,,,,,,,7");
+}
