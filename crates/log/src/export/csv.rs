@@ -5,7 +5,8 @@
 //!
 //! Variable-length arrays get as many columns as the longest seen, so the header needs every message first:
 //! [`CsvExport::run`] takes the log twice. The first pass merges each message's shape (in batches on the workers,
-//! each thread into shapes of its own, joined at the end), the second writes rows (cells beyond a shorter array are
+//! each thread into shapes of its own, joined at the end; a big message of a table already seen on the caller's
+//! thread, which costs less than copying it into a batch), the second writes rows (cells beyond a shorter array are
 //! empty; its first batch is read while the workers finish the first pass). Both passes read the messages' bytes
 //! through the transcoder ([`nerve_types::dynamic::CsvShape`]); no value tree is built.
 
@@ -31,6 +32,10 @@ fn push_text(out: &mut Vec<u8>, s: &str) {
         out.extend_from_slice(s.as_bytes());
     }
 }
+
+/// Messages of at least this many bytes are walked in the first pass on the caller's thread once their table is
+/// known (see [`CsvExport::scan_inline`]).
+pub(crate) const INLINE_SCAN_BYTES: usize = 64 << 10;
 
 /// Which file a message goes to: its channel and its type (`None`: undecoded).
 type Key = (String, Option<u64>);
@@ -74,6 +79,9 @@ pub struct CsvExport<'d> {
     rows: Pipeline<'d, Row, TableRows>,
     /// The first pass's batches; the parts' states are the columns learnt so far on the workers.
     scan: Pipeline<'d, Option<&'d Struct>, HashMap<Key, CsvShape>>,
+    /// The columns learnt on this thread in the first pass (big messages of tables already seen: see
+    /// [`CsvExport::scan_inline`]).
+    inline_shapes: HashMap<Key, CsvShape>,
     /// Whether the first pass has ended and the files are open.
     opened: bool,
     stats: ExportStats,
@@ -104,6 +112,7 @@ impl<'d> CsvExport<'d> {
             order: Vec::new(),
             rows: Pipeline::default(),
             scan: Pipeline::default(),
+            inline_shapes: HashMap::new(),
             opened: false,
             stats: ExportStats::default(),
         })
@@ -128,8 +137,11 @@ impl<'d> CsvExport<'d> {
         })
     }
 
-    /// First pass: learns the columns `ev` needs (with the batch it joins).
+    /// First pass: learns the columns `ev` needs (with the batch it joins, or here: see [`CsvExport::scan_inline`]).
     fn scan(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) {
+        if self.scan_inline(ev) {
+            return;
+        }
         let decoder = self.decoder;
         let work = || scan_work(decoder);
         if self.scan.push(ev, workers, work) {
@@ -137,6 +149,24 @@ impl<'d> CsvExport<'d> {
                 self.scanned(done);
             }
         }
+    }
+
+    /// Learns the columns of a big message of a table the first pass has seen already on this thread, instead of
+    /// copying it into a batch for the workers (for an image, the copy cost far more than the walk): such a
+    /// message adds no table, so the order of the files is as the workers would have made it. `false` (nothing
+    /// learnt) for a small message, a table not seen yet, or a message that does not decode, which goes to the
+    /// workers as any other (to give its channel's raw table its place in the order).
+    fn scan_inline(&mut self, ev: &EventRef<'_>) -> bool {
+        if ev.data.len() < INLINE_SCAN_BYTES {
+            return false;
+        }
+        let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) else { return false };
+        let key = (ev.channel().into_owned(), Some(st.fingerprint));
+        if !self.tables.contains_key(&key) {
+            return false;
+        }
+        // (A message that does not decode changes no shape, and an empty one adds no columns when joined.)
+        t.csv_merge(ev.data, self.inline_shapes.entry(key).or_default()).is_ok()
     }
 
     /// Gives the tables of a batch walked on the workers their places in the file order, in the order of the events
@@ -164,10 +194,9 @@ impl<'d> CsvExport<'d> {
             self.scanned(done);
         }
         let shapes = Arc::make_mut(&mut self.shapes);
-        for part in self.scan.parts_mut() {
-            for (key, shape) in part.state.drain() {
-                shapes.get_mut(&key).expect("a table for every shape learnt").absorb(shape);
-            }
+        let inline = self.inline_shapes.drain();
+        for (key, shape) in self.scan.parts_mut().flat_map(|part| part.state.drain()).chain(inline) {
+            shapes.get_mut(&key).expect("a table for every shape learnt").absorb(shape);
         }
     }
 

@@ -454,3 +454,69 @@ fn transcoder_matches_the_tree_path_on_the_corpus_and_seed_types() {
         flat_and_csv_agree_with_the_tree_path(reg);
     }
 }
+
+#[test]
+fn csv_columns_of_big_messages_learnt_on_the_callers_thread_are_every_columns() {
+    // Big messages of a table the first pass has seen are walked on the caller's thread, not in batches: the
+    // columns they need, the order of the files and a big message that does not decode are as for any other.
+    let src = Source { path: "b.lcm".into(), text: "package b; struct big_t { int32_t n; float r[n]; int8_t k; }".into() };
+    let reg = Registry::new(check(&[src], &[]).unwrap().schema);
+    let ty = TypeName::parse("b.big_t");
+    let enc = |n: usize| {
+        let r: Vec<String> = (0..n).map(|i| format!("{}.25", i % 1000)).collect();
+        reg.encode(&ty, &from_json(reg.schema(), &ty, &format!(r#"{{"n": {n}, "r": [{}], "k": 3}}"#, r.join(","))).unwrap())
+            .unwrap()
+    };
+    let sizes = [20_000usize, 17_000, 31_000, 16_500, 25_000];
+    let bigs: Vec<Vec<u8>> = sizes.iter().map(|&n| enc(n)).collect();
+    assert!(bigs.iter().all(|b| b.len() >= super::csv::INLINE_SCAN_BYTES));
+    let broken = &bigs[2][..bigs[2].len() - 1];
+    let mut w = LogWriter::new(Vec::new());
+    let mut valid = Vec::new();
+    for i in 0..200usize {
+        match i {
+            180 => w.write_event(i as i64, "BIG", broken).unwrap(),
+            90 | 190 => w.write_event(i as i64, "OTHER", &bigs[0]).unwrap(),
+            _ => {
+                // (The longest only after the first batches: its columns are learnt on this thread.)
+                let b = &bigs[if i < 60 { i % 2 } else { i % 5 }];
+                w.write_event(i as i64, "BIG", b).unwrap();
+                valid.push((i, b));
+            }
+        }
+    }
+    let log = w.into_inner();
+    assert!(log.len() > 3 * super::batch::BATCH_BYTES);
+    let dec = Decoder::new(Some(reg));
+    let mut r = LogReader::new(Cursor::new(log)).unwrap();
+    let mut evs = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        evs.push(e.to_owned());
+    }
+    let dir = tmp("csv-big");
+    let out = dir.join("csv");
+    let stats = CsvExport::create(&out, &dec).unwrap().run(|export: &mut Feed<'_>| feed_all(&evs, export)).unwrap();
+    assert_eq!((stats.messages, stats.undecoded), (200, 1));
+    let mut files: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["BIG.b.big_t.csv", "BIG.undecoded.csv", "OTHER.csv"]);
+    let t = dec.transcoder().unwrap();
+    let mut shape = nerve_types::dynamic::CsvShape::new();
+    for b in &bigs {
+        t.csv_merge(b, &mut shape).unwrap();
+    }
+    let text = std::fs::read_to_string(out.join("BIG.b.big_t.csv")).unwrap();
+    let (header, rows) = text.split_once('\n').unwrap();
+    assert_eq!(header.split(',').count(), 2 + shape.columns().len());
+    assert_eq!(shape.columns().len(), 1 + 31_000 + 1);
+    let mut want = Vec::new();
+    for (i, b) in valid {
+        want.extend_from_slice(format!("{i},{i}").as_bytes());
+        t.csv_row(b, &shape, &mut want).unwrap();
+        want.push(b'\n');
+    }
+    assert!(rows.as_bytes() == want, "the BIG rows differ from the events' own");
+    assert_eq!(std::fs::read_to_string(out.join("BIG.undecoded.csv")).unwrap().lines().count(), 1 + 1);
+    assert_eq!(std::fs::read_to_string(out.join("OTHER.csv")).unwrap().lines().count(), 1 + 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
