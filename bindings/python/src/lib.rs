@@ -456,7 +456,7 @@ fn build_plan(
                 if !sub.hasattr("_nerve_classes").map_err(e)? {
                     return Err(()); // an enum or a foreign class: pure Python
                 }
-                let sub_min = plan_min(py, sub)?;
+                let sub_min = plan_min(sub)?;
                 if !dims.is_empty() && sub_min == 0 {
                     return Err(()); // arrays of zero-size structs: the pure code's slack rule applies
                 }
@@ -537,8 +537,8 @@ fn build_plan(
 
 /// The least encoded size of a class, computed from its Python description (recursion stops at a cycle: a cycle
 /// can only go through arrays, whose least size is 0 when variable).
-fn plan_min(py: Python<'_>, cls: &Bound<'_, PyType>) -> Result<usize, ()> {
-    fn go(py: Python<'_>, cls: &Bound<'_, PyType>, stack: &mut Vec<usize>) -> Result<usize, ()> {
+fn plan_min(cls: &Bound<'_, PyType>) -> Result<usize, ()> {
+    fn go(cls: &Bound<'_, PyType>, stack: &mut Vec<usize>) -> Result<usize, ()> {
         let e = |_| ();
         let key = cls.as_ptr() as usize;
         if stack.contains(&key) || stack.len() > 64 {
@@ -565,7 +565,7 @@ fn plan_min(py: Python<'_>, cls: &Bound<'_, PyType>) -> Result<usize, ()> {
                     if !sub.hasattr("_nerve_classes").map_err(e)? {
                         return Err(());
                     }
-                    if count == 0 { 0 } else { go(py, sub, stack)? }
+                    if count == 0 { 0 } else { go(sub, stack)? }
                 }
             };
             total = total.saturating_add(count.saturating_mul(one));
@@ -573,7 +573,7 @@ fn plan_min(py: Python<'_>, cls: &Bound<'_, PyType>) -> Result<usize, ()> {
         stack.pop();
         Ok(total)
     }
-    go(py, cls, &mut Vec::new())
+    go(cls, &mut Vec::new())
 }
 
 // ---------------------------------------------------------------------------------------------------------------
