@@ -1,6 +1,7 @@
 //! Number text for the transcoder, byte for byte what the value-tree path writes, only faster: `itoa` for integers,
 //! `zmij` for the floats and doubles of ordinary magnitude, `ryu` and Schubfach (`f32s`) for the rest, with Nerve's
-//! rules on top.
+//! rules on top. `zmij` is the vendored copy in `third_party/zmij`, whose `push_finite` writes the text straight into
+//! the output (reading it back out of zmij's own buffer stalled on the stores that had just laid it out).
 //!
 //! Nerve's float text is the shortest digits that read back to the same float, written plainly for magnitudes in
 //! `[1e-5, 1e16)` and with an exponent otherwise (`1e-7`, `1.5e20`), with `.0` added when there is neither a `.`
@@ -49,11 +50,10 @@ pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
     let (m, e2) = odd_parts(x.to_bits() & !(1 << 63), 52, 1075);
     if form_surely_agrees(a, 1.001e-5, 0.999e16) {
         // `zmij` (faster) writes this band plainly too; outside it, its exponents have a `+` (`1e+16`).
-        let mut b = zmij::Buffer::new();
-        let s = b.format_finite(x).as_bytes();
-        if !(tie_possible(m, e2, &TIE_LIMITS_18) && is_tie(s, m, e2)) {
-            push_short(out, s);
-        } else {
+        let start = out.len();
+        zmij::push_finite(out, x);
+        if tie_possible(m, e2, &TIE_LIMITS_18) && is_tie(&out[start..], m, e2) {
+            out.truncate(start);
             slow_text(out, a, x, x);
         }
         return;
@@ -66,51 +66,6 @@ pub(crate) fn push_f64_text(out: &mut Vec<u8>, x: f64) {
     } else {
         slow_text(out, a, x, x);
     }
-}
-
-/// Appends a number's text (at most 32 bytes): two fixed-size copies that overlap, instead of a call to `memcpy`
-/// for a few bytes (which took as long as making the text).
-#[inline(always)]
-fn push_short(out: &mut Vec<u8>, s: &[u8]) {
-    let n = s.len();
-    let start = out.len();
-    out.extend_from_slice(&[0; 32]);
-    let t = &mut out[start..];
-    if n >= 16 {
-        t[..16].copy_from_slice(&s[..16]);
-        t[n - 16..n].copy_from_slice(&s[n - 16..]);
-    } else if n >= 8 {
-        t[..8].copy_from_slice(&s[..8]);
-        t[n - 8..n].copy_from_slice(&s[n - 8..]);
-    } else if n >= 4 {
-        t[..4].copy_from_slice(&s[..4]);
-        t[n - 4..n].copy_from_slice(&s[n - 4..]);
-    } else {
-        t[..n].copy_from_slice(s);
-    }
-    out.truncate(start + n);
-}
-
-/// `,` and a number's text (at most 32 bytes), as [`push_short`] copies it.
-#[inline(always)]
-fn push_comma_short(out: &mut Vec<u8>, s: &[u8]) {
-    let n = s.len();
-    let start = out.len();
-    out.extend_from_slice(&[b','; 33]);
-    let t = &mut out[start + 1..];
-    if n >= 16 {
-        t[..16].copy_from_slice(&s[..16]);
-        t[n - 16..n].copy_from_slice(&s[n - 16..]);
-    } else if n >= 8 {
-        t[..8].copy_from_slice(&s[..8]);
-        t[n - 8..n].copy_from_slice(&s[n - 8..]);
-    } else if n >= 4 {
-        t[..4].copy_from_slice(&s[..4]);
-        t[n - 4..n].copy_from_slice(&s[n - 4..]);
-    } else {
-        t[..n].copy_from_slice(s);
-    }
-    out.truncate(start + 1 + n);
 }
 
 /// Whether `zmij`'s text for a finite `f32` is surely Nerve's: inside this band of magnitudes both write it
@@ -136,23 +91,17 @@ fn zmij_f32_agrees(mag: u32) -> bool {
 pub(crate) fn push_f32_text(out: &mut Vec<u8>, x: f32) {
     let mag = x.to_bits() & 0x7fff_ffff;
     if zmij_f32_agrees(mag) {
-        push_short(out, zmij::Buffer::new().format_finite(x).as_bytes());
+        zmij::push_finite(out, x);
     } else {
         push_f32_text_schubfach(out, x);
     }
 }
 
-/// `,` and a finite `f32` as Nerve's float text (a CSV cell after another): [`push_f32_text`] with the comma in
-/// the same copy.
+/// `,` and a finite `f32` as Nerve's float text (a CSV cell after another).
 #[inline]
 pub(crate) fn push_comma_f32_text(out: &mut Vec<u8>, x: f32) {
-    let mag = x.to_bits() & 0x7fff_ffff;
-    if zmij_f32_agrees(mag) {
-        push_comma_short(out, zmij::Buffer::new().format_finite(x).as_bytes());
-    } else {
-        out.push(b',');
-        push_f32_text(out, x);
-    }
+    out.push(b',');
+    push_f32_text(out, x);
 }
 
 /// [`push_f32_text`] from Schubfach's digits (any finite float).
@@ -421,7 +370,7 @@ pub(crate) fn decimal(text: &[u8]) -> Option<(u64, i32)> {
 pub(crate) fn push_f32_json(out: &mut Vec<u8>, x: f32) {
     let mag = x.to_bits() & 0x7fff_ffff;
     if zmij_f32_agrees(mag) && !may_double_round(x) {
-        push_short(out, zmij::Buffer::new().format_finite(x).as_bytes());
+        zmij::push_finite(out, x);
     } else {
         push_f32_json_schubfach(out, x);
     }
@@ -807,20 +756,6 @@ mod tests {
         }
         for bits in (0..=u32::MAX).step_by(65_537) {
             check_f32(f32::from_bits(bits));
-        }
-    }
-
-    #[test]
-    fn short_text_of_every_length() {
-        let text: Vec<u8> = (b'a'..=b'z').chain(b'0'..=b'5').collect();
-        for n in 0..=32 {
-            let mut v = b"[".to_vec();
-            push_short(&mut v, &text[..n]);
-            assert_eq!(v[1..], text[..n], "{n}");
-            let mut v = b"[".to_vec();
-            push_comma_short(&mut v, &text[..n]);
-            assert_eq!(v[..2], *b"[,", "{n}");
-            assert_eq!(v[2..], text[..n], "{n}");
         }
     }
 
