@@ -677,11 +677,15 @@ assert (sys.getrefcount(waypoint_t), sys.getrefcount(path_t)) == rc, "class refe
 # freed instances' blocks are reused (lib.rs, SPARE): what is made from a kept block is a complete, tracked
 # instance, references stay balanced, and a message larger than what is kept decodes and frees the same way
 if nerve_lcm.NATIVE and nerve_lcm._native.REUSES_INSTANCES:
+    class Filler:  # an object of a waypoint's size: pymalloc would hand it a block freed back to it
+        __slots__ = ("a", "b")
     kept = [path_t.decode(data) for _ in range(2)]
     ids = {id(w) for m in kept for w in m.waypoints}
     del kept
+    fillers = [Filler() for _ in range(64)]
     again = path_t.decode(data)
-    assert {id(w) for w in again.waypoints} <= ids, "blocks reused"
+    assert {id(w) for w in again.waypoints} <= ids, "blocks reused (kept aside, not taken by other objects)"
+    del fillers
     assert all(gc.is_tracked(w) and type(w) is waypoint_t for w in again.waypoints)
     assert [(w.id, w.position) for w in again.waypoints] == [("w%d" % i, (i + 0.5, float(-i))) for i in range(3)]
     del again
