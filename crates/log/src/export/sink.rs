@@ -43,8 +43,9 @@ enum Msg {
 }
 
 /// Staging blocks made for a sink's files written with `O_DIRECT`, at most, beyond one per file: those on their way
-/// to the disk. When all are, the caller's thread waits for the writer to be done with one.
-const SPARE_BLOCKS: usize = 4;
+/// to the disk. When all are, the caller's thread waits for the writer to be done with one. (8 MiB in flight; each
+/// block is new memory the first time it is filled, a page fault per 4 KiB.)
+const SPARE_BLOCKS: usize = 8;
 
 /// Files written on one writer thread, in the order their bytes were handed over.
 pub(crate) struct Sink {
@@ -326,8 +327,10 @@ struct Direct {
 
 /// Alignment (of memory, file offsets and lengths) for writes that bypass the page cache.
 const ALIGN: usize = 4096;
-/// Bytes of a staging block: written to the disk in one `O_DIRECT` write (a multiple of [`ALIGN`]).
-const STAGE: usize = 4 << 20;
+/// Bytes of a staging block: written to the disk in one `O_DIRECT` write (a multiple of [`ALIGN`]). 1 MiB rather
+/// than 4: the blocks a CSV export made were 36 MB of new memory, 9,700 of its 22,000 page faults, and its CPU time
+/// went down with them (0.96 -> 0.89 s with the hex change of the same day, medians of 5; no slower to write).
+const STAGE: usize = 1 << 20;
 /// Files of one sink written with `O_DIRECT`, at most (the first ones created): each holds a staging block, and a
 /// CSV export of a log with hundreds of channels would otherwise hold hundreds of them.
 const DIRECT_FILES: usize = 8;
