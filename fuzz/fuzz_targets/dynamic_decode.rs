@@ -42,6 +42,10 @@ fn transcoder_agrees(msg: &[u8]) {
             assert!(merged.is_ok() && row_ok.is_ok() && t.validate(msg).is_ok());
             let mut flat = Vec::new();
             t.json(msg, JsonForm::Flat, &mut flat).expect("decodes in either form");
+            // Merging the message again adds no column, and says so.
+            let mut again = shape.clone();
+            assert!(!t.csv_merge_grew(msg, &mut again).expect("decodes").1);
+            assert!(again == shape && shape.covers(&again));
         }
         (Err(a), Err(b)) => {
             assert_eq!(a, b);

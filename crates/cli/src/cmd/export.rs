@@ -78,9 +78,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let output = args.output.clone().unwrap_or_else(|| default_output(&args.log, args.to));
     let started = Instant::now();
     let mut reader = LogReader::open(&args.log)?;
-    let passes = if args.to == Format::Csv { 2 } else { 1 };
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(reader.len() * passes);
+        let bar = ProgressBar::new(reader.len());
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} [{elapsed_precise}, eta {eta}]")
                 .expect("a valid template"),
@@ -143,8 +142,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             stats
         }
         Format::Csv => {
-            // Two passes over the log (the columns, then the rows): the second reads the file again, and its
-            // damage was reported by the first.
+            // A second pass over the log only for tables whose columns grew after their rows were written: it
+            // reads the file again (the progress bar then goes on to twice its length), and its damage was
+            // reported by the first.
             let mut pass = 0;
             let len = reader.len();
             CsvExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| -> anyhow::Result<()> {
@@ -152,6 +152,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if pass == 1 {
                     feed(&mut reader, 0, export)
                 } else {
+                    if let Some(b) = &bar {
+                        b.set_length(2 * len);
+                    }
                     feed(&mut LogReader::open(&args.log)?, len, export)
                 }
             })?

@@ -448,12 +448,8 @@ impl<'e, R: Send + 'e, S: Default + Send + 'e> Pipeline<'e, R, S> {
         self.spare_parts.push(done.parts);
     }
 
-    /// Takes `other`'s spare batches, to fill (a pipeline of another kind of work done with them).
-    pub(crate) fn take_batches<R2, S2>(&mut self, other: &mut Pipeline<'_, R2, S2>) {
-        self.spare_batches.append(&mut other.spare_batches);
-    }
-
     /// Every part not with the workers (all of them once every batch is done and recycled): their states.
+    #[cfg(test)]
     pub(crate) fn parts_mut(&mut self) -> impl Iterator<Item = &mut Part<R, S>> {
         self.spare_parts.iter_mut().flatten()
     }

@@ -3,19 +3,26 @@
 //! `recv_utime` and `event`. A byte array is one column of hex. Messages no type decodes go to
 //! `CHANNEL.undecoded.csv`-style files with `fingerprint`, `data_hex` and `error` columns.
 //!
-//! Variable-length arrays get as many columns as the longest seen, so the header needs every message first:
-//! [`CsvExport::run`] takes the log twice. The first pass merges each message's shape (in batches on the workers,
-//! each thread into shapes of its own, joined at the end; a big message of a table already seen on the caller's
-//! thread, which costs less than copying it into a batch), the second writes rows (cells beyond a shorter array are
-//! empty; its first batch is read while the workers finish the first pass). Both passes read the messages' bytes
-//! through the transcoder ([`nerve_types::dynamic::CsvShape`]); no value tree is built.
+//! Variable-length arrays get as many columns as the longest seen, and the header names every column, so a table's
+//! header depends on all its messages. [`CsvExport::run`] reads the log once when it can: a table's file is made
+//! when its first message comes, with that message's columns, and its rows are made in batches on the workers with
+//! the columns as they are; each worker also merges the columns of the messages it writes
+//! ([`nerve_types::dynamic::CsvShape`]), and those are joined when the batch is written out. A table whose columns
+//! grow after its header is written (a later message has a longer array) gets no more rows in that pass, only its
+//! columns learnt; a second pass over the log writes such tables again, each into a new file that replaces the first
+//! when the export ends. A log whose tables keep their columns (sensors of fixed sizes) is read once, not twice as
+//! it was when the first pass only learnt the columns. No value tree is built: rows and columns are read straight
+//! from the messages' bytes by the transcoder.
+//!
+//! A file's name depends on the other tables (a channel with two types gets a file per type, named with the type),
+//! so files are made under the names the tables seen so far give, each name unused before, and renamed when the
+//! export ends if later tables changed them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use nerve_types::dynamic::{CsvShape, JsonForm};
-use nerve_types::Struct;
 
 use super::batch::{Batch, Done, Part, Pipeline, Work, Workers};
 use super::sink::Sink;
@@ -33,33 +40,57 @@ fn push_text(out: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// Messages of at least this many bytes are walked in the first pass on the caller's thread once their table is
-/// known (see [`CsvExport::scan_inline`]).
-pub(crate) const INLINE_SCAN_BYTES: usize = 64 << 10;
-
 /// Which file a message goes to: its channel and its type (`None`: undecoded).
 type Key = (String, Option<u64>);
 
 struct Table {
     type_name: Option<String>,
-    /// Its path and its number in the exporter's [`Sink`].
-    file: Option<(PathBuf, usize)>,
+    /// Its file as made (its path, and its number in the exporter's [`Sink`]).
+    file: (PathBuf, usize),
+    /// The file the first pass made, when the second writes the table again (removed at the end).
+    first_file: Option<PathBuf>,
     /// Rows not written yet (written in pieces of about [`OUT_CHUNK`]).
     buf: Vec<u8>,
+    /// Rows and bytes (the header's included) in its file.
+    rows: u64,
+    bytes: u64,
+    /// Its columns grew after its header was written: written again by the second pass.
+    again: bool,
 }
 
 impl Table {
-    fn new(type_name: Option<String>) -> Table {
-        Table { type_name, file: None, buf: Vec::new() }
-    }
-
     /// Hands the rows to the sink (the buffer comes back empty).
     fn write_out(&mut self, sink: &mut Sink) -> Result<(), ExportError> {
-        if let Some((_, i)) = self.file {
-            sink.send(i, &mut self.buf)?;
-        }
-        Ok(())
+        sink.send(self.file.1, &mut self.buf)
     }
+}
+
+/// A table's columns as the workers make rows with them.
+#[derive(Clone)]
+struct Columns {
+    shape: CsvShape,
+    /// Whether rows are made in this pass (not for a table whose columns grew after its header, in the first pass;
+    /// only for such tables in the second).
+    rows: bool,
+}
+
+/// A part's work: its rows per table (each handed to the table's file whole, with their count), and the columns of
+/// the messages it has seen, per table, with the tables whose columns grew in the batch (first pass only).
+#[derive(Default)]
+struct PartState {
+    rows: HashMap<Key, (Vec<u8>, u64)>,
+    shapes: HashMap<Key, CsvShape>,
+    grown: Vec<Key>,
+}
+
+/// What a worker made of an event.
+enum Row {
+    /// A row of its table, in the part's rows of that table.
+    Decoded,
+    /// Nothing: its table gets no rows in this pass.
+    Skipped,
+    /// Left to the caller's thread: a message that does not decode (a raw row).
+    Serial,
 }
 
 /// Exports to CSV files in a directory.
@@ -67,36 +98,23 @@ pub struct CsvExport<'d> {
     dir: PathBuf,
     decoder: &'d Decoder,
     tables: HashMap<Key, Table>,
-    /// Each table's columns (apart from the rest of it, and shared: each batch's rows are made from them on other
-    /// threads while this one writes the rows before; a table opened late adds its columns to a copy).
-    shapes: Arc<HashMap<Key, CsvShape>>,
+    /// Each table's columns (shared: each batch's rows are made from them on other threads while this one writes the
+    /// rows before; a change makes a copy if a batch still has them).
+    columns: Arc<HashMap<Key, Columns>>,
     /// The files, written on their own thread.
     sink: Sink,
     /// Keys in first-seen order (file names are given in this order).
     order: Vec<Key>,
-    /// The second pass's batches on their way through the workers: each batch's rows added to their files here
-    /// while the next is transcoded.
-    rows: Pipeline<'d, Row, TableRows>,
-    /// The first pass's batches; the parts' states are the columns learnt so far on the workers.
-    scan: Pipeline<'d, Option<&'d Struct>, HashMap<Key, CsvShape>>,
-    /// The columns learnt on this thread in the first pass (big messages of tables already seen: see
-    /// [`CsvExport::scan_inline`]).
-    inline_shapes: HashMap<Key, CsvShape>,
-    /// Whether the first pass has ended and the files are open.
-    opened: bool,
-    stats: ExportStats,
-}
-
-/// A part's decoded rows, per table, each table's in event order: the caller's thread hands each buffer to the
-/// table's file whole (no copy of the rows on that thread).
-type TableRows = HashMap<Key, Vec<u8>>;
-
-/// What the parallel pass made of an event.
-enum Row {
-    /// A row of its channel's and type's table, in the part's rows of that table.
-    Decoded,
-    /// Left to the caller's thread: a raw row, or a table `scan` did not see.
-    Serial,
+    /// File names given so far (a name is never given twice, even once its table has been renamed in thought).
+    names: HashSet<PathBuf>,
+    /// The batches on their way through the workers: each batch's rows added to their files here while the next is
+    /// transcoded.
+    rows: Pipeline<'d, Row, PartState>,
+    /// Whether this is the second pass (only the tables written again), and the events the first pass was handed:
+    /// the second stops there (the log may have grown since).
+    second: bool,
+    first_events: u64,
+    second_events: u64,
 }
 
 impl<'d> CsvExport<'d> {
@@ -107,203 +125,49 @@ impl<'d> CsvExport<'d> {
             dir: dir.to_path_buf(),
             decoder,
             tables: HashMap::new(),
-            shapes: Arc::default(),
+            columns: Arc::default(),
             sink: Sink::new(),
             order: Vec::new(),
+            names: HashSet::new(),
             rows: Pipeline::default(),
-            scan: Pipeline::default(),
-            inline_shapes: HashMap::new(),
-            opened: false,
-            stats: ExportStats::default(),
+            second: false,
+            first_events: 0,
+            second_events: 0,
         })
     }
 
     /// Exports the events `events` hands over (in order, to the function it is given: the caller's loop over its
-    /// log), which it is called for twice: the first pass learns every table's columns, the second writes the rows
-    /// (the same events must come both times). Then flushes and closes every file. The messages are walked and
-    /// the rows made on worker threads, a batch at a time, while the caller's thread reads the next batch and
-    /// writes out the one before.
+    /// log). It is called once, and a second time (the same events must come) only if a table's columns grew after
+    /// its header was written (see the module docs). Then flushes, closes and names every file. The rows are made
+    /// on worker threads, a batch at a time, while the caller's thread reads the next batch and writes out the one
+    /// before.
     pub fn run<E: From<ExportError>>(mut self, mut events: impl FnMut(&mut Feed<'_>) -> Result<(), E>) -> Result<ExportStats, E> {
         Workers::scope(|w| {
-            events(&mut |ev| {
-                self.scan(ev, w);
-                Ok(())
-            })?;
-            // The last columns are learnt on the workers while this thread reads the second pass's first batch.
-            let decoder = self.decoder;
-            self.scan.flush(w, || scan_work(decoder));
             events(&mut |ev| self.event(ev, w))?;
-            Ok(self.finish(w)?)
+            self.end_pass(w)?;
+            if self.tables.values().any(|t| t.again) {
+                self.start_second_pass()?;
+                events(&mut |ev| self.event(ev, w))?;
+                self.end_pass(w)?;
+            }
+            Ok(self.finish()?)
         })
     }
 
-    /// First pass: learns the columns `ev` needs (with the batch it joins, or here: see [`CsvExport::scan_inline`]).
-    fn scan(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) {
-        if self.scan_inline(ev) {
-            return;
-        }
-        let decoder = self.decoder;
-        let work = || scan_work(decoder);
-        if self.scan.push(ev, workers, work) {
-            while let Some(done) = self.scan.ready(workers) {
-                self.scanned(done);
-            }
-        }
-    }
-
-    /// Learns the columns of a big message of a table the first pass has seen already on this thread, instead of
-    /// copying it into a batch for the workers (for an image, the copy cost far more than the walk): such a
-    /// message adds no table, so the order of the files is as the workers would have made it. `false` (nothing
-    /// learnt) for a small message, a table not seen yet, or a message that does not decode, which goes to the
-    /// workers as any other (to give its channel's raw table its place in the order).
-    fn scan_inline(&mut self, ev: &EventRef<'_>) -> bool {
-        if ev.data.len() < INLINE_SCAN_BYTES {
-            return false;
-        }
-        let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) else { return false };
-        let key = (ev.channel().into_owned(), Some(st.fingerprint));
-        if !self.tables.contains_key(&key) {
-            return false;
-        }
-        // (A message that does not decode changes no shape, and an empty one adds no columns when joined.)
-        t.csv_merge(ev.data, self.inline_shapes.entry(key).or_default()).is_ok()
-    }
-
-    /// Gives the tables of a batch walked on the workers their places in the file order, in the order of the events
-    /// (as [`CsvExport::scan_now`] one at a time would).
-    fn scanned(&mut self, mut done: Done<Option<&'d Struct>, HashMap<Key, CsvShape>>) {
-        for part in &mut done.parts {
-            for (i, (st, _)) in part.events.clone().zip(part.results.drain(..)) {
-                let key = (done.batch.get(i).channel().into_owned(), st.map(|s| s.fingerprint));
-                if !self.tables.contains_key(&key) {
-                    self.order.push(key.clone());
-                    self.tables.insert(key.clone(), Table::new(st.map(|s| s.name.full())));
-                    Arc::make_mut(&mut self.shapes).insert(key, CsvShape::new());
-                }
-            }
-        }
-        self.scan.recycle(done);
-    }
-
-    /// Ends the first pass: the threads' columns joined into each table's.
-    fn end_scan(&mut self, workers: &Workers<'d>) {
-        let decoder = self.decoder;
-        let work = || scan_work(decoder);
-        self.scan.flush(workers, work);
-        while let Some(done) = self.scan.next_done(workers) {
-            self.scanned(done);
-        }
-        let shapes = Arc::make_mut(&mut self.shapes);
-        let inline = self.inline_shapes.drain();
-        for (key, shape) in self.scan.parts_mut().flat_map(|part| part.state.drain()).chain(inline) {
-            shapes.get_mut(&key).expect("a table for every shape learnt").absorb(shape);
-        }
-    }
-
-    /// Learns the columns `ev` needs, now (a table `scan` did not see).
-    fn scan_now(&mut self, ev: &EventRef<'_>) {
-        let channel = ev.channel();
-        // (A copy if a batch on the workers still has them: it leaves this table's rows to this thread.)
-        let shapes = Arc::make_mut(&mut self.shapes);
-        if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
-            let key = (channel.clone().into_owned(), Some(st.fingerprint));
-            match shapes.get_mut(&key) {
-                Some(shape) => {
-                    if t.csv_merge(ev.data, shape).is_ok() {
-                        return;
-                    }
-                }
-                None => {
-                    let mut shape = CsvShape::new();
-                    if t.csv_merge(ev.data, &mut shape).is_ok() {
-                        self.order.push(key.clone());
-                        self.tables.insert(key.clone(), Table::new(Some(st.name.full())));
-                        shapes.insert(key, shape);
-                        return;
-                    }
-                }
-            }
-        }
-        let key = (channel.into_owned(), None);
-        if !self.tables.contains_key(&key) {
-            self.order.push(key.clone());
-            self.tables.insert(key.clone(), Table::new(None));
-            shapes.insert(key, CsvShape::new());
-        }
-    }
-
-    fn open_files(&mut self, workers: &Workers<'d>) -> Result<(), ExportError> {
-        self.end_scan(workers);
-        self.opened = true;
-        // The first pass's batches are the second's.
-        self.rows.take_batches(&mut self.scan);
-        let mut per_channel: HashMap<&str, usize> = HashMap::new();
-        for (ch, _) in &self.order {
-            *per_channel.entry(ch).or_default() += 1;
-        }
-        let mut taken: HashMap<String, usize> = HashMap::new();
-        let mut names = Vec::new();
-        for key in &self.order {
-            let t = &self.tables[key];
-            let mut stem = sanitize(&key.0);
-            if per_channel[key.0.as_str()] > 1 {
-                stem.push('.');
-                stem.push_str(&sanitize(t.type_name.as_deref().unwrap_or("undecoded")));
-            }
-            let n = taken.entry(stem.clone()).or_default();
-            *n += 1;
-            let name = if *n == 1 { format!("{stem}.csv") } else { format!("{stem}~{n}.csv") };
-            names.push((key.clone(), self.dir.join(name)));
-        }
-        for (key, path) in names {
-            self.open_table(&key, path)?;
-        }
-        Ok(())
-    }
-
-    fn open_table(&mut self, key: &Key, path: PathBuf) -> Result<(), ExportError> {
-        let t = self.tables.get_mut(key).expect("known key");
-        let file = self.sink.create(&path)?;
-        let mut header = String::from("recv_utime,event");
-        if key.1.is_none() {
-            header.push_str(",fingerprint,data_hex,error");
-        } else {
-            let mut line = Vec::new();
-            for c in self.shapes[key].columns() {
-                line.push(b',');
-                push_text(&mut line, &c);
-            }
-            header.push_str(&String::from_utf8_lossy(&line));
-        }
-        header.push('\n');
-        t.buf.extend_from_slice(header.as_bytes());
-        self.stats.bytes_out += header.len() as u64;
-        t.file = Some((path, file));
-        Ok(())
-    }
-
-    /// Opens the file of a table `scan` did not see (its columns come from this message alone).
-    fn open_late(&mut self, ev: &EventRef<'_>, key: &Key) -> Result<(), ExportError> {
-        self.scan_now(ev);
-        let stem = format!("{}.{}", sanitize(&key.0), key.1.map_or("undecoded".to_owned(), |f| format!("{f:016x}")));
-        let path = self.dir.join(format!("{stem}.late.csv"));
-        self.open_table(key, path)
-    }
-
-    /// Second pass: writes `ev`'s row (with the batch it joins, once the batch after it has been handed over). The
-    /// first batch is filled before the first pass ends, and handed over once the files are open.
+    /// Adds `ev` to the batch (its table made first if it is new), and writes out the batches that are done.
     fn event(&mut self, ev: &EventRef<'_>, workers: &Workers<'d>) -> Result<(), ExportError> {
-        if !self.opened {
-            if self.rows.fill(ev) {
-                self.open_files(workers)?;
-                let (decoder, shapes) = (self.decoder, &self.shapes);
-                self.rows.flush(workers, || row_work(decoder, shapes));
+        if self.second {
+            // Only the tables written again, and only as far as the first pass went.
+            self.second_events += 1;
+            if self.second_events > self.first_events || !self.tables.get(&self.key_of(ev)).is_some_and(|t| t.again) {
+                return Ok(());
             }
-            return Ok(());
+        } else {
+            self.first_events += 1;
+            self.learn(ev)?;
         }
-        let (decoder, shapes) = (self.decoder, &self.shapes);
-        let work = || row_work(decoder, shapes);
-        if self.rows.push(ev, workers, work) {
+        let (decoder, columns, learning) = (self.decoder, &self.columns, !self.second);
+        if self.rows.push(ev, workers, || row_work(decoder, columns, learning)) {
             while let Some(done) = self.rows.ready(workers) {
                 self.write_done(done)?;
             }
@@ -311,73 +175,138 @@ impl<'d> CsvExport<'d> {
         Ok(())
     }
 
-    fn write_done(&mut self, mut done: Done<Row, TableRows>) -> Result<(), ExportError> {
+    /// The table `ev` would go to if it decodes: its channel and the type its fingerprint names (if one does).
+    fn key_of(&self, ev: &EventRef<'_>) -> Key {
+        (ev.channel().into_owned(), self.decoder.candidate(ev.data).map(|st| st.fingerprint))
+    }
+
+    /// Makes `ev`'s table if this is its first message (its columns this message's), so that the workers have
+    /// columns for every table whose messages they see. (A message that does not decode makes its channel's raw
+    /// table, and its type's table waits for one that does.)
+    fn learn(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
+        let key = self.key_of(ev);
+        if self.tables.contains_key(&key) {
+            return Ok(());
+        }
+        if let (Some(st), Some(t), Some(_)) = (self.decoder.candidate(ev.data), self.decoder.transcoder(), key.1) {
+            let mut shape = CsvShape::new();
+            if t.csv_merge(ev.data, &mut shape).is_ok() {
+                return self.make_table(key, Some(st.name.full()), shape);
+            }
+        }
+        let raw = (key.0, None);
+        if self.tables.contains_key(&raw) {
+            return Ok(());
+        }
+        self.make_table(raw, None, CsvShape::new())
+    }
+
+    /// Makes a table: its file, under the name the tables so far give it, with its header.
+    fn make_table(&mut self, key: Key, type_name: Option<String>, shape: CsvShape) -> Result<(), ExportError> {
+        self.order.push(key.clone());
+        let mut path = self.file_names().pop().expect("a name for the table just added").1;
+        let mut n = 1;
+        while self.names.contains(&path) {
+            n += 1;
+            path = self.dir.join(format!("{}~~{n}.csv", file_stem(&path)));
+        }
+        self.names.insert(path.clone());
+        let file = self.sink.create(&path)?;
+        let mut table = Table { type_name, file: (path, file), first_file: None, buf: Vec::new(), rows: 0, bytes: 0, again: false };
+        let header = header(&key, &shape);
+        table.buf.extend_from_slice(header.as_bytes());
+        table.bytes = header.len() as u64;
+        self.tables.insert(key.clone(), table);
+        Arc::make_mut(&mut self.columns).insert(key, Columns { shape, rows: true });
+        Ok(())
+    }
+
+    /// Every table's file name as the tables so far give them, in their order: `CHANNEL.csv`, or
+    /// `CHANNEL.TYPE.csv` when the channel has several tables, with `~2`, `~3`... for names taken already.
+    fn file_names(&self) -> Vec<(Key, PathBuf)> {
+        let mut per_channel: HashMap<&str, usize> = HashMap::new();
+        for (ch, _) in &self.order {
+            *per_channel.entry(ch).or_default() += 1;
+        }
+        let mut taken: HashMap<String, usize> = HashMap::new();
+        let mut names = Vec::new();
+        for key in &self.order {
+            let mut stem = sanitize(&key.0);
+            if per_channel[key.0.as_str()] > 1 {
+                let type_name = self.tables.get(key).and_then(|t| t.type_name.clone()).or_else(|| {
+                    // (The table being made: not in `tables` yet.)
+                    key.1.and_then(|f| self.decoder.registry().and_then(|r| r.lookup(f)).map(|st| st.name.full()))
+                });
+                stem.push('.');
+                stem.push_str(&sanitize(type_name.as_deref().unwrap_or("undecoded")));
+            }
+            let n = taken.entry(stem.clone()).or_default();
+            *n += 1;
+            let name = if *n == 1 { format!("{stem}.csv") } else { format!("{stem}~{n}.csv") };
+            names.push((key.clone(), self.dir.join(name)));
+        }
+        names
+    }
+
+    /// Writes out a transcoded batch, and takes the batch back.
+    fn write_done(&mut self, mut done: Done<Row, PartState>) -> Result<(), ExportError> {
         let r = self.write_batch(&done.batch, &mut done.parts);
         self.rows.recycle(done);
         r
     }
 
-    /// Adds a transcoded batch's rows to their files in order (those left to this thread made here). In a batch, a
-    /// table's rows are either all decoded ones (from the parts' buffers) or all left to this thread (a table opened
-    /// late, which the batch's columns did not have, a raw table), so each table keeps its order.
-    fn write_batch(&mut self, batch: &Batch, parts: &mut [Part<Row, TableRows>]) -> Result<(), ExportError> {
-        for part in parts {
+    /// Adds a transcoded batch's rows to their files in order (raw rows made here), then joins the columns the
+    /// workers learnt: a table whose columns grew is written again. In a batch, a table's rows are either all
+    /// decoded ones (from the parts' buffers) or all raw ones made here, so each table keeps its order.
+    fn write_batch(&mut self, batch: &Batch, parts: &mut [Part<Row, PartState>]) -> Result<(), ExportError> {
+        for part in parts.iter_mut() {
             for (i, (r, _)) in part.events.clone().zip(part.results.drain(..)) {
-                match r {
-                    Row::Decoded => {
-                        self.stats.messages += 1;
-                        self.stats.decoded += 1;
-                    }
-                    Row::Serial => self.event_serial(&batch.get(i))?,
+                if let Row::Serial = r {
+                    self.event_serial(&batch.get(i))?;
                 }
             }
-            let mut rows = Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats };
-            rows.send(&mut part.state)?;
+            for (key, (buf, rows)) in part.state.rows.iter_mut().filter(|(_, (b, _))| !b.is_empty()) {
+                let table = self.tables.get_mut(key).expect("the rows were made from this table");
+                table.rows += std::mem::take(rows);
+                table.bytes += buf.len() as u64;
+                if !table.buf.is_empty() {
+                    table.write_out(&mut self.sink)?;
+                }
+                // (The part keeps its buffer when the file is written with O_DIRECT: the rows are copied into the
+                // file's staging block; otherwise the buffer goes, and the part gets an empty one the writer is done
+                // with.)
+                self.sink.send(table.file.1, buf)?;
+            }
+        }
+        for part in parts.iter_mut() {
+            for key in part.state.grown.drain(..) {
+                let learnt = &part.state.shapes[&key];
+                if self.columns[&key].shape.covers(learnt) {
+                    continue;
+                }
+                let columns = Arc::make_mut(&mut self.columns).get_mut(&key).expect("a table for every shape learnt");
+                columns.shape.absorb(learnt.clone());
+                columns.rows = false;
+                self.tables.get_mut(&key).expect("a table for every shape learnt").again = true;
+            }
         }
         Ok(())
     }
 
-    /// Writes `ev`'s row on this thread.
+    /// Writes the raw row of `ev`, a message that does not decode, on this thread (in the first pass: the second
+    /// writes only decoded rows, of the tables written again).
     fn event_serial(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        let channel = ev.channel().into_owned();
-        let mut why = None;
-        if let (Some(st), Some(t)) = (self.decoder.candidate(ev.data), self.decoder.transcoder()) {
-            let key = (channel.clone(), Some(st.fingerprint));
-            if !self.tables.contains_key(&key) {
-                match t.validate(ev.data) {
-                    Ok(_) => self.open_late(ev, &key)?,
-                    Err(e) => why = Some(e.to_string()),
-                }
-            }
-            if let Some(table) = self.tables.get_mut(&key) {
-                let start = table.buf.len();
-                push_int(&mut table.buf, ev.utime);
-                table.buf.push(b',');
-                push_int(&mut table.buf, ev.number);
-                match t.csv_row(ev.data, &self.shapes[&key], &mut table.buf) {
-                    Ok(_) => {
-                        table.buf.push(b'\n');
-                        self.stats.decoded += 1;
-                        return self.written(&key, start);
-                    }
-                    Err(e) => {
-                        table.buf.truncate(start);
-                        why = Some(e.to_string());
-                    }
-                }
-            }
+        if self.second {
+            return Ok(());
         }
-        let why = match why {
-            Some(w) => w,
-            None => match self.decoder.json(ev.data, JsonForm::Value, &mut Vec::new()) {
-                Err(w) => w,
-                // Decodes, yet its fingerprint names no one type: cannot be (the registry answers both).
-                Ok(st) => format!("fingerprint 0x{:016x} is not one type's", st.fingerprint),
-            },
+        let why = match self.decoder.json(ev.data, JsonForm::Value, &mut Vec::new()) {
+            Err(w) => w,
+            // Decodes, yet its fingerprint names no one type: cannot be (the registry answers both).
+            Ok(st) => format!("fingerprint 0x{:016x} is not one type's", st.fingerprint),
         };
-        let key = (channel, None);
+        let key = (ev.channel().into_owned(), None);
         if !self.tables.contains_key(&key) {
-            self.open_late(ev, &key)?;
+            self.make_table(key.clone(), None, CsvShape::new())?;
         }
         let table = self.tables.get_mut(&key).expect("known key");
         let l = &mut table.buf;
@@ -394,119 +323,140 @@ impl<'d> CsvExport<'d> {
         l.push(b',');
         push_text(l, &why);
         l.push(b'\n');
-        self.stats.undecoded += 1;
-        self.written(&key, start)
-    }
-
-    /// Counts a row written from `start` of `key`'s buffer, and writes the buffer out when it is big.
-    fn written(&mut self, key: &Key, start: usize) -> Result<(), ExportError> {
-        Rows { tables: &mut self.tables, sink: &mut self.sink, stats: &mut self.stats }.written(key, start)
-    }
-
-    /// Writes what is left, flushes and closes every file.
-    fn finish(mut self, workers: &Workers<'d>) -> Result<ExportStats, ExportError> {
-        if !self.opened {
-            self.open_files(workers)?;
+        table.rows += 1;
+        table.bytes += (table.buf.len() - start) as u64;
+        if table.buf.len() >= OUT_CHUNK {
+            table.write_out(&mut self.sink)?;
         }
-        let (decoder, shapes) = (self.decoder, &self.shapes);
-        let work = || row_work(decoder, shapes);
-        self.rows.flush(workers, work);
+        Ok(())
+    }
+
+    /// Hands the last batch to the workers and writes out every batch.
+    fn end_pass(&mut self, workers: &Workers<'d>) -> Result<(), ExportError> {
+        let (decoder, columns, learning) = (self.decoder, &self.columns, !self.second);
+        self.rows.flush(workers, || row_work(decoder, columns, learning));
         while let Some(done) = self.rows.next_done(workers) {
             self.write_done(done)?;
         }
+        Ok(())
+    }
+
+    /// Starts the second pass: each table written again gets a new file (named at the end), with the header of its
+    /// columns as they are now (every message's), and rows are made for those tables only.
+    fn start_second_pass(&mut self) -> Result<(), ExportError> {
+        self.second = true;
+        let columns = Arc::make_mut(&mut self.columns);
+        for key in &self.order {
+            let (table, c) = (self.tables.get_mut(key).expect("known key"), columns.get_mut(key).expect("known key"));
+            c.rows = table.again;
+            if !table.again {
+                continue;
+            }
+            let path = self.dir.join(format!("{}.again~", file_stem(&table.file.0)));
+            let file = self.sink.create(&path)?;
+            // The rows of the first file were handed over already; what is left of them goes with it.
+            table.write_out(&mut self.sink)?;
+            table.first_file = Some(std::mem::replace(&mut table.file, (path, file)).0);
+            let header = header(key, &c.shape);
+            table.buf.extend_from_slice(header.as_bytes());
+            (table.rows, table.bytes) = (0, header.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Writes what is left, flushes and closes every file, then gives each its name.
+    fn finish(mut self) -> Result<ExportStats, ExportError> {
         for t in self.tables.values_mut() {
             t.write_out(&mut self.sink)?;
         }
+        let moves: Vec<(PathBuf, PathBuf)> = self
+            .file_names()
+            .into_iter()
+            .map(|(key, name)| (self.tables[&key].file.0.clone(), name))
+            .filter(|(from, to)| from != to)
+            .collect();
         self.sink.finish()?;
-        Ok(self.stats)
-    }
-}
-
-/// The first pass's work: each thread merges the columns into shapes of its own, joined at the end.
-fn scan_work<'d>(decoder: &'d Decoder) -> Work<'d, Option<&'d Struct>, HashMap<Key, CsvShape>> {
-    Arc::new(move |ev: &EventRef<'_>, _: &mut Vec<u8>, shapes: &mut HashMap<Key, CsvShape>| scan_one(decoder, ev, shapes))
-}
-
-/// The second pass's work: a row for each decoded message of a table the scan made (the columns as they are when
-/// the batch is handed over).
-fn row_work<'d>(decoder: &'d Decoder, shapes: &Arc<HashMap<Key, CsvShape>>) -> Work<'d, Row, TableRows> {
-    let shapes = shapes.clone();
-    Arc::new(move |ev: &EventRef<'_>, _: &mut Vec<u8>, rows: &mut TableRows| row(decoder, &shapes, ev, rows))
-}
-
-/// Merges `ev`'s columns into its table's shape in `shapes` (a thread's own), if its message decodes with a type;
-/// the type, or `None` for a message that goes to its channel's raw table.
-fn scan_one<'d>(decoder: &'d Decoder, ev: &EventRef<'_>, shapes: &mut HashMap<Key, CsvShape>) -> Option<&'d Struct> {
-    let (Some(st), Some(t)) = (decoder.candidate(ev.data), decoder.transcoder()) else { return None };
-    let key = (ev.channel().into_owned(), Some(st.fingerprint));
-    match shapes.get_mut(&key) {
-        Some(shape) => t.csv_merge(ev.data, shape).is_ok().then_some(st),
-        None => {
-            // Kept only if the message decodes: a table's shape is never learnt from nothing.
-            let mut shape = CsvShape::new();
-            let ok = t.csv_merge(ev.data, &mut shape).is_ok();
-            if ok {
-                shapes.insert(key, shape);
+        let mut stats = ExportStats::default();
+        for (key, t) in &self.tables {
+            stats.messages += t.rows;
+            stats.bytes_out += t.bytes;
+            if key.1.is_some() {
+                stats.decoded += t.rows;
+            } else {
+                stats.undecoded += t.rows;
             }
-            ok.then_some(st)
-        }
-    }
-}
-
-/// What adding decoded rows to their files takes (the exporter less the columns, which other threads read then).
-struct Rows<'a> {
-    tables: &'a mut HashMap<Key, Table>,
-    sink: &'a mut Sink,
-    stats: &'a mut ExportStats,
-}
-
-impl Rows<'_> {
-    /// Hands a part's rows to their tables' files (each buffer whole, after any rows the table holds already).
-    fn send(&mut self, rows: &mut TableRows) -> Result<(), ExportError> {
-        for (key, buf) in rows.iter_mut().filter(|(_, b)| !b.is_empty()) {
-            let table = self.tables.get_mut(key).expect("the rows were made from this table");
-            self.stats.bytes_out += buf.len() as u64;
-            let Some((_, file)) = table.file else {
-                table.buf.extend_from_slice(buf);
-                buf.clear();
-                continue;
-            };
-            if !table.buf.is_empty() {
-                table.write_out(self.sink)?;
+            if let Some(first) = &t.first_file {
+                std::fs::remove_file(first).map_err(|e| ExportError::io(first, "removing", e))?;
             }
-            // (The part keeps its buffer when the file is written with O_DIRECT: the rows are copied into the
-            // file's staging block; otherwise the buffer goes, and the part gets an empty one the writer is done with.)
-            self.sink.send(file, buf)?;
         }
-        Ok(())
-    }
-
-    /// Counts a row written from `start` of `key`'s buffer, and writes the buffer out when it is big.
-    fn written(&mut self, key: &Key, start: usize) -> Result<(), ExportError> {
-        let table = self.tables.get_mut(key).expect("known key");
-        self.stats.messages += 1;
-        self.stats.bytes_out += (table.buf.len() - start) as u64;
-        if table.buf.len() >= OUT_CHUNK {
-            table.write_out(self.sink)?;
+        // Through names of their own first, so that no file is renamed onto one not renamed yet.
+        let staged: Vec<PathBuf> = (0..moves.len()).map(|i| self.dir.join(format!(".nerve-export-{i}.renaming~"))).collect();
+        for ((from, _), via) in moves.iter().zip(&staged) {
+            std::fs::rename(from, via).map_err(|e| ExportError::io(from, "renaming", e))?;
         }
-        Ok(())
+        for ((_, to), via) in moves.iter().zip(&staged) {
+            std::fs::rename(via, to).map_err(|e| ExportError::io(to, "renaming to", e))?;
+        }
+        Ok(stats)
     }
 }
 
-/// A decoded message's row (`recv_utime,event,cells...`) for a table the scan made, appended to that table's rows;
-/// anything else is left to the caller's thread.
-fn row(decoder: &Decoder, shapes: &HashMap<Key, CsvShape>, ev: &EventRef<'_>, rows: &mut TableRows) -> Row {
+/// A table's header line: `recv_utime,event` and its columns (a raw table's are fixed).
+fn header(key: &Key, shape: &CsvShape) -> String {
+    let mut header = String::from("recv_utime,event");
+    if key.1.is_none() {
+        header.push_str(",fingerprint,data_hex,error");
+    } else {
+        let mut line = Vec::new();
+        for c in shape.columns() {
+            line.push(b',');
+            push_text(&mut line, &c);
+        }
+        header.push_str(&String::from_utf8_lossy(&line));
+    }
+    header.push('\n');
+    header
+}
+
+/// A file name without its `.csv`.
+fn file_stem(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.strip_suffix(".csv").map(str::to_owned).unwrap_or(name)
+}
+
+/// The workers' work: for each decoded message of a table with rows in this pass, a row (with the columns as they
+/// are when the batch is handed over); in the first pass also its columns merged into the part's own.
+fn row_work<'d>(decoder: &'d Decoder, columns: &Arc<HashMap<Key, Columns>>, learning: bool) -> Work<'d, Row, PartState> {
+    let columns = columns.clone();
+    Arc::new(move |ev: &EventRef<'_>, _: &mut Vec<u8>, state: &mut PartState| row(decoder, &columns, learning, ev, state))
+}
+
+/// A decoded message's row (`recv_utime,event,cells...`), appended to its table's rows in the part; a message that
+/// does not decode is left to the caller's thread.
+fn row(decoder: &Decoder, columns: &HashMap<Key, Columns>, learning: bool, ev: &EventRef<'_>, state: &mut PartState) -> Row {
     let (Some(st), Some(t)) = (decoder.candidate(ev.data), decoder.transcoder()) else { return Row::Serial };
     let key = (ev.channel().into_owned(), Some(st.fingerprint));
-    let Some(shape) = shapes.get(&key) else { return Row::Serial };
-    let out = rows.entry(key).or_default();
+    let Some(c) = columns.get(&key) else { return Row::Serial };
+    if learning {
+        let shape = state.shapes.entry(key.clone()).or_default();
+        match t.csv_merge_grew(ev.data, shape) {
+            Ok((_, true)) => state.grown.push(key.clone()),
+            Ok((_, false)) => {}
+            Err(_) => return Row::Serial,
+        }
+    }
+    if !c.rows {
+        return Row::Skipped;
+    }
+    let (out, rows) = state.rows.entry(key).or_default();
     let start = out.len();
     push_int(out, ev.utime);
     out.push(b',');
     push_int(out, ev.number);
-    match t.csv_row(ev.data, shape, out) {
+    match t.csv_row(ev.data, &c.shape, out) {
         Ok(_) => {
             out.push(b'\n');
+            *rows += 1;
             Row::Decoded
         }
         Err(_) => {

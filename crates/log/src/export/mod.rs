@@ -16,8 +16,8 @@
 //!
 //! The caller drives: an exporter's `run` is given the caller's loop over its log, which it calls with a [`Feed`]
 //! to hand each event to (filtering channels as it likes); `run` returns when everything is written and synced.
-//! CSV needs every message's shape before it writes a header, so it calls the loop twice: the first pass learns
-//! the columns, the second writes the rows.
+//! CSV's header names the columns of every message of a table, so it calls the loop a second time when a table's
+//! columns grew after its header was written (a longer array came later), to write that table again.
 
 mod batch;
 mod csv;

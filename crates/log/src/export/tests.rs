@@ -456,9 +456,11 @@ fn transcoder_matches_the_tree_path_on_the_corpus_and_seed_types() {
 }
 
 #[test]
-fn csv_columns_of_big_messages_learnt_on_the_callers_thread_are_every_columns() {
-    // Big messages of a table the first pass has seen are walked on the caller's thread, not in batches: the
-    // columns they need, the order of the files and a big message that does not decode are as for any other.
+fn csv_table_whose_columns_grow_after_its_rows_are_written_is_written_again() {
+    // The longest message of BIG comes after several batches' rows are written: BIG gets no more rows in the first
+    // pass, and a second pass writes it again, into a file that replaces the first; its rows, the other tables,
+    // the order of the files and a message that does not decode are as if every column had been known from the
+    // start.
     let src = Source { path: "b.lcm".into(), text: "package b; struct big_t { int32_t n; float r[n]; int8_t k; }".into() };
     let reg = Registry::new(check(&[src], &[]).unwrap().schema);
     let ty = TypeName::parse("b.big_t");
@@ -469,7 +471,6 @@ fn csv_columns_of_big_messages_learnt_on_the_callers_thread_are_every_columns() 
     };
     let sizes = [20_000usize, 17_000, 31_000, 16_500, 25_000];
     let bigs: Vec<Vec<u8>> = sizes.iter().map(|&n| enc(n)).collect();
-    assert!(bigs.iter().all(|b| b.len() >= super::csv::INLINE_SCAN_BYTES));
     let broken = &bigs[2][..bigs[2].len() - 1];
     let mut w = LogWriter::new(Vec::new());
     let mut valid = Vec::new();
@@ -495,11 +496,21 @@ fn csv_columns_of_big_messages_learnt_on_the_callers_thread_are_every_columns() 
     }
     let dir = tmp("csv-big");
     let out = dir.join("csv");
-    let stats = CsvExport::create(&out, &dec).unwrap().run(|export: &mut Feed<'_>| feed_all(&evs, export)).unwrap();
-    assert_eq!((stats.messages, stats.undecoded), (200, 1));
+    let mut passes = 0;
+    let stats = CsvExport::create(&out, &dec)
+        .unwrap()
+        .run(|export: &mut Feed<'_>| {
+            passes += 1;
+            feed_all(&evs, export)
+        })
+        .unwrap();
+    assert_eq!(passes, 2);
+    assert_eq!((stats.messages, stats.decoded, stats.undecoded), (200, 199, 1));
     let mut files: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     files.sort();
     assert_eq!(files, ["BIG.b.big_t.csv", "BIG.undecoded.csv", "OTHER.csv"]);
+    let on_disk: u64 = files.iter().map(|f| std::fs::metadata(out.join(f)).unwrap().len()).sum();
+    assert_eq!(stats.bytes_out, on_disk);
     let t = dec.transcoder().unwrap();
     let mut shape = nerve_types::dynamic::CsvShape::new();
     for b in &bigs {
@@ -518,5 +529,57 @@ fn csv_columns_of_big_messages_learnt_on_the_callers_thread_are_every_columns() 
     assert!(rows.as_bytes() == want, "the BIG rows differ from the events' own");
     assert_eq!(std::fs::read_to_string(out.join("BIG.undecoded.csv")).unwrap().lines().count(), 1 + 1);
     assert_eq!(std::fs::read_to_string(out.join("OTHER.csv")).unwrap().lines().count(), 1 + 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn csv_reads_a_log_whose_columns_stay_once_and_names_files_for_every_table_in_the_end() {
+    // Tables whose messages all have one shape are written in one pass. A channel's second type comes late, after
+    // the first's file was made as `MIX.csv`: in the end both are named with their types, as if both had been
+    // known from the start.
+    let src = Source {
+        path: "m.lcm".into(),
+        text: "package m; struct a_t { int32_t n; float r[n]; } struct b_t { int64_t t; }".into(),
+    };
+    let reg = Registry::new(check(&[src], &[]).unwrap().schema);
+    let enc = |ty: &str, json: &str| {
+        let ty = TypeName::parse(ty);
+        reg.encode(&ty, &from_json(reg.schema(), &ty, json).unwrap()).unwrap()
+    };
+    let a = enc("m.a_t", r#"{"n": 3, "r": [1, 2.5, -3]}"#);
+    let b = enc("m.b_t", r#"{"t": 7}"#);
+    let mut w = LogWriter::new(Vec::new());
+    for i in 0..300i64 {
+        w.write_event(i, "MIX", &a).unwrap();
+        w.write_event(i, "SOLO", &b).unwrap();
+    }
+    w.write_event(300, "MIX", &b).unwrap();
+    let dec = Decoder::new(Some(reg));
+    let mut r = LogReader::new(Cursor::new(w.into_inner())).unwrap();
+    let mut evs = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        evs.push(e.to_owned());
+    }
+    let dir = tmp("csv-one-pass");
+    let out = dir.join("csv");
+    let mut passes = 0;
+    let stats = CsvExport::create(&out, &dec)
+        .unwrap()
+        .run(|export: &mut Feed<'_>| {
+            passes += 1;
+            feed_all(&evs, export)
+        })
+        .unwrap();
+    assert_eq!(passes, 1);
+    assert_eq!((stats.messages, stats.decoded, stats.undecoded), (601, 601, 0));
+    let mut files: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["MIX.m.a_t.csv", "MIX.m.b_t.csv", "SOLO.csv"]);
+    let mix_a = std::fs::read_to_string(out.join("MIX.m.a_t.csv")).unwrap();
+    assert_eq!(mix_a.lines().next().unwrap(), "recv_utime,event,n,r[0],r[1],r[2]");
+    assert_eq!(mix_a.lines().nth(1).unwrap(), "0,0,3,1.0,2.5,-3.0");
+    assert_eq!(mix_a.lines().count(), 1 + 300);
+    assert_eq!(std::fs::read_to_string(out.join("MIX.m.b_t.csv")).unwrap(), "recv_utime,event,t\n300,600,7\n");
+    assert_eq!(std::fs::read_to_string(out.join("SOLO.csv")).unwrap().lines().count(), 1 + 300);
     std::fs::remove_dir_all(&dir).unwrap();
 }

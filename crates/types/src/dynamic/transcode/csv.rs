@@ -53,6 +53,12 @@ impl CsvShape {
         self.root.absorb(other.root);
         self.settled_for = self.settled_for.or(other.settled_for);
     }
+
+    /// Whether this shape has every column `other` has ([`CsvShape::absorb`] would change nothing): a row made with
+    /// it has a cell for every one of `other`'s messages' values.
+    pub fn covers(&self, other: &CsvShape) -> bool {
+        self.root.covers(&other.root)
+    }
 }
 
 impl Node {
@@ -74,6 +80,16 @@ impl Node {
             // A leaf (nothing merged yet) takes the other's columns; two kinds (not of one type) the later's, as a
             // merge would make it.
             (me, o) => *me = o,
+        }
+    }
+
+    /// Whether absorbing `other` would leave this node as it is.
+    fn covers(&self, other: &Node) -> bool {
+        match (self, other) {
+            (_, Node::Leaf) => true,
+            (Node::Struct(a), Node::Struct(b)) => a.iter().zip(b).all(|((_, x), (_, y))| x.covers(y)),
+            (Node::Array(a), Node::Array(b)) => b.len() <= a.len() && a.iter().zip(b).all(|(x, y)| x.covers(y)),
+            _ => false,
         }
     }
 
@@ -237,10 +253,11 @@ impl Walk<'_> {
         r: &mut Reader<'_>,
         depth: usize,
         budget: &mut usize,
+        grew: &mut bool,
     ) -> Result<i64, DynError> {
         match item {
-            Item::Elem(Elem::Struct(si)) => self.merge_struct(node, *si, r, depth, budget).map(|()| 0),
-            Item::Array(m, lens) if !item.is_bytes() => self.merge_array(node, m, lens, r, depth, budget).map(|()| 0),
+            Item::Elem(Elem::Struct(si)) => self.merge_struct(node, *si, r, depth, budget, grew).map(|()| 0),
+            Item::Array(m, lens) if !item.is_bytes() => self.merge_array(node, m, lens, r, depth, budget, grew).map(|()| 0),
             other => self.skip_item(other, r, depth, budget),
         }
     }
@@ -252,6 +269,7 @@ impl Walk<'_> {
         r: &mut Reader<'_>,
         depth: usize,
         budget: &mut usize,
+        grew: &mut bool,
     ) -> Result<(), DynError> {
         if depth > MAX_DEPTH_CHECK {
             return Err(too_deep(r));
@@ -259,6 +277,7 @@ impl Walk<'_> {
         let p = &self.plans.structs[si];
         if !matches!(node, Node::Struct(_)) {
             *node = Node::Struct(p.members.iter().map(|m| (m.name.clone(), Node::Leaf)).collect());
+            *grew = true;
         }
         let Node::Struct(fields) = node else { return Ok(()) };
         let mut counts = Counts::new(p.count_slots);
@@ -266,7 +285,7 @@ impl Walk<'_> {
             let mut spare = Node::Leaf;
             let field = fields.get_mut(j).map_or(&mut spare, |(_, n)| n);
             let r2 = if m.dims.is_empty() {
-                self.merge_item(field, Item::Elem(&m.elem), r, depth + 1, budget).map(|c| {
+                self.merge_item(field, Item::Elem(&m.elem), r, depth + 1, budget, grew).map(|c| {
                     if let Some(k) = m.count_slot {
                         counts.set(k, c);
                     }
@@ -274,7 +293,7 @@ impl Walk<'_> {
             } else {
                 let at = r.position();
                 match lens(m, &counts) {
-                    Ok(l) => self.merge_item(field, Item::Array(m, l.as_slice()), r, depth + 1, budget).map(|_| ()),
+                    Ok(l) => self.merge_item(field, Item::Array(m, l.as_slice()), r, depth + 1, budget, grew).map(|_| ()),
                     Err(e) => Err(e.with_offset(at)),
                 }
             };
@@ -283,6 +302,7 @@ impl Walk<'_> {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn merge_array(
         &self,
         node: &mut Node,
@@ -291,15 +311,17 @@ impl Walk<'_> {
         r: &mut Reader<'_>,
         depth: usize,
         budget: &mut usize,
+        grew: &mut bool,
     ) -> Result<(), DynError> {
         if depth > MAX_DEPTH_CHECK {
             return Err(too_deep(r));
         }
         let Some((&n, rest)) = lens.split_first() else {
-            return self.merge_item(node, Item::Elem(&m.elem), r, depth, budget).map(|_| ());
+            return self.merge_item(node, Item::Elem(&m.elem), r, depth, budget, grew).map(|_| ());
         };
         if !matches!(node, Node::Array(_)) {
             *node = Node::Array(Vec::new());
+            *grew = true;
         }
         let Node::Array(elems) = node else { return Ok(()) };
         if let Elem::Prim(_) = m.elem {
@@ -308,6 +330,7 @@ impl Walk<'_> {
                 self.array::<SKIP>(m, lens, r, depth, budget, &mut Vec::new())?;
                 if elems.len() < n {
                     elems.resize(n, Node::Leaf);
+                    *grew = true;
                 }
                 return Ok(());
             }
@@ -315,6 +338,7 @@ impl Walk<'_> {
         check_elements(m, n, rest, r, budget)?;
         if elems.len() < n {
             elems.resize(n, Node::Leaf);
+            *grew = true;
         }
         // A plain struct of one shape already merged at an index adds nothing there again: read past it.
         let settled = match (&m.elem, rest.is_empty()) {
@@ -339,7 +363,7 @@ impl Walk<'_> {
                 }
                 continue;
             }
-            self.merge_item(elem, item, r, depth + 1, budget).map_err(|e| e.in_index(i))?;
+            self.merge_item(elem, item, r, depth + 1, budget, grew).map_err(|e| e.in_index(i))?;
         }
         Ok(())
     }
@@ -654,15 +678,22 @@ impl Transcoder {
     /// Grows `shape` with the columns the message in `bytes` needs, if it decodes (checked first, so a message that
     /// does not decode changes nothing): the type, or [`Registry::decode`](crate::Registry::decode)'s error.
     pub fn csv_merge<'s>(&'s self, bytes: &[u8], shape: &mut CsvShape) -> Result<&'s Struct, RegistryError> {
+        self.csv_merge_grew(bytes, shape).map(|(st, _)| st)
+    }
+
+    /// [`Transcoder::csv_merge`], and whether `shape` grew (its columns are not what they were): a row made with
+    /// the shape as it was would lack cells this message has.
+    pub fn csv_merge_grew<'s>(&'s self, bytes: &[u8], shape: &mut CsvShape) -> Result<(&'s Struct, bool), RegistryError> {
         let (st, si) = self.run(bytes, |w, si, r, budget| w.structure::<SKIP>(si, r, 1, budget, &mut Vec::new()).map(|()| si))?;
         if shape.settled_for == Some(si) {
-            return Ok(st);
+            return Ok((st, false));
         }
-        self.run(bytes, |w, si, r, budget| w.merge_struct(&mut shape.root, si, r, 1, budget))?;
+        let mut grew = false;
+        self.run(bytes, |w, si, r, budget| w.merge_struct(&mut shape.root, si, r, 1, budget, &mut grew))?;
         if self.plans.structs[si].fixed_shape {
             shape.settled_for = Some(si);
         }
-        Ok(st)
+        Ok((st, grew))
     }
 
     /// Appends the message's cells in `shape`'s column order, each after a comma (empty past the end of a shorter

@@ -294,6 +294,15 @@ fn csv_shapes_grow_and_rows_follow_them() {
         x.absorb(CsvShape::new());
         assert_eq!((empty.columns(), x.columns()), (shape.columns(), shape.columns()));
     }
+    // Growth is reported by the merge that makes it, and `covers` says whether joining would add columns.
+    let (mut x, mut y) = (CsvShape::new(), CsvShape::new());
+    assert!(t.csv_merge_grew(&a, &mut x).unwrap().1, "the first message makes the columns");
+    assert!(!t.csv_merge_grew(&a, &mut x).unwrap().1, "the same message again adds none");
+    t.csv_merge(&b, &mut y).unwrap();
+    assert!(!x.covers(&y) && y.covers(&CsvShape::new()) && !CsvShape::new().covers(&y));
+    assert!(t.csv_merge_grew(&b, &mut x).unwrap().1, "a longer array, a longer nested array");
+    assert!(x.covers(&y) && y.covers(&x) && x.covers(&x.clone()));
+    assert!(!t.csv_merge_grew(&a, &mut x).unwrap().1, "a shorter message adds none");
     let mut row = Vec::new();
     t.csv_row(&a, &shape, &mut row).unwrap();
     assert_eq!(std::str::from_utf8(&row).unwrap(), ",2,1.0,2.5,,-1.0,\"a,b\",0,,,00ab,true");
