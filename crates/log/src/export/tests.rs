@@ -70,6 +70,27 @@ fn feed_all(events: &[crate::Event], export: &mut Feed<'_>) -> Result<(), Export
     Ok(())
 }
 
+/// A CSV export of the log `log` into `out`: its figures, how many passes it took over the log, and the files it
+/// made, sorted.
+fn export_csv_counting_passes(dec: &Decoder, log: Vec<u8>, out: &std::path::Path) -> (ExportStats, usize, Vec<String>) {
+    let mut r = LogReader::new(Cursor::new(log)).unwrap();
+    let mut evs = Vec::new();
+    while let Some(e) = r.next_event().unwrap() {
+        evs.push(e.to_owned());
+    }
+    let mut passes = 0;
+    let stats = CsvExport::create(out, dec)
+        .unwrap()
+        .run(|export: &mut Feed<'_>| {
+            passes += 1;
+            feed_all(&evs, export)
+        })
+        .unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    (stats, passes, files)
+}
+
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("nerve-export-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -489,25 +510,11 @@ fn csv_table_whose_columns_grow_after_its_rows_are_written_is_written_again() {
     let log = w.into_inner();
     assert!(log.len() > 3 * super::batch::BATCH_BYTES);
     let dec = Decoder::new(Some(reg));
-    let mut r = LogReader::new(Cursor::new(log)).unwrap();
-    let mut evs = Vec::new();
-    while let Some(e) = r.next_event().unwrap() {
-        evs.push(e.to_owned());
-    }
     let dir = tmp("csv-big");
     let out = dir.join("csv");
-    let mut passes = 0;
-    let stats = CsvExport::create(&out, &dec)
-        .unwrap()
-        .run(|export: &mut Feed<'_>| {
-            passes += 1;
-            feed_all(&evs, export)
-        })
-        .unwrap();
+    let (stats, passes, files) = export_csv_counting_passes(&dec, log, &out);
     assert_eq!(passes, 2);
     assert_eq!((stats.messages, stats.decoded, stats.undecoded), (200, 199, 1));
-    let mut files: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    files.sort();
     assert_eq!(files, ["BIG.b.big_t.csv", "BIG.undecoded.csv", "OTHER.csv"]);
     let on_disk: u64 = files.iter().map(|f| std::fs::metadata(out.join(f)).unwrap().len()).sum();
     assert_eq!(stats.bytes_out, on_disk);
@@ -555,25 +562,11 @@ fn csv_reads_a_log_whose_columns_stay_once_and_names_files_for_every_table_in_th
     }
     w.write_event(300, "MIX", &b).unwrap();
     let dec = Decoder::new(Some(reg));
-    let mut r = LogReader::new(Cursor::new(w.into_inner())).unwrap();
-    let mut evs = Vec::new();
-    while let Some(e) = r.next_event().unwrap() {
-        evs.push(e.to_owned());
-    }
     let dir = tmp("csv-one-pass");
     let out = dir.join("csv");
-    let mut passes = 0;
-    let stats = CsvExport::create(&out, &dec)
-        .unwrap()
-        .run(|export: &mut Feed<'_>| {
-            passes += 1;
-            feed_all(&evs, export)
-        })
-        .unwrap();
+    let (stats, passes, files) = export_csv_counting_passes(&dec, w.into_inner(), &out);
     assert_eq!(passes, 1);
     assert_eq!((stats.messages, stats.decoded, stats.undecoded), (601, 601, 0));
-    let mut files: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    files.sort();
     assert_eq!(files, ["MIX.m.a_t.csv", "MIX.m.b_t.csv", "SOLO.csv"]);
     let mix_a = std::fs::read_to_string(out.join("MIX.m.a_t.csv")).unwrap();
     assert_eq!(mix_a.lines().next().unwrap(), "recv_utime,event,n,r[0],r[1],r[2]");
@@ -581,5 +574,23 @@ fn csv_reads_a_log_whose_columns_stay_once_and_names_files_for_every_table_in_th
     assert_eq!(mix_a.lines().count(), 1 + 300);
     assert_eq!(std::fs::read_to_string(out.join("MIX.m.b_t.csv")).unwrap(), "recv_utime,event,t\n300,600,7\n");
     assert_eq!(std::fs::read_to_string(out.join("SOLO.csv")).unwrap().lines().count(), 1 + 300);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Channels whose file names clash (`a/b`, `a_b` and `a:b` are all `a_b`): `a_b` gains a second type, which
+    // frees the name its first type's file was made under (`a_b~2.csv`), and `a:b` comes after and would be given
+    // that name: it gets one no file has had, and each file ends under the name it would have had with every table
+    // known from the start.
+    let mut w = LogWriter::new(Vec::new());
+    for (i, (ch, msg)) in [("a/b", &a), ("a_b", &a), ("a_b", &b), ("a:b", &a), ("a/b", &a)].into_iter().enumerate() {
+        w.write_event(i as i64, ch, msg).unwrap();
+    }
+    let (stats, passes, files) = export_csv_counting_passes(&dec, w.into_inner(), &out);
+    assert_eq!((stats.messages, passes), (5, 1));
+    assert_eq!(files, ["a_b.csv", "a_b.m.a_t.csv", "a_b.m.b_t.csv", "a_b~2.csv"]);
+    let rows = |f: &str| std::fs::read_to_string(out.join(f)).unwrap().lines().skip(1).map(|l| l[..3].to_owned()).collect::<Vec<_>>();
+    assert_eq!(rows("a_b.csv"), ["0,0", "4,4"], "channel a/b");
+    assert_eq!(rows("a_b.m.a_t.csv"), ["1,1"], "channel a_b, a_t");
+    assert_eq!(rows("a_b.m.b_t.csv"), ["2,2"], "channel a_b, b_t");
+    assert_eq!(rows("a_b~2.csv"), ["3,3"], "channel a:b");
     std::fs::remove_dir_all(&dir).unwrap();
 }
