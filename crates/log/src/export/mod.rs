@@ -162,16 +162,7 @@ pub(crate) fn fingerprint(data: &[u8]) -> Option<u64> {
     data.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// Lowercase hex.
-pub(crate) fn push_hex(out: &mut Vec<u8>, data: &[u8]) {
-    out.reserve(data.len() * 2);
-    for &b in data {
-        out.push(HEX[usize::from(b >> 4)]);
-        out.push(HEX[usize::from(b & 15)]);
-    }
-}
+pub(crate) use nerve_types::dynamic::push_hex;
 
 /// `0x` and 16 lowercase hex digits.
 pub(crate) fn push_fingerprint(out: &mut Vec<u8>, fp: u64) {

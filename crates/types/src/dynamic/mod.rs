@@ -43,7 +43,7 @@ use crate::model::{Dim, MemberType, Primitive, Schema, Struct, TypeName};
 
 pub use error::{DynError, DynErrorKind, PathSegment};
 pub use json::json_string;
-pub use transcode::{CsvShape, JsonForm, Transcoder};
+pub use transcode::{push_hex, CsvShape, JsonForm, Transcoder};
 
 /// The deepest a value tree may nest: each struct and each array dimension is one level.
 pub const MAX_DEPTH: usize = 512;

@@ -49,6 +49,7 @@ use crate::model::{Primitive, Struct};
 use crate::registry::{Registry, RegistryError};
 
 pub use self::csv::CsvShape;
+pub use self::num::push_hex;
 
 /// Which JSON the transcoder writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
