@@ -226,7 +226,10 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
         "logger keep-up: {MSG_SIZE}-byte messages over udpm (recv_buf_size=2 MB, as the echo suite), {secs} s at the echo suite's \
          top target (50 MB/s = {TOP_RATE} msg/s) and as fast as the source publishes"
     ));
-    out.text(&format!("{:<12} {:>10} {:>10} {:>10} {:>10} {:>9}", "logger", "target/s", "sent/s", "sent", "recorded", "missed%"));
+    out.text(&format!(
+        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>9}  {}",
+        "logger", "target/s", "sent/s", "sent", "recorded", "missed%", "where nerve log says it missed them (its exit report)"
+    ));
     let me = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => return out.text(&format!("  unavailable: {e}")),
@@ -262,7 +265,7 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                     }
                 },
             };
-            let point = (|| -> Result<(u64, f64, u64), String> {
+            let point = (|| -> Result<(u64, f64, u64, String), String> {
                 let mut logger =
                     cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("starting: {e}"))?;
                 std::thread::sleep(Duration::from_millis(1000));
@@ -273,28 +276,45 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                 std::thread::sleep(Duration::from_millis(300));
                 sigint(logger.id());
                 wait_bounded(&mut logger, Duration::from_secs(30))?;
+                let mut said = String::new();
+                if let Some(mut e) = logger.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut said);
+                }
                 let text = String::from_utf8_lossy(&src.stdout);
                 let mut w = text.split_whitespace().skip(1);
                 let sent: u64 = w.next().and_then(|s| s.parse().ok()).ok_or(format!("source said {text:?}"))?;
                 let s: f64 = w.next().and_then(|s| s.parse().ok()).unwrap_or(1.0);
                 let recorded = count_events(&file, CHANNEL)?;
                 let _ = std::fs::remove_file(&file);
-                Ok((sent, sent as f64 / s, recorded))
+                Ok((sent, sent as f64 / s, recorded, own_report(&said)))
             })();
             let target = if rate > 0 { rate.to_string() } else { "max".into() };
             match point {
-                Ok((sent, per_s, recorded)) => {
+                Ok((sent, per_s, recorded, report)) => {
                     let missed = 100.0 * (sent.saturating_sub(recorded)) as f64 / sent.max(1) as f64;
                     out.row(
-                        format!("{system:<12} {target:>10} {per_s:>10.0} {sent:>10} {recorded:>10} {missed:>9.3}"),
+                        format!("{system:<12} {target:>10} {per_s:>10.0} {sent:>10} {recorded:>10} {missed:>9.3}  {report}"),
                         json!({"suite": "log", "figure": "logger", "system": system, "target_msgs_per_s": target,
-                               "sent_msgs_per_s": per_s, "sent": sent, "recorded": recorded, "missed_pct": missed}),
+                               "sent_msgs_per_s": per_s, "sent": sent, "recorded": recorded, "missed_pct": missed,
+                               "own_report": report}),
                     );
                 }
                 Err(e) => out.text(&format!("{system:<12} {target:>10} failed: {e}")),
             }
         }
     }
+}
+
+/// What `nerve log`'s exit report says it missed, and where (`missed N (queue full A, ..., datagrams dropped by
+/// the kernel D)`); empty for a logger that says nothing (lcm-logger with `-q`).
+fn own_report(said: &str) -> String {
+    said.lines()
+        .find_map(|l| {
+            let at = l.find("missed ")?;
+            let rest = &l[at..];
+            Some(rest[..rest.find(')').map_or(rest.len(), |e| e + 1)].to_owned())
+        })
+        .unwrap_or_default()
 }
 
 fn timed(cmd: &mut Command) -> Result<f64, String> {
