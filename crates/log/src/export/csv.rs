@@ -105,6 +105,9 @@ pub struct CsvExport<'d> {
     sink: Sink,
     /// Keys in first-seen order (file names are given in this order).
     order: Vec<Key>,
+    /// The keys of `tables` by type, so that the caller's thread can tell a message of a table it has from a first
+    /// one without making a `Key` (an allocation) for every event.
+    known: HashMap<Option<u64>, HashSet<String>>,
     /// File names given so far (a name is never given twice, even once its table has been renamed in thought).
     names: HashSet<PathBuf>,
     /// The batches on their way through the workers: each batch's rows added to their files here while the next is
@@ -128,6 +131,7 @@ impl<'d> CsvExport<'d> {
             columns: Arc::default(),
             sink: Sink::new(),
             order: Vec::new(),
+            known: HashMap::new(),
             names: HashSet::new(),
             rows: Pipeline::default(),
             second: false,
@@ -184,10 +188,11 @@ impl<'d> CsvExport<'d> {
     /// columns for every table whose messages they see. (A message that does not decode makes its channel's raw
     /// table, and its type's table waits for one that does.)
     fn learn(&mut self, ev: &EventRef<'_>) -> Result<(), ExportError> {
-        let key = self.key_of(ev);
-        if self.tables.contains_key(&key) {
+        let fingerprint = self.decoder.candidate(ev.data).map(|st| st.fingerprint);
+        if self.known.get(&fingerprint).is_some_and(|channels| channels.contains(ev.channel().as_ref())) {
             return Ok(());
         }
+        let key = self.key_of(ev);
         if let (Some(st), Some(t), Some(_)) = (self.decoder.candidate(ev.data), self.decoder.transcoder(), key.1) {
             let mut shape = CsvShape::new();
             if t.csv_merge(ev.data, &mut shape).is_ok() {
@@ -208,7 +213,8 @@ impl<'d> CsvExport<'d> {
         let mut n = 1;
         while self.names.contains(&path) {
             n += 1;
-            path = self.dir.join(format!("{}~~{n}.csv", file_stem(&path)));
+            // (Every name ends in `.csv`: the stem is the name without it.)
+            path = self.dir.join(format!("{}~~{n}.csv", path.file_stem().unwrap_or_default().to_string_lossy()));
         }
         self.names.insert(path.clone());
         let file = self.sink.create(&path)?;
@@ -216,6 +222,7 @@ impl<'d> CsvExport<'d> {
         let header = header(&key, &shape);
         table.buf.extend_from_slice(header.as_bytes());
         table.bytes = header.len() as u64;
+        self.known.entry(key.1).or_default().insert(key.0.clone());
         self.tables.insert(key.clone(), table);
         Arc::make_mut(&mut self.columns).insert(key, Columns { shape, rows: true });
         Ok(())
@@ -352,7 +359,7 @@ impl<'d> CsvExport<'d> {
             if !table.again {
                 continue;
             }
-            let path = self.dir.join(format!("{}.again~", file_stem(&table.file.0)));
+            let path = self.dir.join(format!("{}.again~", table.file.0.file_stem().unwrap_or_default().to_string_lossy()));
             let file = self.sink.create(&path)?;
             // The rows of the first file were handed over already; what is left of them goes with it.
             table.write_out(&mut self.sink)?;
@@ -416,12 +423,6 @@ fn header(key: &Key, shape: &CsvShape) -> String {
     }
     header.push('\n');
     header
-}
-
-/// A file name without its `.csv`.
-fn file_stem(path: &Path) -> String {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    name.strip_suffix(".csv").map(str::to_owned).unwrap_or(name)
 }
 
 /// The workers' work: for each decoded message of a table with rows in this pass, a row (with the columns as they
