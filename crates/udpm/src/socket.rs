@@ -6,6 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use nix::sys::socket::MsgFlags;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::config::{Config, Interface};
@@ -291,14 +292,20 @@ pub struct Receiver {
     /// Each sender's sequence, when this receiver hears all of it (udpm).
     sequences: Option<Sequences>,
     /// The last read found the socket empty and nothing has waited on it since: the next [`Receiver::recv`] that may
-    /// wait goes straight to `poll` (another read would fail the same way: one system call saved per wake-up).
+    /// wait goes straight to waiting (another non-blocking read would fail the same way).
     found_empty: bool,
+    /// The socket's `SO_RCVTIMEO` as last set (`None`: never set; `Some(None)`: no timeout).
+    read_timeout: Option<Option<Duration>>,
     /// Which messages to take (by channel and sender); `None` takes all.
     filter: Option<Filter>,
 }
 
 /// See [`Receiver::set_filter`].
 pub type Filter = Box<dyn FnMut(&str, SocketAddr) -> bool + Send>;
+
+/// How far short of a wait's end a blocking read's timeout stays: the kernel rounds `SO_RCVTIMEO` up to a whole
+/// clock tick, 10 ms at most (HZ 100).
+const TICK_MARGIN: Duration = Duration::from_millis(10);
 
 /// How many datagrams that make no message a [`Receiver::recv`] that may not wait reads before it returns.
 pub const READ_TURN: usize = 64;
@@ -337,7 +344,6 @@ impl Receiver {
             Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => UdpmError::NoRoute { group: config.group, source },
             _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
         })?;
-        socket.set_nonblocking(true).map_err(io_err("making the socket non-blocking"))?;
         // Datagrams dropped on a full receive buffer are otherwise invisible to everything above (spy, nerve log).
         nix::sys::socket::setsockopt(&socket, nix::sys::socket::sockopt::RxqOvfl, &1)
             .map_err(|e| UdpmError::Io { op: "setting SO_RXQ_OVFL".into(), source: io::Error::from(e) })?;
@@ -351,6 +357,7 @@ impl Receiver {
             kernel_drops_seen: 0,
             sequences: None,
             found_empty: false,
+            read_timeout: None,
             filter: None,
         })
     }
@@ -375,7 +382,8 @@ impl Receiver {
         s
     }
 
-    /// The socket, e.g. to poll it.
+    /// The socket, e.g. to poll it (then read with `recv(Some(Duration::ZERO))`). It is in blocking mode, under a
+    /// receive timeout that [`Receiver::recv`] manages.
     pub fn socket(&self) -> &UdpSocket {
         &self.socket
     }
@@ -383,73 +391,122 @@ impl Receiver {
     /// Waits up to `timeout` (forever with `None`) for the next whole message. Malformed datagrams and fragments of
     /// messages not yet complete are absorbed on the way.
     ///
-    /// The socket is non-blocking: datagrams already queued are drained one `recvfrom` each, and `poll` is called
-    /// only when the queue is empty, so a burst of fragments costs one system call per datagram. A call that may
-    /// not wait (`Some(Duration::ZERO)`) returns `None` when the socket is empty, or after [`READ_TURN`] datagrams
-    /// that made no message (fragments, malformed or filtered ones): a caller draining a flood of traffic it does
-    /// not want gets control back, to run its callbacks.
+    /// Datagrams already queued are drained one non-blocking read each, so a burst of fragments costs one system
+    /// call per datagram. When the socket is empty, the wait is itself a read: a blocking `recvmsg` under a receive
+    /// timeout ([`Receiver::wait_read`]), so the datagram that ends a wait is in hand when the thread wakes, with no
+    /// `poll` to return from and no second call to make. A call that may not wait (`Some(Duration::ZERO)`) returns
+    /// `None` when the socket is empty, or after [`READ_TURN`] datagrams that made no message (fragments, malformed
+    /// or filtered ones): a caller draining a flood of traffic it does not want gets control back, to run its
+    /// callbacks.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        use std::os::fd::AsFd;
-
         let deadline = timeout.map(|t| Instant::now() + t);
         // A call that may not wait always reads: it is how a caller drains the socket.
         let may_wait = timeout.is_none_or(|t| !t.is_zero());
         let mut absorbed = 0;
-        // Whether this call has read the socket: one whose time is up before it could poll must still read once.
+        // Whether this call has read the socket: one whose time is up before it could wait must still read once.
         let mut has_read = false;
         loop {
-            if !(self.found_empty && may_wait) {
-                has_read = true;
-                match self.recv_datagram() {
-                    Ok((n, from)) => {
-                        if let Some(m) = self.absorb(from, n) {
-                            return Ok(Some(m));
+            let read = if self.found_empty && may_wait {
+                let left = match deadline {
+                    None => None,
+                    Some(d) => match d.checked_duration_since(Instant::now()) {
+                        Some(left) if !left.is_zero() => Some(left),
+                        _ if !has_read => {
+                            self.found_empty = false;
+                            continue;
                         }
-                        absorbed += 1;
-                        if !may_wait && absorbed == READ_TURN {
-                            return Ok(None);
-                        }
+                        _ => return Ok(None),
+                    },
+                };
+                self.found_empty = false;
+                match self.wait_read(left) {
+                    Ok(Some(read)) => Ok(read),
+                    // The wait ended without a datagram: the deadline decides whether to wait more.
+                    Ok(None) => {
+                        self.found_empty = true;
                         continue;
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.found_empty = true,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
+                    Err(e) => Err(e),
                 }
-            }
-            let wait = match deadline {
-                None => PollTimeout::NONE,
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => {
-                        // Round up, so a sub-millisecond remainder still waits instead of spinning.
-                        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-                        PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
-                    }
-                    _ if !has_read => {
-                        self.found_empty = false;
-                        continue;
-                    }
-                    _ => return Ok(None),
-                },
+            } else {
+                self.recv_datagram(MsgFlags::MSG_DONTWAIT)
             };
-            let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
-            self.found_empty = false;
-            match poll(&mut fds, wait) {
-                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => {
-                    return Err(UdpmError::Io { op: "waiting for datagrams".into(), source: io::Error::from(e) })
+            has_read = true;
+            match read {
+                Ok((n, from)) => {
+                    if let Some(m) = self.absorb(from, n) {
+                        return Ok(Some(m));
+                    }
+                    absorbed += 1;
+                    if !may_wait && absorbed == READ_TURN {
+                        return Ok(None);
+                    }
                 }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.found_empty = true;
+                    if !may_wait {
+                        return Ok(None);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
             }
         }
     }
 
-    /// Reads one datagram into the buffer (non-blocking), and the kernel's drop counter that comes with it.
-    fn recv_datagram(&mut self) -> io::Result<(usize, SocketAddr)> {
-        use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrIn};
+    /// Waits up to `left` (forever with `None`) for a datagram on the empty socket; `Ok(None)` when the wait ended
+    /// without one (time up, or interrupted).
+    ///
+    /// A long wait is a blocking read under `SO_RCVTIMEO`, which the kernel rounds up to whole clock ticks (up to
+    /// 10 ms): the read's timeout is kept at least [`TICK_MARGIN`] short of `left`, and is set again only when the
+    /// one the socket has falls out of that range, so a caller that waits the same time each turn (a receive thread
+    /// looking up every 100 ms) sets it once. A short wait is a `poll` (millisecond precision) and the read after it.
+    fn wait_read(&mut self, left: Option<Duration>) -> io::Result<Option<(usize, SocketAddr)>> {
+        let timeout = match left {
+            None => None,
+            Some(left) if left >= 2 * TICK_MARGIN => {
+                let longest = left - TICK_MARGIN;
+                match self.read_timeout {
+                    Some(Some(t)) if t <= longest && t + TICK_MARGIN >= longest => Some(t),
+                    _ => Some(longest - TICK_MARGIN / 2),
+                }
+            }
+            Some(left) => {
+                use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+                use std::os::fd::AsFd;
+                // Round up, so a sub-millisecond remainder still waits instead of spinning.
+                let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+                let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
+                return match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
+                    Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(None),
+                    Ok(_) => match self.recv_datagram(MsgFlags::MSG_DONTWAIT) {
+                        Ok(read) => Ok(Some(read)),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(io::Error::from(e)),
+                };
+            }
+        };
+        if self.read_timeout != Some(timeout) {
+            self.socket.set_read_timeout(timeout)?;
+            self.read_timeout = Some(timeout);
+        }
+        match self.recv_datagram(MsgFlags::empty()) {
+            Ok(read) => Ok(Some(read)),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads one datagram into the buffer, and the kernel's drop counter that comes with it. The socket blocks
+    /// (under its receive timeout) unless `flags` has `MSG_DONTWAIT`.
+    fn recv_datagram(&mut self, flags: MsgFlags) -> io::Result<(usize, SocketAddr)> {
+        use nix::sys::socket::{recvmsg, ControlMessageOwned, SockaddrIn};
         use std::os::fd::AsRawFd;
 
         let mut iov = [io::IoSliceMut::new(&mut self.buf)];
-        let msg = recvmsg::<SockaddrIn>(self.socket.as_raw_fd(), &mut iov, Some(&mut self.cmsg), MsgFlags::empty())
+        let msg = recvmsg::<SockaddrIn>(self.socket.as_raw_fd(), &mut iov, Some(&mut self.cmsg), flags)
             .map_err(io::Error::from)?;
         let from = msg.address.map(|a| SocketAddr::V4(a.into())).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         let n = msg.bytes;

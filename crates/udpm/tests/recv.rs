@@ -1,9 +1,16 @@
-//! `Receiver::recv`'s waiting: after a read found the socket empty, a call that may wait goes straight to `poll`;
-//! a call whose time is already up by then must still read what has arrived meanwhile.
+//! `Receiver::recv`'s waiting: after a read found the socket empty, a call that may wait goes straight to waiting
+//! (a blocking read under a receive timeout when the wait is long, `poll` when it is short); a wait ends with the
+//! datagram that arrives during it, or empty-handed no earlier than its timeout; a call whose time is already up by
+//! then must still read what has arrived meanwhile.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nerve_udpm::{Config, Receiver, Sender};
+
+fn config(offset: u16) -> Config {
+    let port = 27000 + (std::process::id() % 1000) as u16 * 4 + offset;
+    Config::from_url_parts(&format!("239.255.76.87:{port}"), &[]).unwrap().0
+}
 
 #[test]
 fn a_call_whose_time_is_up_still_reads_what_arrived_since_the_socket_was_last_empty() {
@@ -19,4 +26,42 @@ fn a_call_whose_time_is_up_still_reads_what_arrived_since_the_socket_was_last_em
     let m = rx.recv(Some(Duration::from_nanos(1))).unwrap().expect("the queued message");
     assert_eq!(m.channel, "LATE");
     assert!(rx.recv(Some(Duration::from_nanos(1))).unwrap().is_none());
+}
+
+#[test]
+fn a_wait_with_nothing_to_read_ends_empty_handed_no_earlier_than_its_timeout() {
+    let mut rx = Receiver::open(&config(0)).unwrap();
+    while rx.recv(Some(Duration::ZERO)).unwrap().is_some() {}
+    // 5 ms: a poll; 40 and 120 ms: blocking reads under SO_RCVTIMEO, the second 120 ms wait reusing the timeout the
+    // first one set.
+    for ms in [5, 40, 120, 120, 5] {
+        let timeout = Duration::from_millis(ms);
+        let t = Instant::now();
+        assert!(rx.recv(Some(timeout)).unwrap().is_none(), "nothing was sent");
+        let took = t.elapsed();
+        assert!(took >= timeout, "a {ms} ms wait ended after {took:?}");
+        // Not a speed bound: a wait that never ended would hang here instead.
+        assert!(took < timeout + Duration::from_secs(2), "a {ms} ms wait ended after {took:?}");
+    }
+}
+
+#[test]
+fn a_wait_ends_with_the_datagram_that_arrives_during_it() {
+    let cfg = config(1);
+    let mut rx = Receiver::open(&cfg).unwrap();
+    while rx.recv(Some(Duration::ZERO)).unwrap().is_some() {}
+    // 20 s and forever: blocking reads; 19 ms: a poll (tried again if a loaded host sends after it has ended).
+    for (i, timeout) in [Some(Duration::from_secs(20)), None, Some(Duration::from_millis(19))].into_iter().enumerate() {
+        let mut tx = Sender::open(&cfg).unwrap();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(2));
+            tx.send(&format!("DURING_{i}"), b"x").unwrap();
+        });
+        let t = Instant::now();
+        let m = (0..500).find_map(|_| rx.recv(timeout).unwrap()).expect("the datagram sent during the wait");
+        assert_eq!(m.channel, format!("DURING_{i}"));
+        // Not a speed bound: a wait that went on after the datagram came would end only at its timeout or never.
+        assert!(t.elapsed() < Duration::from_secs(10), "the wait went on after the datagram came");
+        sender.join().unwrap();
+    }
 }
