@@ -32,13 +32,17 @@ struct Sender {
     multiport: bool,
 }
 
+/// Senders kept out of the hash table, searched in order.
+const RECENT: usize = 8;
+
 /// Each sender's last sequence number, and the messages counted as never seen.
 #[derive(Debug, Default)]
 pub struct Sequences {
-    /// The sender of the latest datagram, kept out of the table: datagrams come in runs from one sender (every
-    /// fragment of a message, a publisher's burst), and a run then costs no hashing at all (two SipHash lookups per
-    /// datagram were 10 % of a receive thread's time per datagram).
-    current: Option<(SocketAddr, Sender)>,
+    /// The latest senders, kept out of the table: a receiver usually hears a few senders at a time (a request and
+    /// its reply, its own datagrams looped back and a peer's, every fragment of a message), and those then cost
+    /// a few address comparisons, no hashing (two SipHash lookups per datagram were 10 % of a receive thread's time
+    /// per datagram, and on a round trip's path they come cold).
+    recent: Vec<(SocketAddr, Sender)>,
     /// Every other sender.
     senders: HashMap<SocketAddr, Sender>,
     unseen: u64,
@@ -54,17 +58,23 @@ impl Sequences {
     /// carries it (a small message, a first fragment).
     pub fn note(&mut self, from: SocketAddr, seq: u32, channel: Option<&str>) {
         let announces = channel.is_some_and(|c| c == crate::multiport::UPDATE_CHANNEL || c == crate::multiport::REQUEST_CHANNEL);
-        if self.current.as_ref().is_none_or(|(a, _)| *a != from) {
-            if let Some((a, s)) = self.current.take() {
-                if self.senders.len() + 1 >= MAX_SENDERS {
-                    self.senders.clear();
+        let at = match self.recent.iter().position(|(a, _)| *a == from) {
+            Some(at) => at,
+            None => {
+                if self.recent.len() == RECENT {
+                    // The oldest of the recent senders makes room.
+                    let (a, s) = self.recent.remove(0);
+                    if self.senders.len() + RECENT >= MAX_SENDERS {
+                        self.senders.clear();
+                    }
+                    self.senders.insert(a, s);
                 }
-                self.senders.insert(a, s);
+                let s = self.senders.remove(&from).unwrap_or(Sender { last: seq, gaps: 0, multiport: false });
+                self.recent.push((from, s));
+                self.recent.len() - 1
             }
-            let s = self.senders.remove(&from).unwrap_or(Sender { last: seq, gaps: 0, multiport: false });
-            self.current = Some((from, s));
-        }
-        let Some((_, s)) = self.current.as_mut() else { return };
+        };
+        let s = &mut self.recent[at].1;
         if s.multiport {
             return;
         }
@@ -139,6 +149,22 @@ mod tests {
     }
 
     #[test]
+    fn senders_keep_their_sequences_moving_between_the_recent_ones_and_the_table() {
+        let mut s = Sequences::default();
+        let senders = RECENT as u16 * 3;
+        // Round after round over more senders than are kept recent: each is moved to the table and back every
+        // round, and only the one message each skips in round 2 is counted.
+        for round in 0..5u32 {
+            for k in 0..senders {
+                let seq = if round >= 2 { round + 1 } else { round };
+                s.note(addr(k), seq, None);
+            }
+        }
+        assert_eq!(s.unseen(), u64::from(senders), "one message of each sender");
+        assert!(s.recent.len() <= RECENT);
+    }
+
+    #[test]
     fn the_table_is_bounded() {
         let mut s = Sequences::default();
         for i in 0..(MAX_SENDERS as u32 * 3) {
@@ -146,7 +172,7 @@ mod tests {
             s.note(from, i, None);
             s.note(from, i + 2, None);
         }
-        assert!(s.senders.len() < MAX_SENDERS, "the table and the current sender together are bounded");
+        assert!(s.senders.len() + s.recent.len() <= MAX_SENDERS, "the table and the recent senders together are bounded");
         assert_eq!(s.unseen(), u64::from(MAX_SENDERS as u32 * 3));
     }
 }
