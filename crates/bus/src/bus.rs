@@ -162,7 +162,7 @@ struct State {
     subs: Vec<Entry>,
     pubs: Vec<PubEntry>,
     /// channel -> indices into `subs` of the subscriptions it matches; cleared when `subs` changes.
-    cache: HashMap<String, Vec<usize>>,
+    cache: HashMap<String, Arc<[usize]>>,
     next_id: u64,
     arrivals: u64,
     /// Order of transient-local publications across publishers.
@@ -183,28 +183,16 @@ impl State {
         self.subs.iter().position(|s| s.id == id)
     }
 
-    fn matching(&mut self, channel: &str) -> Vec<usize> {
-        self.matching_ref(channel).to_vec()
-    }
-
-    /// Whether any subscription matches `channel`; counts the message as unmatched if none does.
-    fn wants(&mut self, channel: &str) -> bool {
-        let wanted = !self.matching_ref(channel).is_empty();
-        if !wanted {
-            self.unmatched += 1;
-        }
-        wanted
-    }
-
-    fn matching_ref(&mut self, channel: &str) -> &[usize] {
-        if self.cache.contains_key(channel) {
-            return &self.cache[channel];
+    /// The indices into `subs` of the subscriptions `channel` matches (shared with the cache: no copy).
+    fn matching(&mut self, channel: &str) -> Arc<[usize]> {
+        if let Some(m) = self.cache.get(channel) {
+            return Arc::clone(m);
         }
         // Channel names come from the network: a sender that invents new ones must not grow this without limit.
         if self.cache.len() >= MATCH_CACHE_MAX {
             self.cache.clear();
         }
-        let m: Vec<usize> = self
+        let m: Arc<[usize]> = self
             .subs
             .iter()
             .enumerate()
@@ -214,7 +202,17 @@ impl State {
             })
             .map(|(i, _)| i)
             .collect();
-        self.cache.entry(channel.to_owned()).or_insert(m)
+        self.cache.insert(channel.to_owned(), Arc::clone(&m));
+        m
+    }
+
+    /// Whether any subscription matches `channel`; counts the message as unmatched if none does.
+    fn wants(&mut self, channel: &str) -> bool {
+        let wanted = !self.matching(channel).is_empty();
+        if !wanted {
+            self.unmatched += 1;
+        }
+        wanted
     }
 }
 
@@ -303,7 +301,7 @@ struct CoreSink(Weak<Core>);
 impl Sink for CoreSink {
     fn deliver(&self, msg: Incoming) {
         if let Some(core) = self.0.upgrade() {
-            core.route_bytes(&msg.channel, Cow::Owned(msg.data), msg.recv_utime);
+            core.route_bytes(Cow::Owned(msg.channel), Cow::Owned(msg.data), msg.recv_utime);
         }
     }
 
@@ -460,7 +458,7 @@ impl Core {
             st.unmatched += 1;
         }
         let mut plan = Plan { own: Vec::new(), groups: Vec::new(), byte_subs: false };
-        for i in matching {
+        for &i in matching.iter() {
             let s = &st.subs[i];
             let Some(t) = &s.typed else {
                 plan.byte_subs = true;
@@ -512,7 +510,7 @@ impl Core {
                 }
             }
             if let Some(r) = received {
-                for i in st.matching(channel) {
+                for &i in st.matching(channel).iter() {
                     if st.subs[i].typed.is_none() {
                         self.enqueue(&mut st, i, arrival, Item::Bytes(Arc::clone(&r)), &mut wake);
                     }
@@ -533,8 +531,33 @@ impl Core {
 
     /// Delivers encoded bytes (from the transport, or a raw publish of this bus) to this bus's subscriptions:
     /// byte-level ones get them shared, typed ones a decoded value (decoded once per Rust type).
-    pub(crate) fn route_bytes(&self, channel: &str, data: Cow<'_, [u8]>, recv_utime: i64) {
-        let plan = self.plan(channel, None, None);
+    ///
+    /// When only byte-level subscriptions match (every message the transport brings to a process that subscribes
+    /// bytes), matching and queueing are one critical section, and the channel and bytes move into the shared
+    /// [`Received`] uncopied: this is the path between a datagram's arrival and its callback.
+    pub(crate) fn route_bytes(&self, channel: Cow<'_, str>, data: Cow<'_, [u8]>, recv_utime: i64) {
+        {
+            let mut st = self.lock();
+            let matching = st.matching(&channel);
+            if matching.is_empty() {
+                st.unmatched += 1;
+                return;
+            }
+            if matching.iter().all(|&i| st.subs[i].typed.is_none()) {
+                let received = Arc::new(Received { channel: channel.into_owned(), data: data.into_owned(), recv_utime });
+                let mut wake = Wake::default();
+                st.arrivals += 1;
+                let arrival = st.arrivals;
+                for &i in matching.iter() {
+                    self.enqueue(&mut st, i, arrival, Item::Bytes(Arc::clone(&received)), &mut wake);
+                }
+                drop(st);
+                self.finish(wake);
+                return;
+            }
+        }
+        // Typed subscriptions match: decode outside the lock, then queue everything as one arrival.
+        let plan = self.plan(&channel, None, None);
         let mut items = Vec::new();
         let mut failed = Vec::new();
         for g in &plan.groups {
@@ -545,8 +568,8 @@ impl Core {
         }
         let received = plan
             .byte_subs
-            .then(|| Arc::new(Received { channel: channel.to_owned(), data: data.into_owned(), recv_utime }));
-        self.commit(channel, items, received, &failed, None);
+            .then(|| Arc::new(Received { channel: channel.to_string(), data: data.into_owned(), recv_utime }));
+        self.commit(&channel, items, received, &failed, None);
     }
 
     /// Takes the oldest waiting message from every callback subscription that has it at the front.
@@ -930,11 +953,11 @@ impl Bus {
     /// Publishes raw bytes: to this bus's own matching subscriptions directly (typed ones get the decoded value),
     /// and through the transport when it can reach another process.
     pub fn publish_raw(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
-        self.core.route_bytes(channel, Cow::Borrowed(data), nerve_udpm::now_utime());
-        if self.core.provider.leaves_process() {
-            self.core.provider.publish(channel, data)?;
-        }
-        Ok(())
+        // The transport first: a reply another process waits for leaves before this bus's own queues are served.
+        // In-process delivery happens whatever the transport did, as in a batch.
+        let sent = if self.core.provider.leaves_process() { self.core.provider.publish(channel, data) } else { Ok(()) };
+        self.core.route_bytes(Cow::Borrowed(channel), Cow::Borrowed(data), nerve_udpm::now_utime());
+        sent
     }
 
     /// Publishes raw messages (channel, bytes) in order, as [`Bus::publish_raw`] on each would, but hands them to
@@ -947,8 +970,8 @@ impl Bus {
     /// none after it was published ([`BatchError::sent`] says which).
     pub fn publish_raw_batch(&self, batch: &[(&str, &[u8])]) -> Result<(), BatchError> {
         let result = if self.core.provider.leaves_process() { self.core.provider.publish_batch(batch) } else { Ok(()) };
-        // In-process delivery after the sends (publish_raw does it before its send): the same deliveries whatever
-        // the transport did, since a transport never hands the bus back its own messages.
+        // In-process delivery after the sends, as in publish_raw: the same deliveries whatever the transport did,
+        // since a transport never hands the bus back its own messages.
         let reached = match &result {
             Ok(()) => batch.len(),
             Err(e) => (e.sent + 1).min(batch.len()),
@@ -956,7 +979,7 @@ impl Bus {
         // One clock read for the batch: its messages are published at one instant.
         let now = nerve_udpm::now_utime();
         for &(channel, data) in &batch[..reached] {
-            self.core.route_bytes(channel, Cow::Borrowed(data), now);
+            self.core.route_bytes(Cow::Borrowed(channel), Cow::Borrowed(data), now);
         }
         result
     }
