@@ -249,10 +249,10 @@ pub struct RecvStats {
     pub malformed: [u64; 8],
     /// Reassembly counters.
     pub reassembly: ReassemblyStats,
-    /// Datagrams for this socket that the kernel dropped because its receive buffer was full (`SO_RXQ_OVFL`), since
-    /// it opened. The kernel tells with each datagram read, so drops after the last one read show with the next.
-    /// A dropped fragment also makes its message incomplete: such a message counts here once per dropped fragment
-    /// and once in the reassembly's `dropped_incomplete`.
+    /// Datagrams for this socket that the kernel dropped because its receive buffer was full (`SO_MEMINFO`'s drop
+    /// count, read when the counters are taken), since it opened: otherwise invisible to everything above (spy,
+    /// nerve log). A dropped fragment also makes its message incomplete: such a message counts here once per
+    /// dropped fragment and once in the reassembly's `dropped_incomplete`.
     pub kernel_dropped: u64,
     /// Messages that [`Receiver::set_filter`]'s filter turned away: read, never copied out of the read buffer nor
     /// reassembled (a fragmented one is turned away at its fragment 0, which carries the channel).
@@ -285,10 +285,8 @@ pub struct Receiver {
     buf: Vec<u8>,
     stats: RecvStats,
     rcvbuf: Option<(usize, usize)>,
-    /// Control-message space for the `SO_RXQ_OVFL` counter that comes with each datagram.
-    cmsg: Vec<u8>,
-    /// The kernel's 32-bit drop counter as last seen (it wraps; `stats.kernel_dropped` does not).
-    kernel_drops_seen: u32,
+    /// The kernel's 32-bit drop counter as last seen (it wraps), and the drops counted so far (they do not).
+    kernel_drops: std::cell::Cell<(u32, u64)>,
     /// Each sender's sequence, when this receiver hears all of it (udpm).
     sequences: Option<Sequences>,
     /// The last read found the socket empty and nothing has waited on it since: the next [`Receiver::recv`] that may
@@ -344,17 +342,13 @@ impl Receiver {
             Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => UdpmError::NoRoute { group: config.group, source },
             _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
         })?;
-        // Datagrams dropped on a full receive buffer are otherwise invisible to everything above (spy, nerve log).
-        nix::sys::socket::setsockopt(&socket, nix::sys::socket::sockopt::RxqOvfl, &1)
-            .map_err(|e| UdpmError::Io { op: "setting SO_RXQ_OVFL".into(), source: io::Error::from(e) })?;
         Ok(Receiver {
             socket: socket.into(),
             reassembler: Reassembler::new(config.limits),
             buf: vec![0; 65536],
             stats: RecvStats::default(),
             rcvbuf,
-            cmsg: nix::cmsg_space!(u32),
-            kernel_drops_seen: 0,
+            kernel_drops: std::cell::Cell::new((0, 0)),
             sequences: None,
             found_empty: false,
             read_timeout: None,
@@ -379,7 +373,23 @@ impl Receiver {
         let mut s = self.stats;
         s.reassembly = self.reassembler.stats();
         s.unseen = self.sequences.as_ref().map(Sequences::unseen);
+        s.kernel_dropped = self.kernel_dropped();
         s
+    }
+
+    /// The kernel's drops for this socket so far, carried past its 32-bit counter's wrap. A kernel that cannot
+    /// tell (before Linux 4.18) leaves the count where it was.
+    fn kernel_dropped(&self) -> u64 {
+        use std::os::fd::AsFd;
+        let (seen, total) = self.kernel_drops.get();
+        match crate::sys::socket_drops(self.socket.as_fd()) {
+            Ok(now) => {
+                let total = total + u64::from(now.wrapping_sub(seen));
+                self.kernel_drops.set((now, total));
+                total
+            }
+            Err(_) => total,
+        }
     }
 
     /// The socket, e.g. to poll it (then read with `recv(Some(Duration::ZERO))`). It is in blocking mode, under a
@@ -499,31 +509,16 @@ impl Receiver {
         }
     }
 
-    /// Reads one datagram into the buffer, and the kernel's drop counter that comes with it. The socket blocks
-    /// (under its receive timeout) unless `flags` has `MSG_DONTWAIT`.
+    /// Reads one datagram into the buffer. The socket blocks (under its receive timeout) unless `flags` has
+    /// `MSG_DONTWAIT`.
     fn recv_datagram(&mut self, flags: MsgFlags) -> io::Result<(usize, SocketAddr)> {
-        use nix::sys::socket::{recvmsg, ControlMessageOwned, SockaddrIn};
+        use nix::sys::socket::{recvmsg, SockaddrIn};
         use std::os::fd::AsRawFd;
 
         let mut iov = [io::IoSliceMut::new(&mut self.buf)];
-        let msg = recvmsg::<SockaddrIn>(self.socket.as_raw_fd(), &mut iov, Some(&mut self.cmsg), flags)
-            .map_err(io::Error::from)?;
+        let msg = recvmsg::<SockaddrIn>(self.socket.as_raw_fd(), &mut iov, None, flags).map_err(io::Error::from)?;
         let from = msg.address.map(|a| SocketAddr::V4(a.into())).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-        let n = msg.bytes;
-        let mut counter = None;
-        if let Ok(cmsgs) = msg.cmsgs() {
-            for c in cmsgs {
-                if let ControlMessageOwned::RxqOvfl(dropped) = c {
-                    counter = Some(dropped);
-                }
-            }
-        }
-        if let Some(dropped) = counter {
-            // The counter is the socket's drops when this datagram was queued: cumulative, 32 bits, wrapping.
-            self.stats.kernel_dropped += u64::from(dropped.wrapping_sub(self.kernel_drops_seen));
-            self.kernel_drops_seen = dropped;
-        }
-        Ok((n, from))
+        Ok((msg.bytes, from))
     }
 
     /// Processes one datagram already read into the buffer.

@@ -65,6 +65,11 @@ pub trait Sink: Send + Sync {
 /// four clients at full rate echoed 0.6 % of the requests: nearly all their time went to reading).
 pub const DRAIN_TURN: usize = 64;
 
+/// How many turns of a udpm or mpudpm receive thread may pass between two copies of its receiver's counters while
+/// callbacks keep it from waiting (it copies them before every wait). A copy asks the kernel for the socket's
+/// drop count: one system call, which per turn would slow a thread that is already behind.
+pub(crate) const STATS_TURN: u32 = 64;
+
 /// Transport counters a provider keeps, for `spy` and for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProviderStats {

@@ -9,7 +9,7 @@ use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
-use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN};
+use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN, STATS_TURN};
 use crate::error::{BatchError, BusError};
 
 /// How long the self-test may take before receiving is refused (liblcm waits up to 10 s).
@@ -120,6 +120,7 @@ impl Provider for Udpm {
             // While callbacks wait to run here, do not block on the socket: alternate between draining it and
             // running one callback.
             let mut callbacks_waiting = false;
+            let mut turns_since_stats = 0;
             while !stop_flag.load(Ordering::Relaxed) {
                 let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
                 let mut got = rx.recv(Some(wait));
@@ -143,14 +144,19 @@ impl Provider for Udpm {
                     }
                     got = rx.recv(Some(Duration::ZERO));
                 }
-                *stats.lock().expect("stats lock") = rx.stats();
                 if let Err(e) = got {
                     // A receive error other than a timeout is not expected on a bound UDP socket; report it
                     // once and stop rather than spin.
+                    *stats.lock().expect("stats lock") = rx.stats();
                     eprintln!("nerve: udpm receive thread stopped: {e}");
                     break;
                 }
                 callbacks_waiting = sink.drained();
+                turns_since_stats += 1;
+                if !callbacks_waiting || turns_since_stats >= STATS_TURN {
+                    *stats.lock().expect("stats lock") = rx.stats();
+                    turns_since_stats = 0;
+                }
             }
         })?);
         Ok(())
