@@ -90,6 +90,25 @@ fn main() {
             println!("cargo::rustc-env=BENCH_LCM_ECHO=unavailable: {why}");
         }
     }
+    // The echo suite's floor: the same roles with nothing but the system calls (csrc/udp_echo_floor.c).
+    match udp_echo_floor_exe(&manifest, &out) {
+        Ok(p) => println!("cargo::rustc-env=BENCH_UDP_ECHO_FLOOR={}", p.display()),
+        Err(why) => {
+            let why: String = why.replace(['\n', '\r'], " ").chars().take(400).collect();
+            println!("cargo::warning=nerve-bench: the echo floor is unavailable: {why}");
+            println!("cargo::rustc-env=BENCH_UDP_ECHO_FLOOR=unavailable: {why}");
+        }
+    }
+}
+
+/// Compiles `csrc/udp_echo_floor.c` into `$OUT_DIR/udp_echo_floor`.
+fn udp_echo_floor_exe(manifest: &Path, out: &Path) -> Result<PathBuf, String> {
+    let exe = out.join("udp_echo_floor");
+    let compiler = cc::Build::new().opt_level(2).get_compiler();
+    let mut cmd = compiler.to_command();
+    cmd.arg("-O2").arg("-o").arg(&exe).arg(manifest.join("csrc/udp_echo_floor.c")).arg("-lpthread");
+    run(&mut cmd)?;
+    Ok(exe)
 }
 
 /// Compiles `csrc/lcm_echo.c` into `$OUT_DIR/lcm_echo`, linked against the wheel's `liblcm.so` with an rpath to it.

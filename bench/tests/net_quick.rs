@@ -116,7 +116,7 @@ fn echo_quick_json_has_every_system_and_metric() {
     let (metrics, unavailable, ratios) = check("echo", &lines, &units);
     let metric_names: Vec<&str> = units.keys().copied().collect();
     let cases = ["5MBps_1clients", "max_1clients", "5MBps_4clients", "max_4clients"];
-    complete(&cases, &["nerve", "lcm-c", "nerve-mpudpm"], &metric_names, &metrics, &unavailable);
+    complete(&cases, &["nerve", "lcm-c", "nerve-mpudpm", "udp-floor"], &metric_names, &metrics, &unavailable);
     // Three bars per case, each with a verdict or a reason.
     for case in cases {
         let bars: BTreeSet<&str> =

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::proc::{Proc, Program, Role};
 use super::{
-    base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, Latencies, Out, Placement, GROUP,
-    MSG_SIZE,
+    base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, udp_floor_program, Latencies,
+    Out, Placement, GROUP, MSG_SIZE,
 };
 
 /// Target rates in MB/s (10^6 bytes); `None` is as fast as the source can publish.
@@ -49,6 +49,7 @@ fn systems(base: u16) -> Vec<System> {
         System { name: "nerve", scheme: "udpm", span: 1, program: nerve },
         System { name: "lcm-c", scheme: "udpm", span: 1, program: lcm_program() },
         mp,
+        System { name: "udp-floor", scheme: "udpm", span: 1, program: udp_floor_program() },
     ]
 }
 
@@ -185,6 +186,9 @@ pub fn run(quick: bool, json: bool) -> i32 {
             (Err(e), _) => format!("unavailable: {e}"),
             (Ok(_), "nerve") => "nerve-bus over udpm (Rust, this program's hidden roles)".into(),
             (Ok(_), "lcm-c") => "real LCM 1.5.3 C (csrc/lcm_echo.c against the wheel's liblcm)".into(),
+            (Ok(_), "udp-floor") => {
+                "the floor: LCM's datagrams with a blocking recv and a sendto, nothing else (csrc/udp_echo_floor.c)".into()
+            }
             (Ok(_), _) => format!("nerve-bus over multi-port udpm ({MP_PORTS} ports)"),
         };
         out.text(&format!("  {:<13} {what}", s.name));
@@ -260,9 +264,10 @@ fn ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) 
     out.text("ratios: issue 3's bars, nerve vs lcm-c at the same point of this run");
     out.text("  delivered: nerve delivered / lcm-c delivered >= 1 (rounded to 3 decimals: both sources keep one schedule, so");
     out.text("             two runs that lose nothing differ by a message at most); loss: nerve loss % <= lcm-c loss %; p50: nerve p50 / lcm-c p50 <= 0.8");
+    out.text("  floor p50: udp-floor p50 / lcm-c p50, for reference (no bar): what the kernel's path and this host's wake-ups leave");
     out.text(&format!(
-        "{:<18} {:>10} {:<5} {:>15} {:<5} {:>9} {:<5}",
-        "case", "delivered", "", "loss n / l %", "", "p50", ""
+        "{:<18} {:>10} {:<5} {:>15} {:<5} {:>9} {:<5} {:>9}",
+        "case", "delivered", "", "loss n / l %", "", "p50", "", "floor p50"
     ));
     let (mut pass, mut total) = (0, 0);
     let find = |case: &str, sys: &str| {
@@ -296,9 +301,13 @@ fn ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) 
             _ => None,
         };
         let p50_pass = p50.map(|r| r <= 0.8);
+        let floor = match (find(case, "udp-floor"), l.rtt) {
+            (Some(Ok(Point { rtt: Some(f), .. })), Some(b)) => format!("{:.3}", f.p50 / b.p50),
+            _ => "-".into(),
+        };
         let v = |b: bool| if b { "PASS" } else { "FAIL" };
         out.text(&format!(
-            "{case:<18} {d:>10.3} {:<5} {:>7.2} / {:<5.2} {:<5} {:>9} {:<5}",
+            "{case:<18} {d:>10.3} {:<5} {:>7.2} / {:<5.2} {:<5} {:>9} {:<5} {floor:>9}",
             v(d_pass),
             n.loss_pct,
             l.loss_pct,

@@ -77,6 +77,20 @@ fn lcm_program() -> Result<Program, String> {
     Ok(Program { exe, words: ["client", "source", "lat-recv", "lat-send"] })
 }
 
+/// The echo suite's floor: the program build.rs compiled from csrc/udp_echo_floor.c, or why there is none.
+fn udp_floor_program() -> Result<Program, String> {
+    let p = env!("BENCH_UDP_ECHO_FLOOR");
+    if let Some(why) = p.strip_prefix("unavailable: ") {
+        return Err(why.to_string());
+    }
+    let exe = PathBuf::from(p);
+    if !exe.exists() {
+        return Err(format!("{} is gone (rebuild nerve-bench)", exe.display()));
+    }
+    // Echo roles only: the latency suite has floors of its own.
+    Ok(Program { exe, words: ["client", "source", "-", "-"] })
+}
+
 /// Whether this build of nerve-bus knows a provider, by creating a bus on it (the reason when it does not).
 fn nerve_provider(url: &str) -> Result<(), String> {
     nerve_bus::Bus::new(Some(url)).map(|_| ()).map_err(|e| format!("Bus::new({url}): {e}"))
