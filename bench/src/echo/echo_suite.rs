@@ -75,8 +75,52 @@ fn rate_label(rate: Option<u32>) -> String {
 }
 
 struct Timing {
+    /// Sending time of one round.
     duration_ms: u64,
     drain_ms: u64,
+    /// Each point is measured in this many rounds, every system taking its turn in each, and each system's figures
+    /// pool its rounds: a burst of the host's other work then falls on every system alike, not on whichever ran
+    /// during it (this host's speed changes from one second to the next).
+    rounds: u32,
+}
+
+/// What one source process reported, before any statistic: pooled over a point's rounds.
+#[derive(Debug, Default)]
+struct Run {
+    sent: u64,
+    echoed: u64,
+    rtt: Vec<u64>,
+    /// The sending windows, summed (ns).
+    window_ns: u64,
+    notes: Vec<String>,
+}
+
+impl Run {
+    fn add(&mut self, other: Run) {
+        self.sent += other.sent;
+        self.echoed += other.echoed;
+        self.rtt.extend(other.rtt);
+        self.window_ns += other.window_ns;
+        for n in other.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+    }
+
+    fn point(mut self, clients: usize) -> Point {
+        // Rates are per second of the sending windows, which both sources keep by the same absolute-time schedule.
+        // The source's own clock of its sending phase also holds the overshoot of its last sleep (up to milliseconds
+        // on a busy host), time in which it sends nothing: dividing by it made two runs that lost nothing differ by
+        // 0.1 %.
+        let secs = self.window_ns as f64 / 1e9;
+        let offered_mbps = self.sent as f64 * MSG_SIZE as f64 / secs / 1e6;
+        let delivered_mbps = self.echoed as f64 / clients as f64 * MSG_SIZE as f64 / secs / 1e6;
+        let expected = self.sent * clients as u64;
+        let loss_pct =
+            if expected == 0 { 0.0 } else { 100.0 * (expected.saturating_sub(self.echoed)) as f64 / expected as f64 };
+        Point { offered_mbps, delivered_mbps, loss_pct, rtt: Latencies::from_ns(&mut self.rtt), note: self.notes.join("; ") }
+    }
 }
 
 fn measure(
@@ -87,7 +131,7 @@ fn measure(
     port: u16,
     t: &Timing,
     place: &Placement,
-) -> Result<Point, String> {
+) -> Result<Run, String> {
     let (cpu_source, cpu_clients) = (place.a, place.b);
     let url = sys.url(port);
     let max_ms = (t.duration_ms + t.drain_ms + 3_000).to_string();
@@ -138,16 +182,7 @@ fn measure(
         }
     }
     let sent = sent.ok_or_else(|| format!("{} source printed no 'sent' line", sys.name))?;
-    let echoed: u64 = got.iter().sum();
-    // Rates are per second of the sending window, which both sources keep by the same absolute-time schedule. The
-    // source's own clock of its sending phase also holds the overshoot of its last sleep (up to milliseconds on a
-    // busy host), time in which it sends nothing: dividing by it made two runs that lost nothing differ by 0.1 %.
     let window_ns = t.duration_ms * 1_000_000;
-    let secs = window_ns as f64 / 1e9;
-    let offered_mbps = sent as f64 * MSG_SIZE as f64 / secs / 1e6;
-    let delivered_mbps = echoed as f64 / clients as f64 * MSG_SIZE as f64 / secs / 1e6;
-    let expected = sent * clients as u64;
-    let loss_pct = if expected == 0 { 0.0 } else { 100.0 * (expected.saturating_sub(echoed)) as f64 / expected as f64 };
     let mut notes = Vec::new();
     if send_ns > window_ns + window_ns / 20 {
         notes.push(format!("the source sent for {:.0} ms, past its {} ms window", send_ns as f64 / 1e6, t.duration_ms));
@@ -155,14 +190,17 @@ fn measure(
     if killed > 0 {
         notes.push(format!("{killed} client(s) missed the stop message and were killed"));
     }
-    let note = notes.join("; ");
-    Ok(Point { offered_mbps, delivered_mbps, loss_pct, rtt: Latencies::from_ns(&mut rtt), note })
+    Ok(Run { sent, echoed: got.iter().sum(), rtt, window_ns, notes })
 }
 
 /// Runs the suite; the exit code (0 unless the run itself could not be made).
 pub fn run(quick: bool, json: bool) -> i32 {
     let out = Out { json };
-    let t = if quick { Timing { duration_ms: 300, drain_ms: 100 } } else { Timing { duration_ms: 2_000, drain_ms: 300 } };
+    let t = if quick {
+        Timing { duration_ms: 300, drain_ms: 100, rounds: 1 }
+    } else {
+        Timing { duration_ms: 1_000, drain_ms: 300, rounds: 2 }
+    };
     let (rates, clients): (&[Option<u32>], &[usize]) =
         if quick { (&QUICK_RATES, &QUICK_CLIENTS) } else { (&RATES, &CLIENTS) };
     let base = base_port();
@@ -171,9 +209,12 @@ pub fn run(quick: bool, json: bool) -> i32 {
     let load_start = clock::loadavg();
     out.json(json!({"suite": "echo", "kind": "info", "mode": if quick {"quick"} else {"full"}, "host": clock::host(),
         "loadavg": load_start, "placement": place.text, "message_bytes": MSG_SIZE, "duration_ms": t.duration_ms,
-        "drain_ms": t.drain_ms, "url": systems[0].url(base)}));
+        "rounds": t.rounds, "drain_ms": t.drain_ms, "url": systems[0].url(base)}));
     out.text(&format!(
-        "echo: seed 000 Figs. 4-5 ({MSG_SIZE}-byte messages; a source, 1/2/4 echo clients; {} s per point, then up to {} ms for late echoes){}",
+        "echo: seed 000 Figs. 4-5 ({MSG_SIZE}-byte messages; a source, 1/2/4 echo clients; {} s per point as {} round(s) of {} s, \
+         every system taking its turn in each round, each round then up to {} ms for late echoes){}",
+        t.duration_ms as f64 * t.rounds as f64 / 1e3,
+        t.rounds,
         t.duration_ms as f64 / 1e3,
         t.drain_ms,
         if quick { " [--quick: rough]" } else { "" }
@@ -208,12 +249,28 @@ pub fn run(quick: bool, json: bool) -> i32 {
     for &k in clients {
         for &rate in rates {
             let case = case_name(rate, k);
-            for s in &systems {
-                let r = match &s.program {
-                    Err(e) => Err(e.clone()),
-                    Ok(p) => measure(s, p, k, rate, port, &t, &place),
-                };
-                port += s.span;
+            let mut runs: Vec<Result<Run, String>> =
+                systems.iter().map(|s| s.program.clone().map(|_| Run::default())).collect();
+            // A port (or block of ports) per system and point; its rounds reuse it, since every process of a round
+            // has exited, its sockets with it, before the next round starts.
+            let ports: Vec<u16> = systems
+                .iter()
+                .map(|s| {
+                    port += s.span;
+                    port - s.span
+                })
+                .collect();
+            for _ in 0..t.rounds {
+                for ((s, pooled), &p) in systems.iter().zip(runs.iter_mut()).zip(&ports) {
+                    let (Ok(program), Ok(so_far)) = (&s.program, pooled.as_mut()) else { continue };
+                    match measure(s, program, k, rate, p, &t, &place) {
+                        Ok(run) => so_far.add(run),
+                        Err(e) => *pooled = Err(e),
+                    }
+                }
+            }
+            for (s, run) in systems.iter().zip(runs) {
+                let r = run.map(|run| run.point(k));
                 match &r {
                     Ok(p) => {
                         out.text(&format!(
