@@ -30,19 +30,7 @@
 
 #include <lcm/lcm.h>
 
-#define MSG_SIZE 800
-
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_until_ns(uint64_t t) {
-    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
+#include "echo_common.h"
 
 static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); } /* x86-64: little endian */
 static uint64_t get_u64(const uint8_t *p) {
@@ -98,6 +86,7 @@ struct sample {
 
 struct source {
     lcm_t *lcm;
+    const char *req;
     size_t prefix_len;
     int clients;
     uint64_t *received;
@@ -124,6 +113,11 @@ static void on_reply(const lcm_recv_buf_t *rbuf, const char *channel, void *user
     s->received[k]++;
 }
 
+static void publish_request(void *ctx, const uint8_t *msg) {
+    struct source *s = ctx;
+    lcm_publish(s->lcm, s->req, msg, MSG_SIZE);
+}
+
 static void *source_handler(void *arg) {
     struct source *s = arg;
     while (!s->stop) lcm_handle_timeout(s->lcm, 20);
@@ -134,6 +128,7 @@ static int run_source(const char *url, const char *req, const char *rep_prefix, 
                       int duration_ms, int drain_ms) {
     struct source s = {0};
     s.lcm = open_lcm(url);
+    s.req = req;
     s.prefix_len = strlen(rep_prefix);
     s.clients = clients;
     s.received = calloc((size_t)clients, sizeof *s.received);
@@ -144,36 +139,9 @@ static int run_source(const char *url, const char *req, const char *rep_prefix, 
     pthread_t th;
     pthread_create(&th, NULL, source_handler, &s);
 
-    uint8_t msg[MSG_SIZE];
-    for (int i = 0; i < MSG_SIZE; i++) msg[i] = (uint8_t)(i * 7);
-    double per_s = rate_bps / MSG_SIZE; /* messages per second; 0 = as fast as possible */
-    uint64_t sent = 0;
-    uint64_t t0 = mono_ns();
-    uint64_t end = t0 + (uint64_t)duration_ms * 1000000ull;
-    for (;;) {
-        uint64_t now = mono_ns();
-        if (now >= end) break;
-        uint64_t due = per_s > 0 ? (uint64_t)((double)(now - t0) * 1e-9 * per_s) + 1 : sent + 1;
-        while (sent < due) {
-            put_u64(msg, sent);
-            put_u64(msg + 8, mono_ns());
-            lcm_publish(s.lcm, req, msg, MSG_SIZE);
-            sent++;
-        }
-        if (per_s > 0) {
-            uint64_t next = t0 + (uint64_t)((double)sent / per_s * 1e9);
-            if (next > end) next = end;
-            sleep_until_ns(next);
-        }
-    }
-    uint64_t send_ns = mono_ns() - t0;
-    uint64_t drain_end = mono_ns() + (uint64_t)drain_ms * 1000000ull;
-    for (;;) {
-        uint64_t got = 0;
-        for (int k = 0; k < clients; k++) got += s.received[k]; /* racy read of counters: only to stop early */
-        if (got >= sent * (uint64_t)clients || mono_ns() >= drain_end) break;
-        sleep_until_ns(mono_ns() + 1000000ull);
-    }
+    uint64_t send_ns;
+    uint64_t sent = send_paced(rate_bps, duration_ms, publish_request, &s, &send_ns);
+    wait_for_echoes(s.received, clients, sent, drain_ms);
     s.stop = 1;
     pthread_join(th, NULL);
     uint8_t stop[8] = {0};
@@ -181,8 +149,7 @@ static int run_source(const char *url, const char *req, const char *rep_prefix, 
         lcm_publish(s.lcm, req, stop, sizeof stop);
         sleep_until_ns(mono_ns() + 5000000ull);
     }
-    printf("sent %" PRIu64 " %" PRIu64 "\n", sent, send_ns);
-    for (int k = 0; k < clients; k++) printf("client %d %" PRIu64 "\n", k, s.received[k]);
+    print_counts(sent, send_ns, s.received, clients);
     for (size_t i = 0; i < s.n; i++) printf("rtt %" PRIu64 "\n", s.samples[i].rtt);
     printf("end\n");
     fflush(stdout);

@@ -25,20 +25,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define MSG_SIZE 800
+#include "echo_common.h"
+
 #define MAX_DATAGRAM 2048
-
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_until_ns(uint64_t t) {
-    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
 
 static void die(const char *what) {
     fprintf(stderr, "udp_echo_floor: %s: %s\n", what, strerror(errno));
@@ -126,6 +115,9 @@ static int run_client(const char *url, const char *req, const char *rep, int max
 
 struct source {
     int fd;
+    struct sockaddr_in group;
+    const char *req;
+    uint32_t seq;
     size_t prefix_len;
     const char *prefix;
     int clients;
@@ -134,6 +126,13 @@ struct source {
     size_t n, cap;
     volatile int stop;
 };
+
+static void send_request(void *ctx, const uint8_t *msg) {
+    struct source *s = ctx;
+    uint8_t out[MAX_DATAGRAM + 64];
+    size_t m = frame(out, s->seq++, s->req, msg, MSG_SIZE);
+    sendto(s->fd, out, m, 0, (struct sockaddr *)&s->group, sizeof s->group);
+}
 
 static void *take_replies(void *arg) {
     struct source *s = arg;
@@ -166,6 +165,8 @@ static int run_source(const char *url, const char *req, const char *rep_prefix, 
     struct sockaddr_in group;
     struct source s = {0};
     s.fd = open_group(url, &group);
+    s.group = group;
+    s.req = req;
     s.prefix = rep_prefix;
     s.prefix_len = strlen(rep_prefix);
     s.clients = clients;
@@ -176,49 +177,18 @@ static int run_source(const char *url, const char *req, const char *rep_prefix, 
     pthread_t th;
     pthread_create(&th, NULL, take_replies, &s);
 
-    uint8_t msg[MSG_SIZE], out[MAX_DATAGRAM + 64];
-    for (int i = 0; i < MSG_SIZE; i++) msg[i] = (uint8_t)(i * 7);
-    double per_s = rate_bps / MSG_SIZE;
-    uint64_t sent = 0;
-    uint32_t seq = 0;
-    uint64_t t0 = mono_ns();
-    uint64_t end = t0 + (uint64_t)duration_ms * 1000000ull;
-    for (;;) {
-        uint64_t now = mono_ns();
-        if (now >= end) break;
-        uint64_t due = per_s > 0 ? (uint64_t)((double)(now - t0) * 1e-9 * per_s) + 1 : sent + 1;
-        while (sent < due) {
-            uint64_t stamp = mono_ns();
-            memcpy(msg, &sent, 8);
-            memcpy(msg + 8, &stamp, 8);
-            size_t m = frame(out, seq++, req, msg, MSG_SIZE);
-            sendto(s.fd, out, m, 0, (struct sockaddr *)&group, sizeof group);
-            sent++;
-        }
-        if (per_s > 0) {
-            uint64_t next = t0 + (uint64_t)((double)sent / per_s * 1e9);
-            if (next > end) next = end;
-            sleep_until_ns(next);
-        }
-    }
-    uint64_t send_ns = mono_ns() - t0;
-    uint64_t drain_end = mono_ns() + (uint64_t)drain_ms * 1000000ull;
-    for (;;) {
-        uint64_t got = 0;
-        for (int k = 0; k < clients; k++) got += s.received[k];
-        if (got >= sent * (uint64_t)clients || mono_ns() >= drain_end) break;
-        sleep_until_ns(mono_ns() + 1000000ull);
-    }
+    uint64_t send_ns;
+    uint64_t sent = send_paced(rate_bps, duration_ms, send_request, &s, &send_ns);
+    wait_for_echoes(s.received, clients, sent, drain_ms);
     s.stop = 1;
     pthread_join(th, NULL);
-    uint8_t stop[8] = {0};
+    uint8_t stop[8] = {0}, out[MAX_DATAGRAM + 64];
     for (int i = 0; i < 3; i++) {
-        size_t m = frame(out, seq++, req, stop, sizeof stop);
+        size_t m = frame(out, s.seq++, req, stop, sizeof stop);
         sendto(s.fd, out, m, 0, (struct sockaddr *)&group, sizeof group);
         sleep_until_ns(mono_ns() + 5000000ull);
     }
-    printf("sent %" PRIu64 " %" PRIu64 "\n", sent, send_ns);
-    for (int k = 0; k < clients; k++) printf("client %d %" PRIu64 "\n", k, s.received[k]);
+    print_counts(sent, send_ns, s.received, clients);
     for (size_t i = 0; i < s.n; i++) printf("rtt %" PRIu64 "\n", s.rtt[i]);
     printf("end\n");
     return 0;

@@ -66,29 +66,25 @@ pub(crate) fn own_exe() -> Result<PathBuf, String> {
 
 /// lcm-c's roles: the program build.rs compiled from csrc/lcm_echo.c, or why there is none.
 fn lcm_program() -> Result<Program, String> {
-    let p = env!("BENCH_LCM_ECHO");
-    if let Some(why) = p.strip_prefix("unavailable: ") {
-        return Err(why.to_string());
-    }
-    let exe = PathBuf::from(p);
-    if !exe.exists() {
-        return Err(format!("{} is gone (rebuild nerve-bench)", exe.display()));
-    }
-    Ok(Program { exe, words: ["client", "source", "lat-recv", "lat-send"] })
+    built_program(env!("BENCH_LCM_ECHO"), ["client", "source", "lat-recv", "lat-send"])
 }
 
-/// The echo suite's floor: the program build.rs compiled from csrc/udp_echo_floor.c, or why there is none.
+/// The echo suite's floor: the program build.rs compiled from csrc/udp_echo_floor.c, or why there is none. Echo
+/// roles only: the latency suite has floors of its own.
 fn udp_floor_program() -> Result<Program, String> {
-    let p = env!("BENCH_UDP_ECHO_FLOOR");
-    if let Some(why) = p.strip_prefix("unavailable: ") {
+    built_program(env!("BENCH_UDP_ECHO_FLOOR"), ["client", "source", "-", "-"])
+}
+
+/// A program build.rs compiled: `built` is its path, or "unavailable: reason".
+fn built_program(built: &str, words: [&'static str; 4]) -> Result<Program, String> {
+    if let Some(why) = built.strip_prefix("unavailable: ") {
         return Err(why.to_string());
     }
-    let exe = PathBuf::from(p);
+    let exe = PathBuf::from(built);
     if !exe.exists() {
         return Err(format!("{} is gone (rebuild nerve-bench)", exe.display()));
     }
-    // Echo roles only: the latency suite has floors of its own.
-    Ok(Program { exe, words: ["client", "source", "-", "-"] })
+    Ok(Program { exe, words })
 }
 
 /// Whether this build of nerve-bus knows a provider, by creating a bus on it (the reason when it does not).
