@@ -403,8 +403,9 @@ impl Receiver {
     ///
     /// Datagrams already queued are drained one non-blocking read each, so a burst of fragments costs one system
     /// call per datagram. When the socket is empty, the wait is itself a read: a blocking `recvmsg` under a receive
-    /// timeout ([`Receiver::wait_read`]), so the datagram that ends a wait is in hand when the thread wakes, with no
-    /// `poll` to return from and no second call to make. A call that may not wait (`Some(Duration::ZERO)`) returns
+    /// timeout (`SO_RCVTIMEO`, kept a clock tick short of the deadline; a wait under 20 ms is a `poll`), so the
+    /// datagram that ends a wait is in hand when the thread wakes, with no `poll` to return from and no second call
+    /// to make. A call that may not wait (`Some(Duration::ZERO)`) returns
     /// `None` when the socket is empty, or after [`READ_TURN`] datagrams that made no message (fragments, malformed
     /// or filtered ones): a caller draining a flood of traffic it does not want gets control back, to run its
     /// callbacks.

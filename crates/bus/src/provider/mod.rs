@@ -68,7 +68,24 @@ pub const DRAIN_TURN: usize = 64;
 /// How many turns of a udpm or mpudpm receive thread may pass between two copies of its receiver's counters while
 /// callbacks keep it from waiting (it copies them before every wait). A copy asks the kernel for the socket's
 /// drop count: one system call, which per turn would slow a thread that is already behind.
-pub(crate) const STATS_TURN: u32 = 64;
+const STATS_TURN: u32 = 64;
+
+/// When a udpm or mpudpm receive thread copies its receivers' counters: at the end of a turn after which it will
+/// wait (so they are fresh while it sleeps), and every [`STATS_TURN`] turns while callbacks keep it from waiting.
+#[derive(Default)]
+pub(crate) struct StatsTurns(u32);
+
+impl StatsTurns {
+    /// Counts a turn; whether to copy the counters now.
+    pub(crate) fn due(&mut self, callbacks_waiting: bool) -> bool {
+        self.0 += 1;
+        if callbacks_waiting && self.0 < STATS_TURN {
+            return false;
+        }
+        self.0 = 0;
+        true
+    }
+}
 
 /// Transport counters a provider keeps, for `spy` and for tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -150,5 +167,21 @@ pub trait Provider: Send + Sync {
     /// processes; typed publishers and subscriptions that ask for more are refused at creation.
     fn qos_support(&self) -> QosSupport {
         QosSupport::default()
+    }
+}
+
+#[cfg(test)]
+mod stats_turns_tests {
+    use super::{StatsTurns, STATS_TURN};
+
+    #[test]
+    fn counters_are_copied_before_every_wait_and_every_stats_turn_while_busy() {
+        let mut t = StatsTurns::default();
+        assert!(t.due(false), "a turn that ends in a wait copies");
+        let busy: Vec<bool> = (0..STATS_TURN * 2).map(|_| t.due(true)).collect();
+        let copies: Vec<usize> = busy.iter().enumerate().filter(|(_, &d)| d).map(|(i, _)| i + 1).collect();
+        assert_eq!(copies, [STATS_TURN as usize, 2 * STATS_TURN as usize], "every {STATS_TURN}th busy turn");
+        assert!(!t.due(true), "one busy turn after a copy");
+        assert!(t.due(false), "a wait copies at once, whatever the count");
     }
 }

@@ -16,7 +16,7 @@ use nerve_udpm::{Config, Filter, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
-use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN, STATS_TURN};
+use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN, StatsTurns};
 use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
 
@@ -336,7 +336,7 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
     let mut receivers: HashMap<u16, Receiver> = HashMap::new();
     // While callbacks wait to run on this thread, poll without blocking (see `Sink::drained`).
     let mut callbacks_waiting = false;
-    let mut turns_since_stats = 0;
+    let mut stats_turns = StatsTurns::default();
     while !stop.load(Ordering::Relaxed) {
         // Join the ports of channels that announcements have made known to match a pattern, then take the sockets
         // opened for us.
@@ -402,10 +402,8 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
             }
         }
         callbacks_waiting = sink.drained();
-        turns_since_stats += 1;
-        if !callbacks_waiting || turns_since_stats >= STATS_TURN {
+        if stats_turns.due(callbacks_waiting) {
             *shared.stats.lock().expect("stats lock") = receivers.values().map(Receiver::stats).collect();
-            turns_since_stats = 0;
         }
     }
 }

@@ -9,7 +9,7 @@ use nerve_udpm::{Config, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
-use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN, STATS_TURN};
+use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN, StatsTurns};
 use crate::error::{BatchError, BusError};
 
 /// How long the self-test may take before receiving is refused (liblcm waits up to 10 s).
@@ -120,7 +120,7 @@ impl Provider for Udpm {
             // While callbacks wait to run here, do not block on the socket: alternate between draining it and
             // running one callback.
             let mut callbacks_waiting = false;
-            let mut turns_since_stats = 0;
+            let mut stats_turns = StatsTurns::default();
             while !stop_flag.load(Ordering::Relaxed) {
                 let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
                 let mut got = rx.recv(Some(wait));
@@ -152,10 +152,8 @@ impl Provider for Udpm {
                     break;
                 }
                 callbacks_waiting = sink.drained();
-                turns_since_stats += 1;
-                if !callbacks_waiting || turns_since_stats >= STATS_TURN {
+                if stats_turns.due(callbacks_waiting) {
                     *stats.lock().expect("stats lock") = rx.stats();
-                    turns_since_stats = 0;
                 }
             }
         })?);
