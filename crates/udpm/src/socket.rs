@@ -6,7 +6,6 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nix::sys::socket::MsgFlags;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::config::{Config, Interface};
@@ -282,7 +281,7 @@ static WARNED_RCVBUF: AtomicBool = AtomicBool::new(false);
 pub struct Receiver {
     socket: UdpSocket,
     reassembler: Reassembler,
-    buf: Vec<u8>,
+    reads: Reads,
     stats: RecvStats,
     rcvbuf: Option<(usize, usize)>,
     /// The kernel's 32-bit drop counter as last seen (it wraps), and the drops counted so far (they do not).
@@ -300,6 +299,58 @@ pub struct Receiver {
 
 /// See [`Receiver::set_filter`].
 pub type Filter = Box<dyn FnMut(&str, SocketAddr) -> bool + Send>;
+
+/// Datagrams read from the socket, in `recvmmsg` batches, and not yet absorbed.
+///
+/// A batch has room for as many datagrams as the last one that filled every slot, doubled, up to [`MAX_BATCH`]: a
+/// socket that never holds more than one datagram when it is read keeps one 64 KiB slot, and slots are allocated
+/// only when a burst needs them.
+#[derive(Default)]
+struct Reads {
+    /// One buffer per datagram of a batch, each big enough for any UDP datagram.
+    slots: Vec<Vec<u8>>,
+    /// How many slots the next batch may fill.
+    room: usize,
+    /// Length and sender of each datagram of the current batch, in the order read.
+    got: Vec<(usize, SocketAddrV4)>,
+    /// The next of them to absorb.
+    next: usize,
+}
+
+/// Most datagrams one read of the socket takes: a burst of this many costs one system call instead of one each
+/// (about a quarter of the kernel's time per datagram on loopback). Each slot is 64 KiB, allocated when first used.
+const MAX_BATCH: usize = 16;
+
+/// A slot's size: the largest UDP payload over IPv4 is 65507 bytes.
+const SLOT: usize = 65536;
+
+impl Reads {
+    /// The next datagram read and not yet absorbed: its slot, length and sender.
+    fn take(&mut self) -> Option<(usize, usize, SocketAddrV4)> {
+        let &(n, from) = self.got.get(self.next)?;
+        let slot = self.next;
+        self.next += 1;
+        Some((slot, n, from))
+    }
+
+    /// Reads a batch, waiting for its first datagram if `wait` (every earlier datagram must have been taken). A read
+    /// that may not wait and finds the socket empty fails with `WouldBlock`, as a single read would.
+    fn fill(&mut self, socket: &UdpSocket, wait: bool) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        debug_assert!(self.next >= self.got.len(), "a batch read over datagrams not yet absorbed");
+        self.room = self.room.clamp(1, MAX_BATCH);
+        while self.slots.len() < self.room {
+            self.slots.push(vec![0; SLOT]);
+        }
+        self.got.clear();
+        self.next = 0;
+        let read = crate::sys::recvmmsg(socket.as_fd(), &mut self.slots[..self.room], wait, &mut self.got)?;
+        if read == self.room {
+            self.room *= 2;
+        }
+        Ok(())
+    }
+}
 
 /// How far short of a wait's end a blocking read's timeout stays: the kernel rounds `SO_RCVTIMEO` up to a whole
 /// clock tick, 10 ms at most (HZ 100).
@@ -345,7 +396,7 @@ impl Receiver {
         Ok(Receiver {
             socket: socket.into(),
             reassembler: Reassembler::new(config.limits),
-            buf: vec![0; 65536],
+            reads: Reads::default(),
             stats: RecvStats::default(),
             rcvbuf,
             kernel_drops: std::cell::Cell::new((0, 0)),
@@ -401,11 +452,12 @@ impl Receiver {
     /// Waits up to `timeout` (forever with `None`) for the next whole message. Malformed datagrams and fragments of
     /// messages not yet complete are absorbed on the way.
     ///
-    /// Datagrams already queued are drained one non-blocking read each, so a burst of fragments costs one system
-    /// call per datagram. When the socket is empty, the wait is itself a read: a blocking `recvmsg` under a receive
-    /// timeout (`SO_RCVTIMEO`, kept a clock tick short of the deadline; a wait under 20 ms is a `poll`), so the
-    /// datagram that ends a wait is in hand when the thread wakes, with no `poll` to return from and no second call
-    /// to make. A call that may not wait (`Some(Duration::ZERO)`) returns
+    /// Datagrams already queued are read in batches, up to 16 in one non-blocking `recvmmsg`, and absorbed one by
+    /// one from there. When the socket is empty, the wait is itself a read: a blocking `recvmmsg` that returns with
+    /// the first datagram (and whatever came with it) under a receive timeout (`SO_RCVTIMEO`, kept a clock tick
+    /// short of the deadline; a wait under 20 ms is a `poll`), so the datagram that ends a wait is in hand when the
+    /// thread wakes, with no `poll` to return from and no second call to make. A call that may not wait
+    /// (`Some(Duration::ZERO)`) returns
     /// `None` when the socket is empty, or after [`READ_TURN`] datagrams that made no message (fragments, malformed
     /// or filtered ones): a caller draining a flood of traffic it does not want gets control back, to run its
     /// callbacks.
@@ -417,6 +469,16 @@ impl Receiver {
         // Whether this call has read the socket: one whose time is up before it could wait must still read once.
         let mut has_read = false;
         loop {
+            if let Some((slot, n, from)) = self.reads.take() {
+                if let Some(m) = self.absorb_slot(slot, n, from) {
+                    return Ok(Some(m));
+                }
+                absorbed += 1;
+                if !may_wait && absorbed == READ_TURN {
+                    return Ok(None);
+                }
+                continue;
+            }
             let read = if self.found_empty && may_wait {
                 let left = match deadline {
                     None => None,
@@ -431,28 +493,20 @@ impl Receiver {
                 };
                 self.found_empty = false;
                 match self.wait_read(left) {
-                    Ok(Some(read)) => Ok(read),
+                    Ok(true) => Ok(()),
                     // The wait ended without a datagram: the deadline decides whether to wait more.
-                    Ok(None) => {
+                    Ok(false) => {
                         self.found_empty = true;
                         continue;
                     }
                     Err(e) => Err(e),
                 }
             } else {
-                self.recv_datagram(MsgFlags::MSG_DONTWAIT)
+                self.reads.fill(&self.socket, false)
             };
             has_read = true;
             match read {
-                Ok((n, from)) => {
-                    if let Some(m) = self.absorb(from, n) {
-                        return Ok(Some(m));
-                    }
-                    absorbed += 1;
-                    if !may_wait && absorbed == READ_TURN {
-                        return Ok(None);
-                    }
-                }
+                Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.found_empty = true;
                     if !may_wait {
@@ -465,14 +519,14 @@ impl Receiver {
         }
     }
 
-    /// Waits up to `left` (forever with `None`) for a datagram on the empty socket; `Ok(None)` when the wait ended
-    /// without one (time up, or interrupted).
+    /// Waits up to `left` (forever with `None`) for a datagram on the empty socket and reads it, with whatever
+    /// followed it; `Ok(false)` when the wait ended without one (time up, or interrupted).
     ///
     /// A long wait is a blocking read under `SO_RCVTIMEO`, which the kernel rounds up to whole clock ticks (up to
     /// 10 ms): the read's timeout is kept at least [`TICK_MARGIN`] short of `left`, and is set again only when the
     /// one the socket has falls out of that range, so a caller that waits the same time each turn (a receive thread
     /// looking up every 100 ms) sets it once. A short wait is a `poll` (millisecond precision) and the read after it.
-    fn wait_read(&mut self, left: Option<Duration>) -> io::Result<Option<(usize, SocketAddr)>> {
+    fn wait_read(&mut self, left: Option<Duration>) -> io::Result<bool> {
         let timeout = match left {
             None => None,
             Some(left) if left >= 2 * TICK_MARGIN => {
@@ -489,10 +543,10 @@ impl Receiver {
                 let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
                 let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
                 return match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
-                    Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(None),
-                    Ok(_) => match self.recv_datagram(MsgFlags::MSG_DONTWAIT) {
-                        Ok(read) => Ok(Some(read)),
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                    Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(false),
+                    Ok(_) => match self.reads.fill(&self.socket, false) {
+                        Ok(()) => Ok(true),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
                         Err(e) => Err(e),
                     },
                     Err(e) => Err(io::Error::from(e)),
@@ -503,31 +557,28 @@ impl Receiver {
             self.socket.set_read_timeout(timeout)?;
             self.read_timeout = Some(timeout);
         }
-        match self.recv_datagram(MsgFlags::empty()) {
-            Ok(read) => Ok(Some(read)),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => Ok(None),
+        match self.reads.fill(&self.socket, true) {
+            Ok(()) => Ok(true),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => Ok(false),
             Err(e) => Err(e),
         }
     }
 
-    /// Reads one datagram into the buffer. The socket blocks (under its receive timeout) unless `flags` has
-    /// `MSG_DONTWAIT`.
-    fn recv_datagram(&mut self, flags: MsgFlags) -> io::Result<(usize, SocketAddr)> {
-        use nix::sys::socket::{recvmsg, SockaddrIn};
-        use std::os::fd::AsRawFd;
-
-        let mut iov = [io::IoSliceMut::new(&mut self.buf)];
-        let msg = recvmsg::<SockaddrIn>(self.socket.as_raw_fd(), &mut iov, None, flags).map_err(io::Error::from)?;
-        let from = msg.address.map(|a| SocketAddr::V4(a.into())).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-        Ok((msg.bytes, from))
+    /// Processes datagram `slot` of the current batch.
+    fn absorb_slot(&mut self, slot: usize, n: usize, from: SocketAddrV4) -> Option<Message> {
+        // Lent out of the batch for the call, so that absorbing may borrow the rest of the receiver.
+        let buf = std::mem::take(&mut self.reads.slots[slot]);
+        let message = self.absorb(SocketAddr::V4(from), &buf[..n]);
+        self.reads.slots[slot] = buf;
+        message
     }
 
-    /// Processes one datagram already read into the buffer.
-    fn absorb(&mut self, from: SocketAddr, n: usize) -> Option<Message> {
+    /// Processes one datagram.
+    fn absorb(&mut self, from: SocketAddr, datagram: &[u8]) -> Option<Message> {
         self.stats.datagrams += 1;
-        self.stats.bytes += n as u64;
+        self.stats.bytes += datagram.len() as u64;
         let max_message = self.reassembler.limits().max_message;
-        let message = match packet::parse(&self.buf[..n], max_message) {
+        let message = match packet::parse(datagram, max_message) {
             Err(reason) => {
                 let i = Malformed::ALL.iter().position(|&r| r == reason).expect("every reason is listed");
                 self.stats.malformed[i] += 1;
@@ -607,8 +658,6 @@ impl Receiver {
 
     /// Feeds one datagram as if it had been received (for tests and fuzzing of the whole receive path).
     pub fn inject(&mut self, from: SocketAddr, datagram: &[u8]) -> Option<Message> {
-        let n = datagram.len().min(self.buf.len());
-        self.buf[..n].copy_from_slice(&datagram[..n]);
-        self.absorb(from, n)
+        self.absorb(from, &datagram[..datagram.len().min(SLOT)])
     }
 }

@@ -1,7 +1,8 @@
 //! `Receiver::recv`'s waiting: after a read found the socket empty, a call that may wait goes straight to waiting
 //! (a blocking read under a receive timeout when the wait is long, `poll` when it is short); a wait ends with the
 //! datagram that arrives during it, or empty-handed no earlier than its timeout; a call whose time is already up by
-//! then must still read what has arrived meanwhile.
+//! then must still read what has arrived meanwhile. A burst is read in batches (`recvmmsg`) and comes out whole and
+//! in order.
 
 use std::time::{Duration, Instant};
 
@@ -64,4 +65,38 @@ fn a_wait_ends_with_the_datagram_that_arrives_during_it() {
         assert!(t.elapsed() < Duration::from_secs(10), "the wait went on after the datagram came");
         sender.join().unwrap();
     }
+}
+
+#[test]
+fn a_burst_read_in_batches_comes_out_whole_and_in_order() {
+    let port = 27000 + (std::process::id() % 1000) as u16 * 4 + 3;
+    let options = [("recv_buf_size".to_string(), "8388608".to_string())];
+    let cfg = Config::from_url_parts(&format!("239.255.76.87:{port}"), &options).unwrap().0;
+    let mut rx = Receiver::open(&cfg).unwrap();
+    while rx.recv(Some(Duration::ZERO)).unwrap().is_some() {}
+    let mut tx = Sender::open(&cfg).unwrap();
+    // Small messages around two fragmented ones (200 kB: four datagrams each), enough datagrams to fill batches of
+    // every size several times over.
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 251) as u8).collect();
+    let mut sent = Vec::new();
+    for i in 0..300u32 {
+        let payload = if i % 150 == 75 { big.clone() } else { i.to_le_bytes().repeat(1 + i as usize % 50) };
+        tx.send(&format!("BURST_{i}"), &payload).unwrap();
+        sent.push((format!("BURST_{i}"), payload));
+    }
+    let before = rx.stats().datagrams;
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < sent.len() && Instant::now() < deadline {
+        if let Some(m) = rx.recv(Some(Duration::from_millis(100))).unwrap() {
+            got.push((m.channel, m.payload));
+        }
+    }
+    assert_eq!(got.len(), sent.len(), "every message of the burst arrived");
+    for (i, (g, s)) in got.iter().zip(&sent).enumerate() {
+        assert!(g == s, "message {i}: got {} ({} bytes), sent {} ({} bytes)", g.0, g.1.len(), s.0, s.1.len());
+    }
+    let stats = rx.stats();
+    assert_eq!(stats.datagrams - before, 298 + 2 * 4, "one datagram per small message, four per big one");
+    assert_eq!(stats.malformed_total() + stats.kernel_dropped, 0);
 }
