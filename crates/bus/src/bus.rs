@@ -294,6 +294,9 @@ pub struct Subscriber {
 
 thread_local! {
     static IN_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// When this (receive) thread last came back from running callbacks in [`Sink::drained`]: the time since is
+    /// what it spent on its transport, and the callbacks' next turn may be as long.
+    static INLINE_TURN_ENDED: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
 }
 
 struct CoreSink(Weak<Core>);
@@ -596,13 +599,21 @@ impl Core {
         Some(targets)
     }
 
-    /// Runs the oldest waiting message's callbacks on this (the receive) thread, if a dispatcher asked for that;
-    /// returns whether more are waiting.
+    /// Runs waiting messages' callbacks on this (the receive) thread, oldest first, if a dispatcher asked for that:
+    /// at least one message's, and more for as long as the thread spent on its transport since its last such turn
+    /// (so that under load it splits its time evenly between reading and callbacks). Returns whether more wait.
     fn dispatch_inline(&self) -> bool {
         if self.inline_dispatchers.load(Ordering::Acquire) == 0 || IN_HANDLER.with(|f| f.get()) {
             return false;
         }
-        self.dispatch_one() && self.lock().pending > 0
+        let start = Instant::now();
+        let reading = INLINE_TURN_ENDED.with(|t| t.get()).map_or(Duration::ZERO, |ended| start - ended);
+        let mut more = self.dispatch_one() && self.lock().pending > 0;
+        while more && start.elapsed() < reading {
+            more = self.dispatch_one() && self.lock().pending > 0;
+        }
+        INLINE_TURN_ENDED.with(|t| t.set(Some(Instant::now())));
+        more
     }
 
     /// Dispatches the oldest waiting message, if there is one.

@@ -43,11 +43,14 @@ pub trait Sink: Send + Sync {
     /// Called by a provider's receive thread each time it has handed over everything the transport had, or
     /// [`DRAIN_TURN`] messages of a socket that stays full (and when it has been idle for a while; udpm also right
     /// after the first message that ends an idle wait, so a reply does not wait for one more read of an empty
-    /// socket). The bus may then run ONE callback on this thread, when the user asked for a dispatcher: so the
-    /// thread alternates between draining the socket into the drop-oldest queues and running callbacks, and a
-    /// backlog waits in those queues (newest wins) rather than in the kernel's FIFO buffer, while a flood that never
-    /// lets the socket empty still leaves callbacks their turns. Returns whether more callbacks are waiting, in
-    /// which case the provider should come back without blocking.
+    /// socket). The bus may then run callbacks on this thread, when the user asked for a dispatcher: at least one
+    /// message's, and more for as long as the thread has spent on its transport since its previous turn of
+    /// callbacks. So under load the thread splits its time evenly between draining the socket into the subscriptions'
+    /// queues and running callbacks: a backlog waits in those queues (in a drop-oldest one the newest wins) rather
+    /// than in the kernel's FIFO buffer, a flood that never lets the socket empty still leaves callbacks their turns,
+    /// and callbacks that are cheaper than reading are not left behind the reads (one callback per turn left an echo
+    /// source's unbounded queue half a millisecond behind its socket). Returns whether more callbacks are waiting,
+    /// in which case the provider should come back without blocking.
     fn drained(&self) -> bool {
         false
     }

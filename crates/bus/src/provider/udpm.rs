@@ -118,7 +118,7 @@ impl Provider for Udpm {
                 })
             };
             // While callbacks wait to run here, do not block on the socket: alternate between draining it and
-            // running one callback.
+            // a turn of callbacks (`Sink::drained`).
             let mut callbacks_waiting = false;
             let mut stats_turns = StatsTurns::default();
             while !stop_flag.load(Ordering::Relaxed) {
