@@ -319,7 +319,7 @@ struct Reads {
 
 /// Most datagrams one read of the socket takes: a burst of this many costs one system call instead of one each
 /// (about a quarter of the kernel's time per datagram on loopback). Each slot is 64 KiB, allocated when first used.
-const MAX_BATCH: usize = 16;
+const MAX_BATCH: usize = crate::sys::MAX_RECV_BATCH;
 
 /// A slot's size: the largest UDP payload over IPv4 is 65507 bytes.
 const SLOT: usize = 65536;

@@ -88,42 +88,44 @@ pub(crate) fn sendmmsg(fd: BorrowedFd<'_>, sends: &[Send<'_>]) -> io::Result<usi
     }
 }
 
-/// Reads up to `slots.len()` datagrams in one `recvmmsg` call, datagram `i` into `slots[i]`, and appends each one's
-/// length and sender to `got`; returns how many it read. Without `wait` the call never blocks (`WouldBlock` when the
-/// socket is empty); with it, the call waits for the first datagram as a blocking `recvmsg` would (the socket's
-/// receive timeout applies) and then takes only what is already queued (`MSG_WAITFORONE`). A datagram longer than its
-/// slot is cut short: slots of 65536 bytes hold any UDP datagram over IPv4.
+/// Most datagrams one [`recvmmsg`] call reads: its headers live on the stack.
+pub(crate) const MAX_RECV_BATCH: usize = 16;
+
+/// Reads up to `slots.len()` datagrams (at most [`MAX_RECV_BATCH`]) in one `recvmmsg` call, datagram `i` into
+/// `slots[i]`, and appends each one's length and sender to `got`; returns how many it read. Without `wait` the call
+/// never blocks (`WouldBlock` when the socket is empty); with it, the call waits for the first datagram as a blocking
+/// `recvmsg` would (the socket's receive timeout applies) and then takes only what is already queued
+/// (`MSG_WAITFORONE`). A datagram longer than its slot is cut short: slots of 65536 bytes hold any UDP datagram over
+/// IPv4.
 pub(crate) fn recvmmsg(
     fd: BorrowedFd<'_>,
     slots: &mut [Vec<u8>],
     wait: bool,
     got: &mut Vec<(usize, SocketAddrV4)>,
 ) -> io::Result<usize> {
-    let n = slots.len().min(MAX_MMSG);
-    // SAFETY: sockaddr_in is a plain C struct of integers, for which all zero bytes is a valid value.
+    let n = slots.len().min(MAX_RECV_BATCH);
+    // SAFETY: sockaddr_in, iovec and mmsghdr are plain C structs of integers and pointers, for which all zero bytes
+    // is a valid value (null pointers, zero lengths); zeroing also covers padding fields some libcs declare.
     #[allow(unsafe_code)]
-    let mut addrs: Vec<libc::sockaddr_in> = vec![unsafe { std::mem::zeroed() }; n];
-    let mut iovs: Vec<libc::iovec> = slots[..n]
-        .iter_mut()
-        .map(|slot| libc::iovec { iov_base: slot.as_mut_ptr().cast(), iov_len: slot.len() })
-        .collect();
-    let mut headers: Vec<libc::mmsghdr> = Vec::with_capacity(n);
-    for (addr, iov) in addrs.iter_mut().zip(&mut iovs) {
-        // SAFETY: as in `sendmmsg`: plain C structs for which all zero bytes is valid (null pointers, zero lengths).
-        #[allow(unsafe_code)]
-        let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-        h.msg_hdr.msg_name = (addr as *mut libc::sockaddr_in).cast();
-        h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        h.msg_hdr.msg_iov = iov;
-        h.msg_hdr.msg_iovlen = 1;
-        headers.push(h);
+    let (mut addrs, mut iovs, mut headers): (
+        [libc::sockaddr_in; MAX_RECV_BATCH],
+        [libc::iovec; MAX_RECV_BATCH],
+        [libc::mmsghdr; MAX_RECV_BATCH],
+    ) = unsafe { (std::mem::zeroed(), std::mem::zeroed(), std::mem::zeroed()) };
+    for i in 0..n {
+        iovs[i] = libc::iovec { iov_base: slots[i].as_mut_ptr().cast(), iov_len: slots[i].len() };
+        let h = &mut headers[i].msg_hdr;
+        h.msg_name = (&mut addrs[i] as *mut libc::sockaddr_in).cast();
+        h.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        h.msg_iov = &mut iovs[i];
+        h.msg_iovlen = 1;
     }
     let flags = if wait { libc::MSG_WAITFORONE } else { libc::MSG_DONTWAIT };
-    // SAFETY: header `i` points at `addrs[i]` (with its size as msg_namelen) and at `iovs[i]`, which points at the
-    // `slots[i].len()` bytes of `slots[i]`; all of them outlive this call and none moves during it (the vectors are
-    // not touched until it returns). The kernel writes at most msg_namelen bytes of address, at most iov_len bytes
-    // into each slot, and msg_len, msg_namelen and msg_flags inside `headers`. `n` is the length of `headers`; a null
-    // timeout means none (the socket's own receive timeout still applies to the first datagram).
+    // SAFETY: for each i < n, header i points at `addrs[i]` (with its size as msg_namelen) and at `iovs[i]`, which
+    // points at the `slots[i].len()` bytes of `slots[i]`; all are locals or borrowed for this call and none moves
+    // during it. The kernel writes at most msg_namelen bytes of address, at most iov_len bytes into each slot, and
+    // msg_len, msg_namelen and msg_flags inside `headers`; it reads only the first `n` headers. A null timeout means
+    // none (the socket's own receive timeout still applies to the first datagram).
     #[allow(unsafe_code)]
     let read =
         unsafe { libc::recvmmsg(fd.as_raw_fd(), headers.as_mut_ptr(), n as libc::c_uint, flags, std::ptr::null_mut()) };
@@ -131,9 +133,10 @@ pub(crate) fn recvmmsg(
         return Err(io::Error::last_os_error());
     }
     let read = read as usize;
-    for ((h, addr), slot) in headers[..read].iter().zip(&addrs).zip(slots.iter()) {
+    for i in 0..read {
+        let addr = &addrs[i];
         let from = SocketAddrV4::new(u32::from_be(addr.sin_addr.s_addr).into(), u16::from_be(addr.sin_port));
-        got.push(((h.msg_len as usize).min(slot.len()), from));
+        got.push(((headers[i].msg_len as usize).min(slots[i].len()), from));
     }
     Ok(read)
 }
