@@ -4,6 +4,7 @@
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -249,7 +250,8 @@ pub struct RecvStats {
     /// Reassembly counters.
     pub reassembly: ReassemblyStats,
     /// Datagrams for this socket that the kernel dropped because its receive buffer was full (`SO_MEMINFO`'s drop
-    /// count, read when the counters are taken), since it opened: otherwise invisible to everything above (spy,
+    /// count, read by [`Receiver::stats`] and [`KernelDrops::total`]; [`Receiver::counters`] gives the last count
+    /// read), since it opened: otherwise invisible to everything above (spy,
     /// nerve log). A dropped fragment also makes its message incomplete: such a message counts here once per
     /// dropped fragment and once in the reassembly's `dropped_incomplete`.
     pub kernel_dropped: u64,
@@ -279,13 +281,13 @@ static WARNED_RCVBUF: AtomicBool = AtomicBool::new(false);
 
 /// Receives datagrams for a group and port and turns them into messages.
 pub struct Receiver {
-    socket: UdpSocket,
+    /// Shared only with `kernel_drops`, which holds it weakly.
+    socket: Arc<UdpSocket>,
     reassembler: Reassembler,
     reads: Reads,
     stats: RecvStats,
     rcvbuf: Option<(usize, usize)>,
-    /// The kernel's 32-bit drop counter as last seen (it wraps), and the drops counted so far (they do not).
-    kernel_drops: std::cell::Cell<(u32, u64)>,
+    kernel_drops: Arc<KernelDrops>,
     /// Each sender's sequence, when this receiver hears all of it (udpm).
     sequences: Option<Sequences>,
     /// The last read found the socket empty and nothing has waited on it since: the next [`Receiver::recv`] that may
@@ -295,6 +297,35 @@ pub struct Receiver {
     read_timeout: Option<Option<Duration>>,
     /// Which messages to take (by channel and sender); `None` takes all.
     filter: Option<Filter>,
+}
+
+/// The kernel's count of the datagrams it dropped for one [`Receiver`]'s socket because its receive buffer was full
+/// (`SO_MEMINFO`'s drop count, 32 bits, carried past its wrap), readable from any thread while the receiver reads:
+/// so a receive thread need not ask the kernel each time it publishes its counters, only whoever reads them does.
+/// Once the receiver is dropped (its socket closed) it keeps the last count read.
+pub struct KernelDrops {
+    socket: Weak<UdpSocket>,
+    /// The kernel's counter as last seen (it wraps), and the drops counted so far (they do not).
+    seen: Mutex<(u32, u64)>,
+}
+
+impl KernelDrops {
+    /// The drops so far, asking the kernel (one system call). A kernel that cannot tell (before Linux 4.18), or a
+    /// closed socket, leaves the count where it was.
+    pub fn total(&self) -> u64 {
+        use std::os::fd::AsFd;
+        let mut seen = self.seen.lock().expect("kernel drops lock");
+        let Some(socket) = self.socket.upgrade() else { return seen.1 };
+        if let Ok(now) = crate::sys::socket_drops(socket.as_fd()) {
+            *seen = (now, seen.1 + u64::from(now.wrapping_sub(seen.0)));
+        }
+        seen.1
+    }
+
+    /// The drops as last read by [`KernelDrops::total`], without asking the kernel.
+    pub fn last(&self) -> u64 {
+        self.seen.lock().expect("kernel drops lock").1
+    }
 }
 
 /// See [`Receiver::set_filter`].
@@ -393,13 +424,15 @@ impl Receiver {
             Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => UdpmError::NoRoute { group: config.group, source },
             _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
         })?;
+        let socket = Arc::new(UdpSocket::from(socket));
+        let kernel_drops = Arc::new(KernelDrops { socket: Arc::downgrade(&socket), seen: Mutex::new((0, 0)) });
         Ok(Receiver {
-            socket: socket.into(),
+            socket,
             reassembler: Reassembler::new(config.limits),
             reads: Reads::default(),
             stats: RecvStats::default(),
             rcvbuf,
-            kernel_drops: std::cell::Cell::new((0, 0)),
+            kernel_drops,
             sequences: None,
             found_empty: false,
             read_timeout: None,
@@ -419,28 +452,26 @@ impl Receiver {
         self.rcvbuf
     }
 
-    /// Counters so far.
+    /// Counters so far, the kernel's drops included (one system call asks for them).
     pub fn stats(&self) -> RecvStats {
-        let mut s = self.stats;
-        s.reassembly = self.reassembler.stats();
-        s.unseen = self.sequences.as_ref().map(Sequences::unseen);
-        s.kernel_dropped = self.kernel_dropped();
+        let mut s = self.counters();
+        s.kernel_dropped = self.kernel_drops.total();
         s
     }
 
-    /// The kernel's drops for this socket so far, carried past its 32-bit counter's wrap. A kernel that cannot
-    /// tell (before Linux 4.18) leaves the count where it was.
-    fn kernel_dropped(&self) -> u64 {
-        use std::os::fd::AsFd;
-        let (seen, total) = self.kernel_drops.get();
-        match crate::sys::socket_drops(self.socket.as_fd()) {
-            Ok(now) => {
-                let total = total + u64::from(now.wrapping_sub(seen));
-                self.kernel_drops.set((now, total));
-                total
-            }
-            Err(_) => total,
-        }
+    /// Counters so far without asking the kernel: `kernel_dropped` is the count as last read (by
+    /// [`Receiver::stats`] or through [`Receiver::kernel_drops`]). No system call.
+    pub fn counters(&self) -> RecvStats {
+        let mut s = self.stats;
+        s.reassembly = self.reassembler.stats();
+        s.unseen = self.sequences.as_ref().map(Sequences::unseen);
+        s.kernel_dropped = self.kernel_drops.last();
+        s
+    }
+
+    /// The kernel's drop count of this receiver's socket, for another thread to read when it wants it.
+    pub fn kernel_drops(&self) -> Arc<KernelDrops> {
+        Arc::clone(&self.kernel_drops)
     }
 
     /// The socket, e.g. to poll it (then read with `recv(Some(Duration::ZERO))`). It is in blocking mode, under a

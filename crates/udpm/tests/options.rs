@@ -69,6 +69,27 @@ fn datagrams_the_kernel_drops_on_a_full_buffer_are_counted() {
 }
 
 #[test]
+fn the_kernel_drop_count_is_read_from_another_thread_and_outlives_the_receiver() {
+    let cfg = config(7, &[("recv_buf_size", "1")]);
+    let rx = Receiver::open(&cfg).unwrap();
+    let drops = rx.kernel_drops();
+    let mut tx = Sender::open(&cfg).unwrap();
+    const FLOOD: u64 = 2000;
+    for _ in 0..FLOOD {
+        tx.send("FLOOD", &[7u8; 200]).unwrap();
+    }
+    // Nobody reads: a few datagrams fit the buffer, the kernel dropped the rest.
+    let counted = std::thread::spawn(move || (drops.total(), drops)).join().unwrap();
+    let (total, drops) = counted;
+    assert!(total > FLOOD / 2, "{total} of {FLOOD} counted as dropped by the kernel");
+    // `counters` gives the count as last read, without asking the kernel; `stats` asks.
+    assert_eq!(rx.counters().kernel_dropped, total);
+    assert_eq!(rx.stats().kernel_dropped, total, "nothing sent since");
+    drop(rx);
+    assert_eq!(drops.total(), total, "a closed socket's count stays");
+}
+
+#[test]
 fn messages_of_which_no_datagram_arrived_are_counted_from_sequence_gaps() {
     // A hand-made sender (a plain socket writing LCM datagrams) that skips sequence numbers, as if the network had
     // lost those messages; and one message of which only the first fragment arrives, which is the reassembler's to

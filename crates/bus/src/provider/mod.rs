@@ -69,8 +69,10 @@ pub trait Sink: Send + Sync {
 pub const DRAIN_TURN: usize = 64;
 
 /// How many turns of a udpm or mpudpm receive thread may pass between two copies of its receiver's counters while
-/// callbacks keep it from waiting (it copies them before every wait). A copy asks the kernel for the socket's
-/// drop count: one system call, which per turn would slow a thread that is already behind.
+/// callbacks keep it from waiting (it copies them before every wait). A copy takes the lock that readers of the
+/// counters share (mpudpm's also builds a vector), which per turn would slow a thread that is already behind; the
+/// kernel's drop count is not copied but read by whoever asks for the counters (`nerve_udpm::KernelDrops`), so no
+/// copy makes a system call.
 const STATS_TURN: u32 = 64;
 
 /// When a udpm or mpudpm receive thread copies its receivers' counters: at the end of a turn after which it will

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nerve_udpm::multiport::{self, Update};
-use nerve_udpm::{Config, Filter, Receiver, RecvStats, Sender};
+use nerve_udpm::{Config, Filter, KernelDrops, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
@@ -83,7 +83,9 @@ struct Shared {
     opened: Mutex<Vec<(u16, Receiver)>>,
     /// Every port a socket has been opened for.
     listening: Mutex<BTreeSet<u16>>,
-    stats: Mutex<Vec<RecvStats>>,
+    /// Each open socket's counters as the receive thread last copied them (without the kernel's drops), and its
+    /// drop count, read when the provider's counters are.
+    stats: Mutex<Vec<(RecvStats, Arc<KernelDrops>)>>,
     /// What the sockets closed so far had counted (so the provider's counters never go back).
     closed_stats: Mutex<ProviderStats>,
     /// Recognises this provider's own datagrams (the bus delivered them in-process already).
@@ -278,8 +280,8 @@ impl Provider for Mpudpm {
 
     fn stats(&self) -> ProviderStats {
         let mut s = *self.shared.closed_stats.lock().expect("stats lock");
-        for r in self.shared.stats.lock().expect("stats lock").iter() {
-            add_socket_stats(&mut s, r);
+        for (counters, drops) in self.shared.stats.lock().expect("stats lock").iter() {
+            add_socket_stats(&mut s, &RecvStats { kernel_dropped: drops.total(), ..*counters });
         }
         s.published = self.published.load(Ordering::Relaxed);
         s.own_dropped = self.shared.own.dropped();
@@ -317,7 +319,12 @@ fn close_unwanted(shared: &Shared, receivers: &mut HashMap<u16, Receiver>, mut f
         }
     }
     // The closed sockets' counters are in `closed_stats` now, not to be counted twice.
-    *shared.stats.lock().expect("stats lock") = receivers.values().map(Receiver::stats).collect();
+    copy_counters(shared, receivers);
+}
+
+/// Publishes the open sockets' counters for `Provider::stats` (no system call: the kernel's drops are read there).
+fn copy_counters(shared: &Shared, receivers: &HashMap<u16, Receiver>) {
+    *shared.stats.lock().expect("stats lock") = receivers.values().map(|rx| (rx.counters(), rx.kernel_drops())).collect();
 }
 
 fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, stop: &AtomicBool) {
@@ -403,7 +410,7 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
         }
         callbacks_waiting = sink.drained();
         if stats_turns.due(callbacks_waiting) {
-            *shared.stats.lock().expect("stats lock") = receivers.values().map(Receiver::stats).collect();
+            copy_counters(shared, &receivers);
         }
     }
 }

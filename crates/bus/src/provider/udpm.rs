@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nerve_udpm::{Config, Receiver, RecvStats, Sender};
+use nerve_udpm::{Config, KernelDrops, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
@@ -31,7 +31,9 @@ pub struct Udpm {
     sender: Mutex<Sender>,
     published: AtomicU64,
     receive: Mutex<Option<ReceiveThread>>,
+    /// The receive thread's counters as it last copied them (without the kernel's drops, read when asked for).
     recv_stats: Arc<Mutex<RecvStats>>,
+    kernel_drops: Mutex<Option<Arc<KernelDrops>>>,
     own: Arc<OwnSender>,
 }
 
@@ -46,13 +48,18 @@ impl Udpm {
             published: AtomicU64::new(0),
             receive: Mutex::new(None),
             recv_stats: Arc::new(Mutex::new(RecvStats::default())),
+            kernel_drops: Mutex::new(None),
             own: Arc::new(OwnSender::default()),
         })
     }
 
     /// The receiver's detailed counters (malformed datagrams by reason, reassembly).
     pub fn recv_stats(&self) -> RecvStats {
-        *self.recv_stats.lock().expect("stats lock")
+        let mut stats = *self.recv_stats.lock().expect("stats lock");
+        if let Some(drops) = &*self.kernel_drops.lock().expect("kernel drops lock") {
+            stats.kernel_dropped = drops.total();
+        }
+        stats
     }
 }
 
@@ -109,6 +116,7 @@ impl Provider for Udpm {
         let (own, wants) = (Arc::clone(&self.own), Arc::clone(&sink));
         rx.set_filter(Box::new(move |channel, from| !own.is_own(from) && wants.wants(channel)));
         let stats = Arc::clone(&self.recv_stats);
+        *self.kernel_drops.lock().expect("kernel drops lock") = Some(rx.kernel_drops());
         *slot = Some(ReceiveThread::spawn("udpm", "nerve-udpm-rx", move |stop_flag| {
             let deliver = |m: nerve_udpm::Message| {
                 sink.deliver(Incoming {
@@ -147,13 +155,13 @@ impl Provider for Udpm {
                 if let Err(e) = got {
                     // A receive error other than a timeout is not expected on a bound UDP socket; report it
                     // once and stop rather than spin.
-                    *stats.lock().expect("stats lock") = rx.stats();
+                    *stats.lock().expect("stats lock") = rx.counters();
                     eprintln!("nerve: udpm receive thread stopped: {e}");
                     break;
                 }
                 callbacks_waiting = sink.drained();
                 if stats_turns.due(callbacks_waiting) {
-                    *stats.lock().expect("stats lock") = rx.stats();
+                    *stats.lock().expect("stats lock") = rx.counters();
                 }
             }
         })?);
