@@ -290,8 +290,10 @@ pub struct Receiver {
     kernel_drops: Arc<KernelDrops>,
     /// Each sender's sequence, when this receiver hears all of it (udpm).
     sequences: Option<Sequences>,
-    /// The last read found the socket empty and nothing has waited on it since: the next [`Receiver::recv`] that may
-    /// wait goes straight to waiting (another non-blocking read would fail the same way).
+    /// The last read found the socket empty (failed, or took fewer datagrams than it had room for) and nothing has
+    /// waited on it since: the next [`Receiver::recv`] that may wait goes straight to waiting (another non-blocking
+    /// read would most likely fail, and a wait returns at once if something came), and [`Receiver::recv_queued`]
+    /// reads no more.
     found_empty: bool,
     /// The socket's `SO_RCVTIMEO` as last set (`None`: never set; `Some(None)`: no timeout).
     read_timeout: Option<Option<Duration>>,
@@ -346,6 +348,9 @@ struct Reads {
     got: Vec<(usize, SocketAddrV4)>,
     /// The next of them to absorb.
     next: usize,
+    /// The last batch took as many datagrams as it had room for, so the socket may hold more (a batch that took
+    /// fewer found it empty).
+    full: bool,
 }
 
 /// Most datagrams one read of the socket takes: a burst of this many costs one system call instead of one each
@@ -376,7 +381,8 @@ impl Reads {
         self.got.clear();
         self.next = 0;
         let read = crate::sys::recvmmsg(socket.as_fd(), &mut self.slots[..self.room], wait, &mut self.got)?;
-        if read == self.room {
+        self.full = read == self.room;
+        if self.full {
             self.room *= 2;
         }
         Ok(())
@@ -493,6 +499,11 @@ impl Receiver {
     /// or filtered ones): a caller draining a flood of traffic it does not want gets control back, to run its
     /// callbacks.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
+        self.recv_with(timeout, false)
+    }
+
+    /// [`Receiver::recv`], or with `queued_only` [`Receiver::recv_queued`].
+    fn recv_with(&mut self, timeout: Option<Duration>, queued_only: bool) -> Result<Option<Message>, UdpmError> {
         let deadline = timeout.map(|t| Instant::now() + t);
         // A call that may not wait always reads: it is how a caller drains the socket.
         let may_wait = timeout.is_none_or(|t| !t.is_zero());
@@ -509,6 +520,9 @@ impl Receiver {
                     return Ok(None);
                 }
                 continue;
+            }
+            if queued_only && self.found_empty {
+                return Ok(None);
             }
             let read = if self.found_empty && may_wait {
                 let left = match deadline {
@@ -537,7 +551,7 @@ impl Receiver {
             };
             has_read = true;
             match read {
-                Ok(()) => {}
+                Ok(()) => self.found_empty = !self.reads.full,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.found_empty = true;
                     if !may_wait {
@@ -548,6 +562,16 @@ impl Receiver {
                 Err(e) => return Err(UdpmError::Io { op: "receiving".into(), source: e }),
             }
         }
+    }
+
+    /// The next message that is already here: one from the datagrams read and not yet absorbed, or, when the last
+    /// read filled its batch (so more may be queued), from a read without waiting. `None` once a read has found the
+    /// socket empty, without another read to confirm it. For draining after [`Receiver::recv`] returned a message:
+    /// it saves the read that would find the socket empty (a wait that follows returns at once if something came
+    /// meanwhile). Not for a caller woken by `poll` on [`Receiver::socket`]: that one must read, with
+    /// `recv(Some(Duration::ZERO))`.
+    pub fn recv_queued(&mut self) -> Result<Option<Message>, UdpmError> {
+        self.recv_with(Some(Duration::ZERO), true)
     }
 
     /// Waits up to `left` (forever with `None`) for a datagram on the empty socket and reads it, with whatever

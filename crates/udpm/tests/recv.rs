@@ -2,7 +2,7 @@
 //! (a blocking read under a receive timeout when the wait is long, `poll` when it is short); a wait ends with the
 //! datagram that arrives during it, or empty-handed no earlier than its timeout; a call whose time is already up by
 //! then must still read what has arrived meanwhile. A burst is read in batches (`recvmmsg`) and comes out whole and
-//! in order.
+//! in order. `recv_queued` drains what is known to be there and makes no read that would find the socket empty.
 
 use std::time::{Duration, Instant};
 
@@ -99,4 +99,31 @@ fn a_burst_read_in_batches_comes_out_whole_and_in_order() {
     let stats = rx.stats();
     assert_eq!(stats.datagrams - before, 298 + 2 * 4, "one datagram per small message, four per big one");
     assert_eq!(stats.malformed_total() + stats.kernel_dropped, 0);
+}
+
+#[test]
+fn recv_queued_takes_what_was_read_and_never_reads_a_socket_it_found_empty() {
+    let port = 27000 + (std::process::id() % 1000) as u16 * 4;
+    let options = [("recv_buf_size".to_string(), "8388608".to_string())];
+    let cfg = Config::from_url_parts(&format!("239.255.76.85:{port}"), &options).unwrap().0;
+    let mut rx = Receiver::open(&cfg).unwrap();
+    while rx.recv(Some(Duration::ZERO)).unwrap().is_some() {}
+    let mut tx = Sender::open(&cfg).unwrap();
+    // A burst: batches fill, so recv_queued keeps reading until one comes back short.
+    for i in 0..100u32 {
+        tx.send(&format!("Q{i}"), &i.to_le_bytes()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let first = rx.recv(Some(Duration::from_secs(5))).unwrap().expect("the burst");
+    let mut channels = vec![first.channel];
+    while let Some(m) = rx.recv_queued().unwrap() {
+        channels.push(m.channel);
+    }
+    assert_eq!(channels, (0..100).map(|i| format!("Q{i}")).collect::<Vec<_>>());
+    // The last read found the socket empty: what arrives after it waits for the next read that recv_queued skips.
+    tx.send("LATER", b"x").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(rx.recv_queued().unwrap().is_none(), "recv_queued read the socket again");
+    let later = rx.recv(Some(Duration::from_secs(5))).unwrap().expect("a wait reads what came");
+    assert_eq!(later.channel, "LATER");
 }

@@ -380,7 +380,9 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
         for port in ready {
             let rx = receivers.get_mut(&port).expect("polled receivers exist");
             let mut turn = 0;
-            while let Ok(Some(m)) = rx.recv(Some(Duration::ZERO)) {
+            // Woken by poll: the first read must happen; after it, read only while the socket may hold more.
+            let mut got = rx.recv(Some(Duration::ZERO));
+            while let Ok(Some(m)) = got {
                 turn += 1;
                 if turn == DRAIN_TURN {
                     turn = 0;
@@ -406,6 +408,7 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
                         recv_utime: m.recv_utime,
                     });
                 }
+                got = rx.recv_queued();
             }
         }
         callbacks_waiting = sink.drained();

@@ -139,7 +139,7 @@ impl Provider for Udpm {
                     if let Ok(Some(m)) = got {
                         deliver(m);
                         sink.drained();
-                        got = rx.recv(Some(Duration::ZERO));
+                        got = rx.recv_queued();
                     }
                 }
                 let mut turn = 0;
@@ -150,7 +150,9 @@ impl Provider for Udpm {
                         turn = 0;
                         sink.drained();
                     }
-                    got = rx.recv(Some(Duration::ZERO));
+                    // Not a read that would find the socket empty: the wait that follows returns at once if
+                    // something came meanwhile.
+                    got = rx.recv_queued();
                 }
                 if let Err(e) = got {
                     // A receive error other than a timeout is not expected on a bound UDP socket; report it
