@@ -104,14 +104,11 @@ pub(crate) fn recvmmsg(
     got: &mut Vec<(usize, SocketAddrV4)>,
 ) -> io::Result<usize> {
     let n = slots.len().min(MAX_RECV_BATCH);
+    type Headers = ([libc::sockaddr_in; MAX_RECV_BATCH], [libc::iovec; MAX_RECV_BATCH], [libc::mmsghdr; MAX_RECV_BATCH]);
     // SAFETY: sockaddr_in, iovec and mmsghdr are plain C structs of integers and pointers, for which all zero bytes
     // is a valid value (null pointers, zero lengths); zeroing also covers padding fields some libcs declare.
     #[allow(unsafe_code)]
-    let (mut addrs, mut iovs, mut headers): (
-        [libc::sockaddr_in; MAX_RECV_BATCH],
-        [libc::iovec; MAX_RECV_BATCH],
-        [libc::mmsghdr; MAX_RECV_BATCH],
-    ) = unsafe { (std::mem::zeroed(), std::mem::zeroed(), std::mem::zeroed()) };
+    let (mut addrs, mut iovs, mut headers): Headers = unsafe { std::mem::zeroed() };
     for i in 0..n {
         iovs[i] = libc::iovec { iov_base: slots[i].as_mut_ptr().cast(), iov_len: slots[i].len() };
         let h = &mut headers[i].msg_hdr;
@@ -121,14 +118,14 @@ pub(crate) fn recvmmsg(
         h.msg_iovlen = 1;
     }
     let flags = if wait { libc::MSG_WAITFORONE } else { libc::MSG_DONTWAIT };
+    // A null timeout means none (the socket's own receive timeout still applies to the first datagram).
+    let (fd, vlen, timeout) = (fd.as_raw_fd(), n as libc::c_uint, std::ptr::null_mut());
     // SAFETY: for each i < n, header i points at `addrs[i]` (with its size as msg_namelen) and at `iovs[i]`, which
     // points at the `slots[i].len()` bytes of `slots[i]`; all are locals or borrowed for this call and none moves
     // during it. The kernel writes at most msg_namelen bytes of address, at most iov_len bytes into each slot, and
-    // msg_len, msg_namelen and msg_flags inside `headers`; it reads only the first `n` headers. A null timeout means
-    // none (the socket's own receive timeout still applies to the first datagram).
+    // msg_len, msg_namelen and msg_flags inside `headers`; it reads only the first `n` headers.
     #[allow(unsafe_code)]
-    let read =
-        unsafe { libc::recvmmsg(fd.as_raw_fd(), headers.as_mut_ptr(), n as libc::c_uint, flags, std::ptr::null_mut()) };
+    let read = unsafe { libc::recvmmsg(fd, headers.as_mut_ptr(), vlen, flags, timeout) };
     if read < 0 {
         return Err(io::Error::last_os_error());
     }
