@@ -29,6 +29,6 @@ pub use batch::BatchError;
 pub use config::{Config, ConfigError, Interface};
 pub use reassembly::{Limits, Reassembler, ReassemblyStats};
 pub use socket::{
-    now_utime, Filter, KernelDrops, Message, Receiver, RecvStats, Sender, UdpmError, LOOPBACK_ADVICE, READ_TURN, SELF_TEST_CHANNEL,
-    SELF_TEST_PAYLOAD,
+    now_utime, Filter, KernelDrops, Message, Receiver, RecvStats, Sender, UdpmError, LOOPBACK_ADVICE, READ_TURN,
+    SELF_TEST_CHANNEL, SELF_TEST_PAYLOAD,
 };

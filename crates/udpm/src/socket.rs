@@ -251,9 +251,9 @@ pub struct RecvStats {
     pub reassembly: ReassemblyStats,
     /// Datagrams for this socket that the kernel dropped because its receive buffer was full (`SO_MEMINFO`'s drop
     /// count, read by [`Receiver::stats`] and [`KernelDrops::total`]; [`Receiver::counters`] gives the last count
-    /// read), since it opened: otherwise invisible to everything above (spy,
-    /// nerve log). A dropped fragment also makes its message incomplete: such a message counts here once per
-    /// dropped fragment and once in the reassembly's `dropped_incomplete`.
+    /// read), since it opened: otherwise invisible to everything above (spy, nerve log). A dropped fragment also
+    /// makes its message incomplete: such a message counts here once per dropped fragment and once in the
+    /// reassembly's `dropped_incomplete`.
     pub kernel_dropped: u64,
     /// Messages that [`Receiver::set_filter`]'s filter turned away: read, never copied out of the read buffer nor
     /// reassembled (a fragmented one is turned away at its fragment 0, which carries the channel).
@@ -494,10 +494,9 @@ impl Receiver {
     /// the first datagram (and whatever came with it) under a receive timeout (`SO_RCVTIMEO`, kept a clock tick
     /// short of the deadline; a wait under 20 ms is a `poll`), so the datagram that ends a wait is in hand when the
     /// thread wakes, with no `poll` to return from and no second call to make. A call that may not wait
-    /// (`Some(Duration::ZERO)`) returns
-    /// `None` when the socket is empty, or after [`READ_TURN`] datagrams that made no message (fragments, malformed
-    /// or filtered ones): a caller draining a flood of traffic it does not want gets control back, to run its
-    /// callbacks.
+    /// (`Some(Duration::ZERO)`) always reads, and returns `None` when the socket is empty, or after [`READ_TURN`]
+    /// datagrams that made no message (fragments, malformed or filtered ones): a caller draining a flood of traffic
+    /// it does not want gets control back, to run its callbacks.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
         self.recv_with(timeout, false)
     }

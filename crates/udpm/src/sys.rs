@@ -1,6 +1,6 @@
 //! The crate's only unsafe code: `sendmmsg(2)` and `recvmmsg(2)`, which neither std nor socket2 offers (nix's
-//! `sendmmsg` reads uninitialised addresses when asked how many datagrams went out, and its `recvmmsg` needs its
-//! headers rebuilt for every call), and the socket's drop counter (`SO_MEMINFO`, which neither offers either).
+//! `sendmmsg` reads uninitialised addresses when asked how many datagrams went out; `recvmmsg` is written the same
+//! way, over the receiver's own slots), and the socket's drop counter (`SO_MEMINFO`, which neither offers either).
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddrV4;

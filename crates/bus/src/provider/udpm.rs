@@ -2,7 +2,7 @@
 //! the ones this provider sent itself (multicast loops them back; the bus delivered them in-process already).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use nerve_udpm::{Config, KernelDrops, Receiver, RecvStats, Sender};
@@ -33,7 +33,8 @@ pub struct Udpm {
     receive: Mutex<Option<ReceiveThread>>,
     /// The receive thread's counters as it last copied them (without the kernel's drops, read when asked for).
     recv_stats: Arc<Mutex<RecvStats>>,
-    kernel_drops: Mutex<Option<Arc<KernelDrops>>>,
+    /// The receive socket's drop count, from `start` on.
+    kernel_drops: OnceLock<Arc<KernelDrops>>,
     own: Arc<OwnSender>,
 }
 
@@ -48,7 +49,7 @@ impl Udpm {
             published: AtomicU64::new(0),
             receive: Mutex::new(None),
             recv_stats: Arc::new(Mutex::new(RecvStats::default())),
-            kernel_drops: Mutex::new(None),
+            kernel_drops: OnceLock::new(),
             own: Arc::new(OwnSender::default()),
         })
     }
@@ -56,7 +57,7 @@ impl Udpm {
     /// The receiver's detailed counters (malformed datagrams by reason, reassembly).
     pub fn recv_stats(&self) -> RecvStats {
         let mut stats = *self.recv_stats.lock().expect("stats lock");
-        if let Some(drops) = &*self.kernel_drops.lock().expect("kernel drops lock") {
+        if let Some(drops) = self.kernel_drops.get() {
             stats.kernel_dropped = drops.total();
         }
         stats
@@ -116,7 +117,7 @@ impl Provider for Udpm {
         let (own, wants) = (Arc::clone(&self.own), Arc::clone(&sink));
         rx.set_filter(Box::new(move |channel, from| !own.is_own(from) && wants.wants(channel)));
         let stats = Arc::clone(&self.recv_stats);
-        *self.kernel_drops.lock().expect("kernel drops lock") = Some(rx.kernel_drops());
+        let drops = rx.kernel_drops();
         *slot = Some(ReceiveThread::spawn("udpm", "nerve-udpm-rx", move |stop_flag| {
             let deliver = |m: nerve_udpm::Message| {
                 sink.deliver(Incoming {
@@ -167,6 +168,8 @@ impl Provider for Udpm {
                 }
             }
         })?);
+        // Only a start that got its receive thread running gets here, and only once (the slot is taken now).
+        let _ = self.kernel_drops.set(drops);
         Ok(())
     }
 
