@@ -230,7 +230,13 @@ fn nerve_c(files: &[PathBuf], out: &Path, manifest: &Path, _venv: &Path) -> Resu
 }
 
 /// Compiles `csrc/lcm_api_glue.c` as a unity build over every `.c` file in `gen_dir`, exporting only `SYS_*`.
-fn compile_c_system(sys: &str, gen_dir: &Path, includes: &[PathBuf], manifest: &Path, out: &Path) -> Result<(), String> {
+fn compile_c_system(
+    sys: &str,
+    gen_dir: &Path,
+    includes: &[PathBuf],
+    manifest: &Path,
+    out: &Path,
+) -> Result<(), String> {
     let mut cfiles = Vec::new();
     collect_c(gen_dir, &mut cfiles);
     cfiles.sort();

@@ -219,7 +219,10 @@ pub fn cases() -> Vec<Case> {
     out.push(Case::Path(Path {
         timestamp: 1_700_000_000_000_003,
         waypoints: (0..50)
-            .map(|i| Waypoint { id: format!("waypoint {i}"), position: [rng.f32(-100.0, 100.0), rng.f32(-100.0, 100.0)] })
+            .map(|i| Waypoint {
+                id: format!("waypoint {i}"),
+                position: [rng.f32(-100.0, 100.0), rng.f32(-100.0, 100.0)],
+            })
             .collect(),
     }));
     for n in [10usize, 100, 1000, 10_000] {

@@ -14,8 +14,8 @@ mod data;
 mod echo;
 mod harness;
 mod intraprocess;
-mod log;
 mod ipc;
+mod log;
 mod suite;
 mod systems;
 
@@ -28,7 +28,8 @@ LCM C: bandwidth, loss, round trip\n  latency      seed 001 Fig. 8: one-way late
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(code) = echo::hidden_role(&args).or_else(|| ipc::hidden_role(&args)).or_else(|| log::hidden_role(&args)) {
+    if let Some(code) = echo::hidden_role(&args).or_else(|| ipc::hidden_role(&args)).or_else(|| log::hidden_role(&args))
+    {
         return code;
     }
     let mut suite = None;

@@ -84,7 +84,8 @@ const MEASURE_ORDER: [&str; 8] =
     ["nerve-rust (reuse)", "nerve-rust", "lcm-c", "nerve-c", "nerve-c (arena)", "memcpy", "flatbuffers", "bincode"];
 
 /// The allocation-free decode rows: measured for `decode` only; their other metrics are the normal API's.
-const REUSE_NOTE: &str = "decode only: this row is the allocation-free decode API; encode and views are the normal row's";
+const REUSE_NOTE: &str =
+    "decode only: this row is the allocation-free decode API; encode and views are the normal row's";
 
 /// A verification failure: the bench must not time systems that disagree. Prints and exits with status 3.
 pub fn mismatch(system: &str, case: &str, what: &str) -> ! {
@@ -107,7 +108,12 @@ type Rounds = BTreeMap<(String, &'static str), Vec<BTreeMap<Metric, f64>>>;
 /// the rounds. The host's speed shifts by up to 2x over seconds (a run on 2026-11-22 had both C rows 1.7x faster
 /// than in the run before while the Rust rows stayed put); the ratio of two medians taken over different moments
 /// moves with it, the ratio within a round moves much less.
-fn paired<const N: usize>(rounds: &Rounds, case: &str, sides: [(&str, Metric); N], f: impl Fn([f64; N]) -> f64) -> Result<f64, String> {
+fn paired<const N: usize>(
+    rounds: &Rounds,
+    case: &str,
+    sides: [(&str, Metric); N],
+    f: impl Fn([f64; N]) -> f64,
+) -> Result<f64, String> {
     let series: Vec<&Vec<BTreeMap<Metric, f64>>> = sides
         .iter()
         .map(|(sys, _)| rounds.get(&(case.to_string(), *sys)).ok_or_else(|| format!("{sys} has no rounds on {case}")))
@@ -143,7 +149,8 @@ pub fn run(opts: &Options) -> i32 {
     let cfg = if opts.quick { Config::quick() } else { Config::full() };
     let mut cases = data::cases();
     // NERVE_BENCH_CASES=path_t,laser_t runs only those cases (for profiling; a recorded run measures all).
-    let only: Option<Vec<String>> = std::env::var("NERVE_BENCH_CASES").ok().map(|v| v.split(',').map(str::to_string).collect());
+    let only: Option<Vec<String>> =
+        std::env::var("NERVE_BENCH_CASES").ok().map(|v| v.split(',').map(str::to_string).collect());
     if let Some(only) = &only {
         cases.retain(|c| only.iter().any(|n| *n == c.name()));
         if cases.is_empty() {
@@ -204,7 +211,10 @@ pub fn run(opts: &Options) -> i32 {
                 _ => {
                     let runs = native.remove(sys).unwrap_or_default();
                     let per_round = runs.iter().flatten().map(|cells| {
-                        cells.iter().filter_map(|(m, c)| if let Cell::Ns(ns) = c { Some((*m, *ns)) } else { None }).collect()
+                        cells
+                            .iter()
+                            .filter_map(|(m, c)| if let Cell::Ns(ns) = c { Some((*m, *ns)) } else { None })
+                            .collect()
                     });
                     rounds.insert((cname.clone(), sys), per_round.collect());
                     median_of_native_rounds(runs)
@@ -239,8 +249,12 @@ fn complete(case: &Case, sys: &str, mut cells: Vec<(Metric, Cell)>) -> Vec<(Metr
 /// Which API a bar's figure comes from, for its definition.
 fn api(sys: &str, m: Metric) -> String {
     match (sys, m) {
-        ("nerve-rust (reuse)", _) => "nerve-rust decode_into (reuses the held value's strings and vectors: no allocation)".into(),
-        ("nerve-c (arena)", _) => "nerve-c T_decode_arena (strings and arrays from a reset arena: no malloc/free)".into(),
+        ("nerve-rust (reuse)", _) => {
+            "nerve-rust decode_into (reuses the held value's strings and vectors: no allocation)".into()
+        }
+        ("nerve-c (arena)", _) => {
+            "nerve-c T_decode_arena (strings and arrays from a reset arena: no malloc/free)".into()
+        }
         ("nerve-rust", Metric::Decode) => "nerve-rust decode (allocates; value dropped)".into(),
         ("nerve-c" | "lcm-c", Metric::Decode) => format!("{sys} decode + decode_cleanup (malloc + free)"),
         _ => format!("{sys} {}", m.name()),
@@ -362,7 +376,10 @@ fn run_python(cases: &[Case], quick: bool, json_out: bool) -> BTreeMap<&'static 
     let _ = std::fs::remove_dir_all(&tmp);
     for (cname, mut v) in object_loop {
         let ns = crate::harness::median(&mut v);
-        let what = format!("nerve-python {cname}: decode + read every value through objects (the loop lcm-python runs): {:.2} us", ns / 1000.0);
+        let what = format!(
+            "nerve-python {cname}: decode + read every value through objects (the loop lcm-python runs): {:.2} us",
+            ns / 1000.0
+        );
         if json_out {
             println!("{}", json!({"suite": "marshalling", "kind": "info", "system": "nerve-python", "python": what}));
         } else {
@@ -394,7 +411,8 @@ fn write_manifest(dir: &std::path::Path, cases: &[Case]) -> Result<PathBuf, Stri
         manifest.push(json!({"name": c.name(), "type": c.lcm_type(), "file": f, "expect": expect}));
     }
     let mf = dir.join("cases.json");
-    std::fs::write(&mf, serde_json::to_vec(&manifest).expect("JSON values serialize")).map_err(|e| format!("unavailable: {e}"))?;
+    std::fs::write(&mf, serde_json::to_vec(&manifest).expect("JSON values serialize"))
+        .map_err(|e| format!("unavailable: {e}"))?;
     Ok(mf)
 }
 
@@ -417,7 +435,8 @@ impl PyWorker {
         if status != "ok" {
             return Err(status.to_string());
         }
-        let venv = std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
+        let venv =
+            std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
         let python = venv.join("bin/python");
         if !python.exists() {
             return Err(format!("unavailable: {} not found (run scripts/setup)", python.display()));
@@ -548,7 +567,11 @@ impl Output {
             };
             let _ = writeln!(self.text, "nerve-bench marshalling ({mode} run) on {}", host());
             let _ = writeln!(self.text, "pinning: {}", opts.pinning);
-            let _ = writeln!(self.text, "load average at start: {} (other work on this machine skews absolute times; ratios are the figure)", loadavg());
+            let _ = writeln!(
+                self.text,
+                "load average at start: {} (other work on this machine skews absolute times; ratios are the figure)",
+                loadavg()
+            );
             let _ = writeln!(
                 self.text,
                 "method: median time per operation over many samples of >= 20 us (small operations batched), after a \
@@ -599,7 +622,13 @@ impl Output {
                 }
             }
         } else {
-            let _ = writeln!(self.text, "\n{} ({}, {} bytes in LCM format): median per operation", cname, case.lcm_type(), case.lcm_bytes().len());
+            let _ = writeln!(
+                self.text,
+                "\n{} ({}, {} bytes in LCM format): median per operation",
+                cname,
+                case.lcm_type(),
+                case.lcm_bytes().len()
+            );
             let _ = write!(self.text, "  {:<18}", "system");
             for m in METRICS {
                 let _ = write!(self.text, " {:>12}", m.header());
@@ -646,13 +675,29 @@ impl Output {
                     let me = get(results, &cn, sys, m);
                     let r = match (me, lcm, floor) {
                         (Ok(_), Ok(lcm), Ok(floor)) if lcm > 1.5 * floor => {
-                            paired(rounds, &cn, [(sys, m), ("lcm-c", m)], |[me, lcm]| me / lcm).map(|v| (v, limit, format!(
-                                "{} / {} (lcm-c is {:.1}x memcpy)", api(sys, m), api("lcm-c", m), lcm / floor)))
+                            paired(rounds, &cn, [(sys, m), ("lcm-c", m)], |[me, lcm]| me / lcm).map(|v| {
+                                (
+                                    v,
+                                    limit,
+                                    format!(
+                                        "{} / {} (lcm-c is {:.1}x memcpy)",
+                                        api(sys, m),
+                                        api("lcm-c", m),
+                                        lcm / floor
+                                    ),
+                                )
+                            })
                         }
-                        (Ok(_), Ok(lcm), Ok(floor)) => {
-                            paired(rounds, &cn, [(sys, m), ("memcpy", m)], |[me, floor]| me / floor).map(|v| (v, 1.1, format!(
-                                "{} / memcpy (lcm-c is at the floor: {:.2}x memcpy)", api(sys, m), lcm / floor)))
-                        }
+                        (Ok(_), Ok(lcm), Ok(floor)) => paired(rounds, &cn, [(sys, m), ("memcpy", m)], |[me, floor]| {
+                            me / floor
+                        })
+                        .map(|v| {
+                            (
+                                v,
+                                1.1,
+                                format!("{} / memcpy (lcm-c is at the floor: {:.2}x memcpy)", api(sys, m), lcm / floor),
+                            )
+                        }),
                         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
                     };
                     rows.push(Bar::le(bar, &cn, sys, m, r));
@@ -668,9 +713,13 @@ impl Output {
                 let f = get(results, cn, "memcpy", Metric::Encode)?;
                 let sides = [(sys, Metric::Encode), (sys, Metric::Decode), ("memcpy", Metric::Encode)];
                 let v = paired(rounds, cn, sides, |[e, d, f]| (e + d) / (2.0 * f))?;
-                Ok((v, 4.0, format!(
+                Ok((
+                    v,
+                    4.0,
+                    format!(
                     "({sys} encode + decode) / (memcpy out + memcpy in); the round-trip floor is two copies of the \
-                     encoded bytes, 2 x {}", fmt_ns(f))))
+                     encoded bytes, 2 x {}", fmt_ns(f)),
+                ))
             })();
             rows.push(Bar::le("round trip vs memcpy".into(), cn, sys, Metric::Encode, r).with_metric("round_trip"));
         }
@@ -703,9 +752,15 @@ impl Output {
             let r = (|| {
                 get(results, cn, "nerve-python", Metric::Full)?;
                 get(results, cn, "lcm-python", Metric::Full)?;
-                let v = paired(rounds, cn, [("lcm-python", Metric::Full), ("nerve-python", Metric::Full)], |[l, n]| l / n)?;
-                Ok((v, 10.0, "lcm-python full_projection / nerve-python full_projection (decode + read every value; \
-                    supplementary to the decode row, which a lazy decoder can flatter)".to_string()))
+                let v =
+                    paired(rounds, cn, [("lcm-python", Metric::Full), ("nerve-python", Metric::Full)], |[l, n]| l / n)?;
+                Ok((
+                    v,
+                    10.0,
+                    "lcm-python full_projection / nerve-python full_projection (decode + read every value; \
+                    supplementary to the decode row, which a lazy decoder can flatter)"
+                        .to_string(),
+                ))
             })();
             rows.push(Bar::ge("python decode+read-all speed-up".into(), cn, "nerve-python", Metric::Full, r));
         }
@@ -735,7 +790,11 @@ impl Output {
                 self.text,
                 "  round-trip floor = memcpy out + memcpy in = 2 x (one copy of the LCM-encoded bytes between warm buffers)"
             );
-            let _ = writeln!(self.text, "  {:<32} {:<12} {:<18} {:>9} {:>8}  result", "bar", "case", "system", "measured", "limit");
+            let _ = writeln!(
+                self.text,
+                "  {:<32} {:<12} {:<18} {:>9} {:>8}  result",
+                "bar", "case", "system", "measured", "limit"
+            );
             for b in &rows {
                 let _ = write!(self.text, "  {:<32} {:<12} {:<18}", b.bar, b.case, b.system);
                 match &b.r {
@@ -801,13 +860,21 @@ fn host() -> String {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_default();
     // Counted from /proc/cpuinfo: after pinning, available_parallelism() would say 1.
-    let n = std::fs::read_to_string("/proc/cpuinfo").map(|s| s.lines().filter(|l| l.starts_with("processor")).count()).unwrap_or(0);
+    let n = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|s| s.lines().filter(|l| l.starts_with("processor")).count())
+        .unwrap_or(0);
     format!("{name} ({cpu}, {n} CPUs)")
 }
 
 fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }

@@ -30,7 +30,11 @@ fn quick_json_has_the_documented_shape() {
         .output()
         .expect("running nerve-bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "nerve-bench intraprocess failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "nerve-bench intraprocess failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut values: BTreeMap<(String, String), BTreeMap<String, serde_json::Value>> = BTreeMap::new();
     let mut unavailable = BTreeSet::new();
     let mut bars = Vec::new();
@@ -61,7 +65,8 @@ fn quick_json_has_the_documented_shape() {
                     continue;
                 }
                 let metric = v["metric"].as_str().expect("metric").to_string();
-                let unit = METRICS.iter().find(|(m, _)| *m == metric).unwrap_or_else(|| panic!("unknown metric: {v}")).1;
+                let unit =
+                    METRICS.iter().find(|(m, _)| *m == metric).unwrap_or_else(|| panic!("unknown metric: {v}")).1;
                 assert_eq!(v["unit"], unit, "{v}");
                 assert!(v["value"].is_number() || (v["value"].is_null() && v["note"].is_string()), "{v}");
                 assert!(values.entry(key).or_default().insert(metric, v["value"].clone()).is_none(), "duplicate: {v}");

@@ -12,10 +12,7 @@ fn run(suite: &str) -> Vec<serde_json::Value> {
         .expect("running nerve-bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "nerve-bench {suite} failed: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect()
 }
 
 /// Checks every line; returns (case, system) -> metrics, the unavailable (case, system) pairs and the ratio lines.

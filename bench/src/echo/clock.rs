@@ -12,7 +12,8 @@ pub fn mono_ns() -> u64 {
 
 /// Sleeps until CLOCK_MONOTONIC reads `t` ns (clock_nanosleep with TIMER_ABSTIME, retried on EINTR).
 pub fn sleep_until_ns(t: u64) {
-    let ts = libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
+    let ts =
+        libc::timespec { tv_sec: (t / 1_000_000_000) as libc::time_t, tv_nsec: (t % 1_000_000_000) as libc::c_long };
     loop {
         // SAFETY: reads the valid local timespec; the remainder pointer may be null with TIMER_ABSTIME.
         let r = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
@@ -25,7 +26,15 @@ pub fn sleep_until_ns(t: u64) {
 /// The same 1 µs timer slack lcm_echo.c sets, so paced sleeps end as precisely in both systems.
 pub fn set_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes plain integers and touches no memory of ours.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) };
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            1000 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
 }
 
 /// The CPUs this process may run on, in order.
@@ -66,5 +75,7 @@ pub fn loadavg() -> String {
 
 /// This host's name.
 pub fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }

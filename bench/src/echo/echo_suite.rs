@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::proc::{Proc, Program, Role};
 use super::{
-    base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, udp_floor_program, Latencies,
-    Out, Placement, GROUP, MSG_SIZE,
+    base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, udp_floor_program,
+    Latencies, Out, Placement, GROUP, MSG_SIZE,
 };
 
 /// Target rates in MB/s (10^6 bytes); `None` is as fast as the source can publish.
@@ -119,7 +119,13 @@ impl Run {
         let expected = self.sent * clients as u64;
         let loss_pct =
             if expected == 0 { 0.0 } else { 100.0 * (expected.saturating_sub(self.echoed)) as f64 / expected as f64 };
-        Point { offered_mbps, delivered_mbps, loss_pct, rtt: Latencies::from_ns(&mut self.rtt), note: self.notes.join("; ") }
+        Point {
+            offered_mbps,
+            delivered_mbps,
+            loss_pct,
+            rtt: Latencies::from_ns(&mut self.rtt),
+            note: self.notes.join("; "),
+        }
     }
 }
 
@@ -219,7 +225,10 @@ pub fn run(quick: bool, json: bool) -> i32 {
         t.drain_ms,
         if quick { " [--quick: rough]" } else { "" }
     ));
-    out.text(&format!("host {}; load average at start: {load_start} (2 shared vCPUs: other work skews every figure)", clock::host()));
+    out.text(&format!(
+        "host {}; load average at start: {load_start} (2 shared vCPUs: other work skews every figure)",
+        clock::host()
+    ));
     out.text(&format!("placement: {}", place.text));
     out.text(&format!("url: {} (one port per point{})", systems[0].url(base), ""));
     for s in &systems {
@@ -228,7 +237,8 @@ pub fn run(quick: bool, json: bool) -> i32 {
             (Ok(_), "nerve") => "nerve-bus over udpm (Rust, this program's hidden roles)".into(),
             (Ok(_), "lcm-c") => "real LCM 1.5.3 C (csrc/lcm_echo.c against the wheel's liblcm)".into(),
             (Ok(_), "udp-floor") => {
-                "the floor: LCM's datagrams with a blocking recv and a sendto, nothing else (csrc/udp_echo_floor.c)".into()
+                "the floor: LCM's datagrams with a blocking recv and a sendto, nothing else (csrc/udp_echo_floor.c)"
+                    .into()
             }
             (Ok(_), _) => format!("nerve-bus over multi-port udpm ({MP_PORTS} ports)"),
         };
@@ -338,9 +348,8 @@ fn ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) 
         "case", "delivered", "", "loss n / l %", "", "p50", "", "floor p50"
     ));
     let (mut pass, mut total) = (0, 0);
-    let find = |case: &str, sys: &str| {
-        results.iter().find(|(c, s, _)| c == case && *s == sys).map(|(_, _, r)| r.clone())
-    };
+    let find =
+        |case: &str, sys: &str| results.iter().find(|(c, s, _)| c == case && *s == sys).map(|(_, _, r)| r.clone());
     let mut cases: Vec<&String> = Vec::new();
     for (c, _, _) in results {
         if !cases.contains(&c) {

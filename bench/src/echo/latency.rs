@@ -74,7 +74,14 @@ struct Path {
     runner: Runner,
 }
 
-fn ipc_path(system: &'static str, transport: &'static str, group: Group, scheme: &'static str, polls: bool, one_publish: bool) -> Path {
+fn ipc_path(
+    system: &'static str,
+    transport: &'static str,
+    group: Group,
+    scheme: &'static str,
+    polls: bool,
+    one_publish: bool,
+) -> Path {
     Path { system, transport, group, polls, one_publish, runner: Runner::Ipc(scheme) }
 }
 
@@ -299,7 +306,13 @@ impl Samples {
 
     fn outcome(mut self) -> Outcome {
         let lost = self.expected.saturating_sub(self.ns.len() as u64);
-        Outcome { sent: self.sent, expected: self.expected, lat: Latencies::from_ns(&mut self.ns), lost, missed: self.missed }
+        Outcome {
+            sent: self.sent,
+            expected: self.expected,
+            lat: Latencies::from_ns(&mut self.ns),
+            lost,
+            missed: self.missed,
+        }
     }
 }
 
@@ -309,18 +322,37 @@ fn measure(p: &Path, names: &Names, place: &Placing, receivers: usize, hz: f64, 
 }
 
 /// [`measure`]'s run, its samples kept apart so that several runs can be pooled.
-fn measure_samples(p: &Path, names: &Names, place: &Placing, receivers: usize, hz: f64, count: u64) -> Result<Samples, String> {
+fn measure_samples(
+    p: &Path,
+    names: &Names,
+    place: &Placing,
+    receivers: usize,
+    hz: f64,
+    count: u64,
+) -> Result<Samples, String> {
     let prog = program(p)?;
     let (send_addr, rx_addrs) = names.endpoints(p, receivers);
     let max_ms = (count as f64 / hz * 1e3) as u64 + 5_000;
     let wait = Duration::from_millis(max_ms + 5_000);
     let mut rxs = Vec::new();
     for (k, a) in rx_addrs.iter().enumerate() {
-        let mut rx = Proc::spawn(&format!("{} receiver {k}", p.system), &prog, Role::LatRecv, &recv_args(p, a, count, max_ms), place.rx(p, k))?;
+        let mut rx = Proc::spawn(
+            &format!("{} receiver {k}", p.system),
+            &prog,
+            Role::LatRecv,
+            &recv_args(p, a, count, max_ms),
+            place.rx(p, k),
+        )?;
         rx.expect_line("ready", Duration::from_secs(10))?;
         rxs.push(rx);
     }
-    let mut tx = Proc::spawn(&format!("{} sender", p.system), &prog, Role::LatSend, &send_args(p, &send_addr, count, hz), place.sender)?;
+    let mut tx = Proc::spawn(
+        &format!("{} sender", p.system),
+        &prog,
+        Role::LatSend,
+        &send_args(p, &send_addr, count, hz),
+        place.sender,
+    )?;
     let sent = parse_sent(p.system, &tx.collect("sent", wait)?)?;
     let mut ns = Vec::with_capacity(count as usize * receivers);
     let mut missed = 0;
@@ -336,12 +368,25 @@ fn measure_samples(p: &Path, names: &Names, place: &Placing, receivers: usize, h
 }
 
 /// A message passed along `hops` links: the sender, `hops - 1` relays, the receiver.
-fn measure_chain(p: &Path, names: &Names, place: &Placing, hops: usize, hz: f64, count: u64) -> Result<Outcome, String> {
+fn measure_chain(
+    p: &Path,
+    names: &Names,
+    place: &Placing,
+    hops: usize,
+    hz: f64,
+    count: u64,
+) -> Result<Outcome, String> {
     let prog = program(p)?;
     let links: Vec<(String, Vec<String>)> = (0..hops).map(|_| names.endpoints(p, 1)).collect();
     let max_ms = (count as f64 / hz * 1e3) as u64 + 10_000;
     let wait = Duration::from_millis(max_ms + 5_000);
-    let mut rx = Proc::spawn(&format!("{} receiver", p.system), &prog, Role::LatRecv, &recv_args(p, &links[hops - 1].1[0], count, max_ms), place.chain(hops))?;
+    let mut rx = Proc::spawn(
+        &format!("{} receiver", p.system),
+        &prog,
+        Role::LatRecv,
+        &recv_args(p, &links[hops - 1].1[0], count, max_ms),
+        place.chain(hops),
+    )?;
     rx.expect_line("ready", Duration::from_secs(10))?;
     let mut relays = Vec::new();
     for j in (1..hops).rev() {
@@ -350,7 +395,13 @@ fn measure_chain(p: &Path, names: &Names, place: &Placing, hops: usize, hz: f64,
         r.expect_line("ready", Duration::from_secs(10))?;
         relays.push(r);
     }
-    let mut tx = Proc::spawn(&format!("{} sender", p.system), &prog, Role::LatSend, &send_args(p, &links[0].0, count, hz), place.chain(0))?;
+    let mut tx = Proc::spawn(
+        &format!("{} sender", p.system),
+        &prog,
+        Role::LatSend,
+        &send_args(p, &links[0].0, count, hz),
+        place.chain(0),
+    )?;
     let sent = parse_sent(p.system, &tx.collect("sent", wait)?)?;
     let mut ns = Vec::with_capacity(count as usize);
     let missed = parse_receiver(&format!("{} receiver", p.system), &rx.collect("end", wait)?, &mut ns)?;
@@ -379,7 +430,8 @@ fn emit(out: &Out, case: &str, system: &str, r: &Result<Outcome, String>) {
     }
 }
 
-const HEAD: &str = "system             transport              sent   recv  lost  loss%  mean µs   p50 µs   p99 µs   max µs";
+const HEAD: &str =
+    "system             transport              sent   recv  lost  loss%  mean µs   p50 µs   p99 µs   max µs";
 
 fn table_row(out: &Out, p: &Path, r: &Result<Outcome, String>) {
     match r {
@@ -431,9 +483,11 @@ fn khz_label(khz: f64) -> String {
 fn period_ratios(out: &Out, case: &str, system: &str, o: &Outcome, period_us: f64) -> String {
     let Some(l) = o.lat else { return "       -       -       -".into() };
     for (m, v) in [("mean", l.mean), ("p99", l.p99), ("max", l.max)] {
-        out.json(json!({"suite": "latency", "kind": "ratio", "bar": "latency / period", "case": case, "system": system,
+        out.json(
+            json!({"suite": "latency", "kind": "ratio", "bar": "latency / period", "case": case, "system": system,
             "metric": m, "op": "info", "value": round3(v / period_us), "limit": null, "pass": null,
-            "definition": format!("{m} {v:.1} µs / period {period_us} µs")}));
+            "definition": format!("{m} {v:.1} µs / period {period_us} µs")}),
+        );
     }
     format!("{:>8.3} {:>7.3} {:>7.3}", l.mean / period_us, l.p99 / period_us, l.max / period_us)
 }
@@ -456,11 +510,15 @@ pub fn run(quick: bool, json: bool) -> i32 {
     };
     let load_start = clock::loadavg();
     let two_rx_place = match cpus.as_slice() {
-        [a, b, ..] => format!("two receivers: waiting ones both on cpu {b}; polling ones on cpu {b} and cpu {a} (with the sender)"),
+        [a, b, ..] => format!(
+            "two receivers: waiting ones both on cpu {b}; polling ones on cpu {b} and cpu {a} (with the sender)"
+        ),
         _ => "two receivers: as one".into(),
     };
     let chain_place = match cpus.as_slice() {
-        [a, b, ..] => format!("chain: process j (0 = the sender) on cpu {a} for even j, cpu {b} for odd j, so every hop crosses vCPUs"),
+        [a, b, ..] => format!(
+            "chain: process j (0 = the sender) on cpu {a} for even j, cpu {b} for odd j, so every hop crosses vCPUs"
+        ),
         _ => "chain: as one".into(),
     };
     out.json(json!({"suite": "latency", "kind": "info", "mode": if quick {"quick"} else {"full"}, "host": clock::host(),
@@ -470,7 +528,10 @@ pub fn run(quick: bool, json: bool) -> i32 {
         "latency: one-way, {SIZE}-byte messages, CLOCK_MONOTONIC stamped by the sender just before it sends and read by the receiver as it gets the message{}",
         if quick { " [--quick: rough]" } else { "" }
     ));
-    out.text(&format!("host {}; load average at start: {load_start} (2 shared vCPUs: other work skews every figure)", clock::host()));
+    out.text(&format!(
+        "host {}; load average at start: {load_start} (2 shared vCPUs: other work skews every figure)",
+        clock::host()
+    ));
     out.text(&format!("placement: {} (waking a process on the other vCPU costs 35-50 µs here, BASELINES.md)", pl.text));
     out.text(&format!("           {two_rx_place}"));
     out.text(&format!("           {chain_place}"));
@@ -655,9 +716,19 @@ fn bars(out: &Out, results: &Results, chain_paths: &[&str], hop_counts: &[usize]
             match (lat_of(results, case, WAIT), lat_of(results, case, "futex floor")) {
                 (Ok((w, _)), Ok((f, _))) => {
                     let (a, c) = (metric(&w, m), metric(&f, m));
-                    b.verdict(case, WAIT, m, "<=", a / c, 1.5, format!("{WAIT} {m} {a:.1} µs / futex floor {m} {c:.1} µs"))
+                    b.verdict(
+                        case,
+                        WAIT,
+                        m,
+                        "<=",
+                        a / c,
+                        1.5,
+                        format!("{WAIT} {m} {a:.1} µs / futex floor {m} {c:.1} µs"),
+                    )
                 }
-                (Err(e), _) | (_, Err(e)) => b.unavailable(case, WAIT, m, "<=", &format!("{WAIT} {m} vs futex floor {m}"), &e),
+                (Err(e), _) | (_, Err(e)) => {
+                    b.unavailable(case, WAIT, m, "<=", &format!("{WAIT} {m} vs futex floor {m}"), &e)
+                }
             }
         }
         // Waiting mode below every kernel IPC row, p50 and p99.
@@ -667,17 +738,37 @@ fn bars(out: &Out, results: &Results, chain_paths: &[&str], hop_counts: &[usize]
                 match (lat_of(results, case, WAIT), lat_of(results, case, k.system)) {
                     (Ok((w, _)), Ok((r, _))) => {
                         let (a, c) = (metric(&w, m), metric(&r, m));
-                        b.verdict(case, WAIT, m, "<", a / c, 1.0, format!("{WAIT} {m} {a:.1} µs / {} {m} {c:.1} µs", k.system))
+                        b.verdict(
+                            case,
+                            WAIT,
+                            m,
+                            "<",
+                            a / c,
+                            1.0,
+                            format!("{WAIT} {m} {a:.1} µs / {} {m} {c:.1} µs", k.system),
+                        )
                     }
-                    (Err(e), _) | (_, Err(e)) => b.unavailable(case, WAIT, m, "<", &format!("{WAIT} {m} vs {} {m}", k.system), &e),
+                    (Err(e), _) | (_, Err(e)) => {
+                        b.unavailable(case, WAIT, m, "<", &format!("{WAIT} {m} vs {} {m}", k.system), &e)
+                    }
                 }
             }
         }
         // Polling mode p50 at most iceoryx2's.
         let b = Bar { out, bar: "poll p50 vs iceoryx2 (poll)" };
         match (lat_of(results, case, POLL), lat_of(results, case, "iceoryx2 (poll)")) {
-            (Ok((n, _)), Ok((i, _))) => b.verdict(case, POLL, "p50", "<=", n.p50 / i.p50, 1.0, format!("{POLL} p50 {:.2} µs / iceoryx2 (poll) p50 {:.2} µs", n.p50, i.p50)),
-            (Err(e), _) | (_, Err(e)) => b.unavailable(case, POLL, "p50", "<=", &format!("{POLL} p50 vs iceoryx2 (poll) p50"), &e),
+            (Ok((n, _)), Ok((i, _))) => b.verdict(
+                case,
+                POLL,
+                "p50",
+                "<=",
+                n.p50 / i.p50,
+                1.0,
+                format!("{POLL} p50 {:.2} µs / iceoryx2 (poll) p50 {:.2} µs", n.p50, i.p50),
+            ),
+            (Err(e), _) | (_, Err(e)) => {
+                b.unavailable(case, POLL, "p50", "<=", &format!("{POLL} p50 vs iceoryx2 (poll) p50"), &e)
+            }
         }
     }
     // No message lost to a reader that keeps up: the 1 kHz table and the chain (the sweep's fast points may outrun a
@@ -695,7 +786,9 @@ fn bars(out: &Out, results: &Results, chain_paths: &[&str], hop_counts: &[usize]
     }
     for (case, sys) in cases {
         match results.get(&(case.clone(), sys.to_string())) {
-            Some(Ok(o)) => b.verdict(&case, sys, "lost", "==", o.lost as f64, 0.0, format!("{sys} lost of {}", o.expected)),
+            Some(Ok(o)) => {
+                b.verdict(&case, sys, "lost", "==", o.lost as f64, 0.0, format!("{sys} lost of {}", o.expected))
+            }
             Some(Err(e)) => b.unavailable(&case, sys, "lost", "==", &format!("{sys} lost"), e),
             None => b.unavailable(&case, sys, "lost", "==", &format!("{sys} lost"), "not measured in this run"),
         }

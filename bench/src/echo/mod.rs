@@ -108,7 +108,11 @@ struct Placement {
 fn placement(a_role: &str, b_role: &str) -> Placement {
     let cpus = clock::allowed_cpus();
     match cpus.as_slice() {
-        [] => Placement { a: None, b: None, text: format!("not pinned (sched_getaffinity failed); {a_role} and {b_role} float") },
+        [] => Placement {
+            a: None,
+            b: None,
+            text: format!("not pinned (sched_getaffinity failed); {a_role} and {b_role} float"),
+        },
         [only] => Placement {
             a: Some(*only),
             b: Some(*only),

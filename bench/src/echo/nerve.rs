@@ -79,7 +79,15 @@ struct Replies {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn source(url: &str, req: &str, prefix: &str, clients: usize, rate_bps: f64, duration_ms: u64, drain_ms: u64) -> Result<(), String> {
+fn source(
+    url: &str,
+    req: &str,
+    prefix: &str,
+    clients: usize,
+    rate_bps: f64,
+    duration_ms: u64,
+    drain_ms: u64,
+) -> Result<(), String> {
     let bus = open(url)?;
     let received: Arc<Vec<AtomicU64>> = Arc::new((0..clients).map(|_| AtomicU64::new(0)).collect());
     let replies = Arc::new(Mutex::new(Replies { rtt: Vec::with_capacity(1 << 16) }));

@@ -46,7 +46,13 @@ pub struct Proc {
 
 impl Proc {
     /// Starts `program` with `args`, on `cpu` if given.
-    pub fn spawn(name: &str, program: &Program, role: Role, args: &[String], cpu: Option<usize>) -> Result<Proc, String> {
+    pub fn spawn(
+        name: &str,
+        program: &Program,
+        role: Role,
+        args: &[String],
+        cpu: Option<usize>,
+    ) -> Result<Proc, String> {
         let mut cmd = Command::new(&program.exe);
         cmd.arg(program.word(role)).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if let Some(c) = cpu {

@@ -143,7 +143,9 @@ fn run_on(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<Me
         for s in &node.subscribes {
             let sub = match (s.forward_to, s.take) {
                 (Some(to), _) => {
-                    let out = Arc::clone(&forward.iter().find(|(t, _)| *t == to).expect("forwarded topics have a publisher").1);
+                    let out = Arc::clone(
+                        &forward.iter().find(|(t, _)| *t == to).expect("forwarded topics have a publisher").1,
+                    );
                     bus.subscribe_owned::<Frame>(s.topic, qos, move |mut f: Frame| {
                         // The watermark: draw on the first row (the message is ours to change), then pass it on.
                         let row = f.0.data.len().min(640 * 3);
@@ -245,7 +247,12 @@ fn run_on(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<Me
                 frame.0.utime = stamp as i64;
                 if let Err(e) = t.publisher.publish(frame) {
                     if publish_errors == 0 {
-                        eprintln!("nerve-bench intraprocess: {} publishing on {}: {} (further errors counted)", system.name(), t.topic, chain(&e));
+                        eprintln!(
+                            "nerve-bench intraprocess: {} publishing on {}: {} (further errors counted)",
+                            system.name(),
+                            t.topic,
+                            chain(&e)
+                        );
                     }
                     publish_errors += 1;
                 }
@@ -284,11 +291,8 @@ fn run_on(topo: &Topology, system: System, seconds: f64, port: u16) -> Result<Me
     let samples = samples.lock().expect("samples").clone();
     let third = samples.len() / 3;
     let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
-    let rss_growth_pct = if third > 0 {
-        100.0 * (mean(&samples[samples.len() - third..]) / mean(&samples[..third]) - 1.0)
-    } else {
-        0.0
-    };
+    let rss_growth_pct =
+        if third > 0 { 100.0 * (mean(&samples[samples.len() - third..]) / mean(&samples[..third]) - 1.0) } else { 0.0 };
     let expected = topo
         .nodes
         .iter()

@@ -55,7 +55,10 @@ pub fn run(quick: bool, json: bool) -> i32 {
         "intraprocess: seed 003's in-process suite, every node in this process, timers and callbacks on one executor thread{}",
         if quick { " [--quick: short runs, rough]" } else { "" }
     ));
-    out.text(&format!("host {}; load average at start: {load} (2 shared vCPUs: other work skews every figure)", host()));
+    out.text(&format!(
+        "host {}; load average at start: {load} (2 shared vCPUs: other work skews every figure)",
+        host()
+    ));
     out.text(&format!(
         "nerve-inproc: one inproc:// bus for all nodes, {inproc_s} s per graph; nerve-shm, nerve-udpm: one bus per node \
          (in-process delivery off), {transport_s} s per graph; the first tenth of each run is warm-up"
@@ -78,8 +81,19 @@ pub fn run(quick: bool, json: bool) -> i32 {
     out.text("");
     out.text(&format!(
         "{:<24} {:<13} {:>6} {:>13} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>8} {:>7} {:>8}",
-        "case", "system", "pubs", "recv/expected", "mean µs", "p50 µs", "p99 µs", "max µs", "CPU %", "RSS MB", "growth %",
-        "copies", "decodes"
+        "case",
+        "system",
+        "pubs",
+        "recv/expected",
+        "mean µs",
+        "p50 µs",
+        "p99 µs",
+        "max µs",
+        "CPU %",
+        "RSS MB",
+        "growth %",
+        "copies",
+        "decodes"
     ));
     // NERVE_BENCH_CASES=sierra_nevada,mont_blanc and NERVE_BENCH_SYSTEMS=nerve-inproc run only those (for profiling;
     // a recorded run measures all).
@@ -130,7 +144,9 @@ fn report(out: &Out, case: &str, system: System, r: &Result<Measured, String>) {
         }
     };
     let lat = m.hist.latencies();
-    let cell = |f: fn(&crate::echo::Latencies) -> f64| lat.as_ref().map(|l| format!("{:.1}", f(l))).unwrap_or_else(|| "-".into());
+    let cell = |f: fn(&crate::echo::Latencies) -> f64| {
+        lat.as_ref().map(|l| format!("{:.1}", f(l))).unwrap_or_else(|| "-".into())
+    };
     out.text(&format!(
         "{case:<24} {sys:<13} {:>6} {:>13} {:>8} {:>8} {:>8} {:>8} {:>6.1} {:>7.1} {:>8.2} {:>7.3} {:>8.3}",
         m.published,
@@ -159,8 +175,11 @@ fn report(out: &Out, case: &str, system: System, r: &Result<Measured, String>) {
             _ => l.max,
         });
         match v {
-            Some(v) => out.json(json!({"suite": SUITE, "case": case, "system": sys, "metric": name, "value": round3(v), "unit": "us"})),
-            None => out.json(json!({"suite": SUITE, "case": case, "system": sys, "metric": name, "value": null, "unit": "us",
+            Some(v) => out.json(
+                json!({"suite": SUITE, "case": case, "system": sys, "metric": name, "value": round3(v), "unit": "us"}),
+            ),
+            None => out
+                .json(json!({"suite": SUITE, "case": case, "system": sys, "metric": name, "value": null, "unit": "us",
                 "note": "no sample: nothing was received"})),
         }
     }
@@ -177,7 +196,8 @@ fn report(out: &Out, case: &str, system: System, r: &Result<Measured, String>) {
         ("copies_per_msg", m.copies_per_pub, "copies"),
         ("decodes_per_msg", m.decodes_per_pub, "decodes"),
     ] {
-        let mut line = json!({"suite": SUITE, "case": case, "system": sys, "metric": metric, "value": round3(v), "unit": unit});
+        let mut line =
+            json!({"suite": SUITE, "case": case, "system": sys, "metric": metric, "value": round3(v), "unit": unit});
         if metric == "copies_per_msg" {
             if let (Some(l), Some(extra)) = (line.as_object_mut(), copy_fields.as_object()) {
                 l.extend(extra.clone());
@@ -199,11 +219,23 @@ fn find<'a>(results: &'a Results, case: &str, system: System) -> Result<&'a Meas
 
 /// One bar line, text and JSON.
 #[allow(clippy::too_many_arguments)]
-fn bar(out: &Out, name: &str, case: &str, metric: &str, op: &str, value: Result<(f64, String), String>, limit: f64, pass: impl Fn(f64) -> bool) -> Option<bool> {
+fn bar(
+    out: &Out,
+    name: &str,
+    case: &str,
+    metric: &str,
+    op: &str,
+    value: Result<(f64, String), String>,
+    limit: f64,
+    pass: impl Fn(f64) -> bool,
+) -> Option<bool> {
     match value {
         Ok((v, definition)) => {
             let ok = pass(v);
-            out.text(&format!("  {name:<34} {case:<24} {v:>10.3} {op} {limit:<6} {}  ({definition})", if ok { "PASS" } else { "MISS" }));
+            out.text(&format!(
+                "  {name:<34} {case:<24} {v:>10.3} {op} {limit:<6} {}  ({definition})",
+                if ok { "PASS" } else { "MISS" }
+            ));
             out.json(json!({"suite": SUITE, "kind": "ratio", "bar": name, "case": case, "system": "nerve-inproc",
                 "metric": metric, "op": op, "value": round3(v), "limit": limit, "pass": ok, "definition": definition}));
             Some(ok)
@@ -217,7 +249,14 @@ fn bar(out: &Out, name: &str, case: &str, metric: &str, op: &str, value: Result<
     }
 }
 
-fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: bool, inproc_s: f64, floor: &measure::CopyFloor) {
+fn bars(
+    out: &Out,
+    topologies: &[topology::Topology],
+    results: &Results,
+    quick: bool,
+    inproc_s: f64,
+    floor: &measure::CopyFloor,
+) {
     out.text("bars (issue 5), from this run:");
     let (mut pass, mut total) = (0, 0);
     let mut tally = |r: Option<bool>| {
@@ -227,7 +266,10 @@ fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: 
     for t in topologies {
         let v = match (find(results, t.case, System::Udpm), find(results, t.case, System::Inproc)) {
             (Ok(u), Ok(i)) => match (u.hist.latencies(), i.hist.latencies()) {
-                (Some(ul), Some(il)) => Ok((ul.p50 / il.p50, format!("nerve-udpm p50 {:.1} µs / nerve-inproc p50 {:.2} µs", ul.p50, il.p50))),
+                (Some(ul), Some(il)) => Ok((
+                    ul.p50 / il.p50,
+                    format!("nerve-udpm p50 {:.1} µs / nerve-inproc p50 {:.2} µs", ul.p50, il.p50),
+                )),
                 _ => Err("a system received nothing".to_string()),
             },
             (u, i) => Err([u.err(), i.err()].into_iter().flatten().collect::<Vec<_>>().join("; ")),
@@ -236,11 +278,15 @@ fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: 
     }
     for t in topologies.iter().filter(|t| t.all_shared) {
         let v = find(results, t.case, System::Inproc).map(|m| {
-            (m.copies_per_pub + m.decodes_per_pub, format!("copies {:.3} + decodes {:.3} per publication", m.copies_per_pub, m.decodes_per_pub))
+            (
+                m.copies_per_pub + m.decodes_per_pub,
+                format!("copies {:.3} + decodes {:.3} per publication", m.copies_per_pub, m.decodes_per_pub),
+            )
         });
         tally(bar(out, "zero copies (shared subscriptions)", t.case, "copies_per_msg", "<=", v, 0.0, |x| x == 0.0));
     }
-    let run_note = if quick { format!("a {inproc_s} s --quick run, not the 60 s one") } else { format!("{inproc_s} s run") };
+    let run_note =
+        if quick { format!("a {inproc_s} s --quick run, not the 60 s one") } else { format!("{inproc_s} s run") };
     for t in topologies {
         let v = find(results, t.case, System::Inproc).and_then(|m| {
             if m.rss_samples < 6 {
@@ -248,7 +294,9 @@ fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: 
             }
             Ok((m.rss_growth_pct, format!("VmRSS last third / first third - 1, {} samples, {run_note}", m.rss_samples)))
         });
-        tally(bar(out, "memory flat (inproc growth %)", t.case, "rss_growth_pct", "<=", v, GROWTH_PCT, |x| x <= GROWTH_PCT));
+        tally(bar(out, "memory flat (inproc growth %)", t.case, "rss_growth_pct", "<=", v, GROWTH_PCT, |x| {
+            x <= GROWTH_PCT
+        }));
     }
     out.text(&format!("bars passed: {pass} of {total}"));
     let shm_ratio: Vec<String> = topologies
@@ -262,7 +310,9 @@ fn bars(out: &Out, topologies: &[topology::Topology], results: &Results, quick: 
         out.text(&format!("informative: p50 nerve-shm / nerve-inproc: {}", shm_ratio.join(", ")));
     }
     // Where a graph's inproc time goes when it requires copies: the same graph without them, plus the copies.
-    if let (Ok(one), Ok(two)) = (find(results, "image_pipeline", System::Inproc), find(results, "image_pipeline_2viewers", System::Inproc)) {
+    if let (Ok(one), Ok(two)) =
+        (find(results, "image_pipeline", System::Inproc), find(results, "image_pipeline_2viewers", System::Inproc))
+    {
         if let (Some(l1), Some(l2), Some(c)) = (one.hist.latencies(), two.hist.latencies(), &two.copy) {
             out.text(&format!(
                 "informative: image_pipeline_2viewers nerve-inproc p50 {:.1} µs = image_pipeline's {:.1} µs + its one required copy per \

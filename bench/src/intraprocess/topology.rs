@@ -121,7 +121,10 @@ fn image_pipeline(viewers: usize) -> Topology {
     }
     Topology {
         case: if viewers == 1 { "image_pipeline" } else { "image_pipeline_2viewers" },
-        topics: vec![topic("image", IMAGE_BYTES, 33), Topic { name: "watermarked", bytes: IMAGE_BYTES, period_ms: None }],
+        topics: vec![
+            topic("image", IMAGE_BYTES, 33),
+            Topic { name: "watermarked", bytes: IMAGE_BYTES, period_ms: None },
+        ],
         nodes,
         all_shared: false,
     }
@@ -202,7 +205,11 @@ fn mont_blanc() -> Topology {
             node("tripoli", &["columbia", "godavari"], &["loire"]),
             node("kingston", &[], &["yamuna"]),
             node("hebron", &[], &["chenab"]),
-            node("mandalay", &["salween", "danube", "godavari", "yamuna", "loire", "chenab"], &["missouri", "tagus", "brazos"]),
+            node(
+                "mandalay",
+                &["salween", "danube", "godavari", "yamuna", "loire", "chenab"],
+                &["missouri", "tagus", "brazos"],
+            ),
             node(
                 "ponce",
                 &["missouri", "danube", "volga", "godavari", "yamuna", "loire", "tagus", "brazos", "ohio"],

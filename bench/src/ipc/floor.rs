@@ -66,7 +66,8 @@ impl Rx for FloorRx {
                 }
                 let slot = self.next % SLOTS;
                 for i in 0..WORDS {
-                    buf[i * 8..i * 8 + 8].copy_from_slice(&self.page.word(slot, i).load(Ordering::Relaxed).to_le_bytes());
+                    buf[i * 8..i * 8 + 8]
+                        .copy_from_slice(&self.page.word(slot, i).load(Ordering::Relaxed).to_le_bytes());
                 }
                 // Seqlock check: the writer fences (Release) before it writes a slot, so if any word above came from
                 // a later lap, this load sees the count that lap started from.

@@ -131,7 +131,8 @@ impl IoxTx {
     /// Opens the service `name` the receivers made and creates a publisher (and a notifier).
     pub fn open(name: &str, event: bool) -> Result<IoxTx, IpcError> {
         let c = common(name)?;
-        let publisher = c.pubsub()?.publisher_builder().create().map_err(|e| IpcError::iox("creating a publisher", e))?;
+        let publisher =
+            c.pubsub()?.publisher_builder().create().map_err(|e| IpcError::iox("creating a publisher", e))?;
         let notifier = if event {
             Some(c.event()?.notifier_builder().create().map_err(|e| IpcError::iox("creating a notifier", e))?)
         } else {

@@ -106,7 +106,9 @@ impl PipeTx {
     pub fn open(paths: &[&str]) -> Result<PipeTx, IpcError> {
         let files = paths
             .iter()
-            .map(|p| std::fs::OpenOptions::new().write(true).open(p).map_err(|e| IpcError::os(format!("opening {p}"), e)))
+            .map(|p| {
+                std::fs::OpenOptions::new().write(true).open(p).map_err(|e| IpcError::os(format!("opening {p}"), e))
+            })
             .collect::<Result<_, _>>()?;
         Ok(PipeTx(files))
     }
@@ -177,7 +179,11 @@ impl Tx for MqTx {
 // ---- stream sockets: Unix and TCP ----
 
 /// Accepts one connection on a non-blocking listener, polling every millisecond until `deadline_ns`.
-fn accept_until<T>(mut accept: impl FnMut() -> std::io::Result<T>, deadline_ns: u64, what: &str) -> Result<T, IpcError> {
+fn accept_until<T>(
+    mut accept: impl FnMut() -> std::io::Result<T>,
+    deadline_ns: u64,
+    what: &str,
+) -> Result<T, IpcError> {
     loop {
         match accept() {
             Ok(s) => return Ok(s),

@@ -130,7 +130,8 @@ pub trait Tx {
 
 /// Splits `scheme:t1,t2` into the scheme and its targets.
 fn split(addr: &str) -> Result<(&str, Vec<&str>), IpcError> {
-    let (scheme, rest) = addr.split_once(':').ok_or_else(|| IpcError::bad(format!("address {addr:?} has no scheme")))?;
+    let (scheme, rest) =
+        addr.split_once(':').ok_or_else(|| IpcError::bad(format!("address {addr:?} has no scheme")))?;
     let targets: Vec<&str> = rest.split(',').collect();
     if targets.iter().any(|t| t.is_empty()) {
         return Err(IpcError::bad(format!("address {addr:?} has an empty target")));
@@ -171,7 +172,9 @@ pub fn open_tx(addr: &str) -> Result<Box<dyn Tx>, IpcError> {
     let single = || -> Result<&str, IpcError> {
         match targets.as_slice() {
             [t] => Ok(t),
-            _ => Err(IpcError::bad(format!("{scheme} is one publish read by every receiver: one target, not {addr:?}"))),
+            _ => {
+                Err(IpcError::bad(format!("{scheme} is one publish read by every receiver: one target, not {addr:?}")))
+            }
         }
     };
     Ok(match scheme {

@@ -16,7 +16,8 @@ fn cstr(s: &str, what: &str) -> Result<CString, IpcError> {
 
 fn path_cstr(p: &Path) -> Result<CString, IpcError> {
     use std::os::unix::ffi::OsStrExt;
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| IpcError::bad(format!("path {} contains a NUL byte", p.display())))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| IpcError::bad(format!("path {} contains a NUL byte", p.display())))
 }
 
 /// `mkfifo(path, 0600)`.
@@ -61,7 +62,12 @@ impl Mq {
             // SAFETY: `c` is NUL-terminated; with O_CREAT mq_open reads a mode_t and a pointer to a valid mq_attr
             // that outlives the call.
             let mqd = unsafe {
-                libc::mq_open(c.as_ptr(), libc::O_RDONLY | libc::O_CREAT | libc::O_CLOEXEC, 0o600 as libc::mode_t, &attr as *const libc::mq_attr)
+                libc::mq_open(
+                    c.as_ptr(),
+                    libc::O_RDONLY | libc::O_CREAT | libc::O_CLOEXEC,
+                    0o600 as libc::mode_t,
+                    &attr as *const libc::mq_attr,
+                )
             };
             if mqd != -1 {
                 return Ok(Mq { mqd, name: name.to_string() });
@@ -87,7 +93,8 @@ impl Mq {
         let ts = realtime_after(ms);
         // SAFETY: `buf` is valid for writes of its length (at least the queue's message size, checked by the kernel,
         // which fails with EMSGSIZE otherwise); `ts` is a valid local; a null priority pointer is allowed.
-        let n = unsafe { libc::mq_timedreceive(self.mqd, buf.as_mut_ptr().cast(), buf.len(), std::ptr::null_mut(), &ts) };
+        let n =
+            unsafe { libc::mq_timedreceive(self.mqd, buf.as_mut_ptr().cast(), buf.len(), std::ptr::null_mut(), &ts) };
         if n >= 0 {
             return Ok(Some(n as usize));
         }
@@ -152,7 +159,14 @@ impl Mapping {
         // SAFETY: a fresh shared mapping of a descriptor we own, at least `len` bytes long (made so above); the
         // kernel picks the address. Only the benchmark's own processes use these files and none shrinks them.
         let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
         };
         if ptr == libc::MAP_FAILED {
             return Err(IpcError::os(format!("mmap {}", path.display()), io::Error::last_os_error()));
@@ -192,7 +206,15 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, ms: u64) {
     // SAFETY: `word` is a valid, aligned 32-bit atomic for the duration of the call; `ts` is a valid local relative
     // timeout; the remaining arguments are unused by FUTEX_WAIT.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec, std::ptr::null::<u32>(), 0u32);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
     }
 }
 
@@ -200,6 +222,14 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, ms: u64) {
 pub fn futex_wake_all(word: &AtomicU32) {
     // SAFETY: `word` is a valid, aligned 32-bit atomic; FUTEX_WAKE reads no other argument.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX, std::ptr::null::<libc::timespec>(), std::ptr::null::<u32>(), 0u32);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
     }
 }

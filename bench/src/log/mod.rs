@@ -210,7 +210,9 @@ pub fn run(quick: bool, json: bool) -> i32 {
     out.text("log: issue 6's figures; each row's peer measured in the same run (bench/README.md, \"log\")");
     out.text(&format!(
         "load average at start: {}",
-        std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+        std::fs::read_to_string("/proc/loadavg")
+            .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
     ));
     logger_rows(&out, &t, &dir, quick);
     player::rows(&out, &t, &dir, quick);
@@ -228,7 +230,13 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     ));
     out.text(&format!(
         "{:<12} {:>10} {:>10} {:>10} {:>10} {:>9}  {}",
-        "logger", "target/s", "sent/s", "sent", "recorded", "missed%", "where nerve log says it missed them (its exit report)"
+        "logger",
+        "target/s",
+        "sent/s",
+        "sent",
+        "recorded",
+        "missed%",
+        "where nerve log says it missed them (its exit report)"
     ));
     let me = match std::env::current_exe() {
         Ok(e) => e,
@@ -293,7 +301,9 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                 Ok((sent, per_s, recorded, report)) => {
                     let missed = 100.0 * (sent.saturating_sub(recorded)) as f64 / sent.max(1) as f64;
                     out.row(
-                        format!("{system:<12} {target:>10} {per_s:>10.0} {sent:>10} {recorded:>10} {missed:>9.3}  {report}"),
+                        format!(
+                            "{system:<12} {target:>10} {per_s:>10.0} {sent:>10} {recorded:>10} {missed:>9.3}  {report}"
+                        ),
                         json!({"suite": "log", "figure": "logger", "system": system, "target_msgs_per_s": target,
                                "sent_msgs_per_s": per_s, "sent": sent, "recorded": recorded, "missed_pct": missed,
                                "own_report": report}),
@@ -372,7 +382,11 @@ fn mixed_events(cycles: i64) -> impl Iterator<Item = (i64, String, Vec<u8>)> {
                 _ => 0,
             };
             for k in 0..times {
-                v.push((1_700_000_000_000_000 + c * 100_000 + (i * 100 + k) as i64, case.name().to_uppercase(), case.lcm_bytes()));
+                v.push((
+                    1_700_000_000_000_000 + c * 100_000 + (i * 100 + k) as i64,
+                    case.name().to_uppercase(),
+                    case.lcm_bytes(),
+                ));
             }
         }
         v
@@ -503,7 +517,14 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
         let _ = std::fs::remove_file(&copy_to);
         let disk_rate = if sync { disk_write(&disk_file, bytes)? } else { f64::NAN };
         let synced = if sync { mb / s } else { f64::NAN };
-        Ok(ExportRun { in_rate: mb / s, in_rate_synced: synced, out_mb: mb, out_rate_synced: synced, disk_rate, probe_ns })
+        Ok(ExportRun {
+            in_rate: mb / s,
+            in_rate_synced: synced,
+            out_mb: mb,
+            out_rate_synced: synced,
+            disk_rate,
+            probe_ns,
+        })
     };
     let copy_runs = (0..reps).map(|_| copy(false)).collect::<Result<Vec<_>, _>>();
     let sync_runs = (0..reps).map(|_| copy(true)).collect::<Result<Vec<_>, _>>();

@@ -18,7 +18,14 @@ const LISTENERS: [&str; 2] = ["lcm-logger", "nerve log"];
 
 /// Plays `file` (of `n` events) with `cmd` while `listener` (one of [`LISTENERS`]) records `url`; the player's
 /// messages per second and how many events on [`CHANNEL`] the logger recorded.
-fn with_listener(t: &Tools, dir: &Path, listener: &str, url: &str, n: u64, mut cmd: Command) -> Result<(f64, u64), String> {
+fn with_listener(
+    t: &Tools,
+    dir: &Path,
+    listener: &str,
+    url: &str,
+    n: u64,
+    mut cmd: Command,
+) -> Result<(f64, u64), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = dir.join("listened.lcmlog");
     let _ = std::fs::remove_file(&out);
@@ -101,8 +108,16 @@ pub(super) fn rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     };
     let lcm = lcm_player(&udpm).and_then(run);
     let mut rows: Vec<Row> = vec![
-        ("nerve play --url memq:// (no transport)".into(), nerve("memq://").and_then(run).map(|r| (r, None)), lcm.clone().ok()),
-        ("nerve play --url udpm://, nothing listening".into(), nerve(&udpm).and_then(run).map(|r| (r, None)), lcm.clone().ok()),
+        (
+            "nerve play --url memq:// (no transport)".into(),
+            nerve("memq://").and_then(run).map(|r| (r, None)),
+            lcm.clone().ok(),
+        ),
+        (
+            "nerve play --url udpm://, nothing listening".into(),
+            nerve(&udpm).and_then(run).map(|r| (r, None)),
+            lcm.clone().ok(),
+        ),
         (
             "nerve play --url udpm://?gso=0, nothing listening".into(),
             nerve(&format!("{udpm}&gso=0")).and_then(run).map(|r| (r, None)),
@@ -114,7 +129,11 @@ pub(super) fn rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
         let lcm_listened = lcm_player(&listened).and_then(|c| with_listener(t, dir, listener, &listened, n, c));
         let nerve_listened = nerve(&listened).and_then(|c| with_listener(t, dir, listener, &listened, n, c));
         let peer = lcm_listened.as_ref().ok().map(|l| l.0);
-        rows.push((format!("nerve play --url udpm://, {listener} listening"), nerve_listened.map(|(r, g)| (r, Some(g))), peer));
+        rows.push((
+            format!("nerve play --url udpm://, {listener} listening"),
+            nerve_listened.map(|(r, g)| (r, Some(g))),
+            peer,
+        ));
         rows.push((format!("lcm-logplayer -s 0, {listener} listening"), lcm_listened.map(|(r, g)| (r, Some(g))), peer));
     }
     for (name, r, peer) in rows {

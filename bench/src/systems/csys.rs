@@ -193,9 +193,7 @@ pub fn run(sys: &str, api: &CApi, case: &Case, cfg: &Config) -> Vec<(Metric, Cel
         }
         Case::Laser(m) => {
             // SAFETY: the ranges pointer is valid for n floats; the glue copies them.
-            let p = unsafe {
-                (api.laser_new)(m.utime, m.ranges.len() as i32, m.ranges.as_ptr(), m.rad0, m.radstep)
-            };
+            let p = unsafe { (api.laser_new)(m.utime, m.ranges.len() as i32, m.ranges.as_ptr(), m.rad0, m.radstep) };
             (CMsg { ptr: p, free: api.laser_free }, api.laser_encode, api.laser_decode, api.laser_reencode)
         }
         Case::Path(m) => {
@@ -223,7 +221,11 @@ pub fn run(sys: &str, api: &CApi, case: &Case, cfg: &Config) -> Vec<(Metric, Cel
     // SAFETY: `msg` is a live message of the matching type; `out` holds `max` bytes.
     let n = unsafe { encode(msg.ptr, outp, max) };
     if n != len || out.as_slice()[..reference.len()] != reference[..] {
-        mismatch(sys, &name, &format!("encode wrote {n} bytes that differ from the reference LCM encoding ({len} bytes)"));
+        mismatch(
+            sys,
+            &name,
+            &format!("encode wrote {n} bytes that differ from the reference LCM encoding ({len} bytes)"),
+        );
     }
     let mut back = vec![0u8; reference.len() + 64];
     // SAFETY: `inp` holds `len` bytes, `back` holds its length.

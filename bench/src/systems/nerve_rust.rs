@@ -59,7 +59,12 @@ fn to_path(m: &data::Path) -> PathT {
 }
 
 /// Encode and decode through the generated struct `T`; verified against the reference bytes first.
-fn encode_decode<T: Message + PartialEq + std::fmt::Debug>(name: &str, msg: &T, reference: &[u8], cfg: &Config) -> Vec<(Metric, Cell)> {
+fn encode_decode<T: Message + PartialEq + std::fmt::Debug>(
+    name: &str,
+    msg: &T,
+    reference: &[u8],
+    cfg: &Config,
+) -> Vec<(Metric, Cell)> {
     let input = AlignedBuf::from_bytes(reference, INPUT_PHASE);
     let mut out = AlignedBuf::new(reference.len() + 64, OUTPUT_PHASE);
     match msg.encode_into(out.as_mut_slice()) {
@@ -82,7 +87,12 @@ fn encode_decode<T: Message + PartialEq + std::fmt::Debug>(name: &str, msg: &T, 
 /// The allocation-free decode: `decode_into` a value that already holds a decoded message (steady state of a
 /// receive loop), so its strings and vectors are reused. Verified against the message first (from an empty value,
 /// and again over the held one).
-fn decode_reuse<T: Message + PartialEq + std::fmt::Debug + Default>(name: &str, msg: &T, reference: &[u8], cfg: &Config) -> Vec<(Metric, Cell)> {
+fn decode_reuse<T: Message + PartialEq + std::fmt::Debug + Default>(
+    name: &str,
+    msg: &T,
+    reference: &[u8],
+    cfg: &Config,
+) -> Vec<(Metric, Cell)> {
     let input = AlignedBuf::from_bytes(reference, INPUT_PHASE);
     let mut held = T::default();
     for _ in 0..2 {

@@ -17,7 +17,13 @@ pub fn memcpy(case: &Case, cfg: &Config) -> Vec<(Metric, Cell)> {
         dst.as_slice().as_ptr()
     });
     let na = || Cell::Na("a copy has no projection".into());
-    vec![(Metric::Encode, Cell::Ns(t)), (Metric::Decode, Cell::Ns(t)), (Metric::Full, na()), (Metric::Fixed, na()), (Metric::Var, na())]
+    vec![
+        (Metric::Encode, Cell::Ns(t)),
+        (Metric::Decode, Cell::Ns(t)),
+        (Metric::Full, na()),
+        (Metric::Fixed, na()),
+        (Metric::Var, na()),
+    ]
 }
 
 /// bincode 1.3 with serde derive on the normalized form: encode into a preallocated buffer, decode into a new
@@ -87,7 +93,13 @@ pub fn flatbuffers(case: &Case, cfg: &Config) -> Vec<(Metric, Cell)> {
         let d = b.create_vector(&m.data);
         let root = g::Image::create(
             b,
-            &g::ImageArgs { utime: m.utime, width: m.width, height: m.height, pixelformat: m.pixelformat, data: Some(d) },
+            &g::ImageArgs {
+                utime: m.utime,
+                width: m.width,
+                height: m.height,
+                pixelformat: m.pixelformat,
+                data: Some(d),
+            },
         );
         b.finish_minimal(root);
     }

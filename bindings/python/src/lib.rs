@@ -512,9 +512,9 @@ fn build_plan(
             && (*t).tp_weaklistoffset == 0
             && (*t).tp_basicsize as usize
                 == std::mem::size_of::<ffi::PyObject>() + members.len() * std::mem::size_of::<*mut ffi::PyObject>()
-            && members.iter().all(|m| {
-                m.offset >= std::mem::size_of::<ffi::PyObject>() as isize && m.offset < (*t).tp_basicsize
-            })
+            && members
+                .iter()
+                .all(|m| m.offset >= std::mem::size_of::<ffi::PyObject>() as isize && m.offset < (*t).tp_basicsize)
     };
     if plain_alloc {
         // SAFETY: GIL held; `cls` is a live plain slotted class (checked just above), kept alive by the plan.
@@ -565,7 +565,11 @@ fn plan_min(cls: &Bound<'_, PyType>) -> Result<usize, ()> {
                     if !sub.hasattr("_nerve_classes").map_err(e)? {
                         return Err(());
                     }
-                    if count == 0 { 0 } else { go(sub, stack)? }
+                    if count == 0 {
+                        0
+                    } else {
+                        go(sub, stack)?
+                    }
                 }
             };
             total = total.saturating_add(count.saturating_mul(one));
@@ -614,11 +618,8 @@ unsafe fn check(p: *mut ffi::PyObject) -> R<*mut ffi::PyObject> {
 }
 
 unsafe fn decode_message(plan: &Plan, data: *mut ffi::PyObject) -> R<*mut ffi::PyObject> {
-    let input = Input {
-        obj: data,
-        ptr: ffi::PyBytes_AS_STRING(data) as *const u8,
-        len: ffi::PyBytes_Size(data) as usize,
-    };
+    let input =
+        Input { obj: data, ptr: ffi::PyBytes_AS_STRING(data) as *const u8, len: ffi::PyBytes_Size(data) as usize };
     if input.take(0, 8)? != plan.fingerprint {
         return Err(Fallback);
     }
@@ -627,11 +628,8 @@ unsafe fn decode_message(plan: &Plan, data: *mut ffi::PyObject) -> R<*mut ffi::P
 }
 
 unsafe fn decode_records(plan: &Plan, data: *mut ffi::PyObject, off: usize, n: usize) -> R<*mut ffi::PyObject> {
-    let input = Input {
-        obj: data,
-        ptr: ffi::PyBytes_AS_STRING(data) as *const u8,
-        len: ffi::PyBytes_Size(data) as usize,
-    };
+    let input =
+        Input { obj: data, ptr: ffi::PyBytes_AS_STRING(data) as *const u8, len: ffi::PyBytes_Size(data) as usize };
     let size = plan.records_size.ok_or(Fallback)?;
     input.take(off, n.checked_mul(size).ok_or(Fallback)?)?;
     let list = check(ffi::PyList_New(n as ffi::Py_ssize_t))?;
@@ -871,7 +869,12 @@ unsafe fn decode_member(
             if let (1, Some(size)) = (m.dims.len(), sub.records_size) {
                 let n = total.checked_mul(size).ok_or(Fallback)?;
                 input.take(*off, n)?;
-                let args = [sub.cls as *mut ffi::PyObject, input.obj, ffi::PyLong_FromSize_t(*off), ffi::PyLong_FromSize_t(total)];
+                let args = [
+                    sub.cls as *mut ffi::PyObject,
+                    input.obj,
+                    ffi::PyLong_FromSize_t(*off),
+                    ffi::PyLong_FromSize_t(total),
+                ];
                 if args[2].is_null() || args[3].is_null() {
                     ffi::Py_XDECREF(args[2]);
                     ffi::Py_XDECREF(args[3]);
@@ -1130,7 +1133,8 @@ impl Spare {
     /// The size class of instances of `cls`, a plain slotted class.
     #[inline(always)]
     unsafe fn class_of(&self, cls: *mut ffi::PyTypeObject) -> Option<*mut SizeClass> {
-        let slots = ((*cls).tp_basicsize as usize - std::mem::size_of::<ffi::PyObject>()) / std::mem::size_of::<usize>();
+        let slots =
+            ((*cls).tp_basicsize as usize - std::mem::size_of::<ffi::PyObject>()) / std::mem::size_of::<usize>();
         if slots > SPARE_SLOTS || !SPARE_ON.load(Ordering::Relaxed) {
             return None;
         }
@@ -1618,13 +1622,7 @@ unsafe fn encode_prim_array(p: Prim, v: *mut ffi::PyObject, counts: &[usize], ou
     Ok(())
 }
 
-unsafe fn encode_ndarray(
-    p: Prim,
-    a: *mut PyArrayObject,
-    counts: &[usize],
-    total: usize,
-    out: &mut Vec<u8>,
-) -> R<()> {
+unsafe fn encode_ndarray(p: Prim, a: *mut PyArrayObject, counts: &[usize], total: usize, out: &mut Vec<u8>) -> R<()> {
     let f = &(*a).fields;
     let d = &(*f.descr).fields;
     if !p.accepts(d.type_num) || f.nd as usize != counts.len() || f.flags & npyffi::NPY_ARRAY_C_CONTIGUOUS == 0 {

@@ -117,11 +117,22 @@ pub(crate) enum Item {
 pub(crate) type Handler = Box<dyn FnMut(Item) -> Result<(), TypeError> + Send>;
 
 enum Kind {
-    Callback { handler: Arc<Mutex<Handler>>, active: Arc<AtomicBool> },
-    Queue { cond: Arc<Condvar>, waker: Option<Waker> },
+    Callback {
+        handler: Arc<Mutex<Handler>>,
+        active: Arc<AtomicBool>,
+    },
+    Queue {
+        cond: Arc<Condvar>,
+        waker: Option<Waker>,
+    },
     /// Run by an executor's threads; `scheduled` while it sits in the executor's ready queue or its handler runs,
     /// so that no two threads ever run it at once.
-    Executor { handler: Arc<Mutex<Handler>>, active: Arc<AtomicBool>, exec: Weak<ExecShared>, scheduled: bool },
+    Executor {
+        handler: Arc<Mutex<Handler>>,
+        active: Arc<AtomicBool>,
+        exec: Weak<ExecShared>,
+        scheduled: bool,
+    },
 }
 
 /// What a full queue does with the next message.
@@ -547,7 +558,8 @@ impl Core {
                 return;
             }
             if matching.iter().all(|&i| st.subs[i].typed.is_none()) {
-                let received = Arc::new(Received { channel: channel.into_owned(), data: data.into_owned(), recv_utime });
+                let received =
+                    Arc::new(Received { channel: channel.into_owned(), data: data.into_owned(), recv_utime });
                 let mut wake = Wake::default();
                 st.arrivals += 1;
                 let arrival = st.arrivals;
@@ -802,7 +814,11 @@ impl Core {
             }
             if let Err(why) = qos::check_compatible(&info.qos, &t.qos) {
                 s.stats.incompatible_qos += 1;
-                return Err(BusError::IncompatibleQos { channel: info.channel.clone(), policy: why.policy(), reason: why.to_string() });
+                return Err(BusError::IncompatibleQos {
+                    channel: info.channel.clone(),
+                    policy: why.policy(),
+                    reason: why.to_string(),
+                });
             }
         }
         st.next_id += 1;
@@ -827,11 +843,15 @@ impl Core {
 
 pub(crate) fn unsupported(provider: &'static str, channel: &str, policy: &'static str) -> BusError {
     let reason = match policy {
-        "reliable" => "the transport may lose messages (UDP multicast is best effort; shared memory lets the newest \
+        "reliable" => {
+            "the transport may lose messages (UDP multicast is best effort; shared memory lets the newest \
                        sample win over a slow reader): use best_effort, or an inproc:// bus for reliable delivery \
-                       inside one process",
-        _ => "the transport cannot hand a late subscription what other processes published before it: use volatile, \
-              or an inproc:// bus",
+                       inside one process"
+        }
+        _ => {
+            "the transport cannot hand a late subscription what other processes published before it: use volatile, \
+              or an inproc:// bus"
+        }
     };
     BusError::QosUnsupported { provider, channel: channel.to_owned(), policy, reason }
 }
@@ -855,7 +875,11 @@ fn check_new_subscription(st: &mut State, t: &TypedInfo) -> Result<(), BusError>
         }
         if let Err(why) = qos::check_compatible(&p.info.qos, &t.qos) {
             p.stats.incompatible_qos += 1;
-            return Err(BusError::IncompatibleQos { channel: t.channel.clone(), policy: why.policy(), reason: why.to_string() });
+            return Err(BusError::IncompatibleQos {
+                channel: t.channel.clone(),
+                policy: why.policy(),
+                reason: why.to_string(),
+            });
         }
     }
     Ok(())
@@ -1378,7 +1402,10 @@ pub struct MessageStream {
 impl futures_core::Stream for MessageStream {
     type Item = Arc<Received>;
 
-    fn poll_next(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
         match self.sub.handle().poll(cx.waker()).and_then(bytes_of) {
             Some(m) => std::task::Poll::Ready(Some(m)),
             None => std::task::Poll::Pending,

@@ -180,10 +180,9 @@ pub enum TypeError {
 impl fmt::Display for TypeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TypeError::WrongType { expected, expected_fingerprint, found: Some(fp) } => write!(
-                f,
-                "message has fingerprint 0x{fp:016x}, not {expected}'s 0x{expected_fingerprint:016x}"
-            ),
+            TypeError::WrongType { expected, expected_fingerprint, found: Some(fp) } => {
+                write!(f, "message has fingerprint 0x{fp:016x}, not {expected}'s 0x{expected_fingerprint:016x}")
+            }
             TypeError::WrongType { expected, .. } => write!(f, "message too short to be a {expected}"),
             TypeError::Decode(e) => write!(f, "message does not decode: {e}"),
         }

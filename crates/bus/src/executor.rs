@@ -69,7 +69,11 @@ impl std::fmt::Debug for Executor {
 impl Executor {
     /// Starts `threads` threads (at least one), named `nerve-exec-N`.
     pub fn new(threads: usize) -> Result<Executor, BusError> {
-        let shared = Arc::new(ExecShared { ready: Mutex::new(VecDeque::new()), cond: Condvar::new(), stop: AtomicBool::new(false) });
+        let shared = Arc::new(ExecShared {
+            ready: Mutex::new(VecDeque::new()),
+            cond: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
         let mut exec = Executor { shared, threads: Vec::new() };
         for n in 0..threads.max(1) {
             let shared = Arc::clone(&exec.shared);

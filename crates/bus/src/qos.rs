@@ -184,7 +184,9 @@ impl Incompatibility {
 impl fmt::Display for Incompatibility {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Incompatibility::Reliability => f.write_str("the publisher is best_effort and the subscription asks for reliable"),
+            Incompatibility::Reliability => {
+                f.write_str("the publisher is best_effort and the subscription asks for reliable")
+            }
             Incompatibility::Durability => {
                 f.write_str("the publisher is volatile and the subscription asks for transient_local")
             }

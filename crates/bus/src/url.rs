@@ -81,7 +81,10 @@ mod tests {
         let u = Url::parse("udpm://239.255.76.67:7667?ttl=1&recv_buf_size=8&flag?ttl=2").unwrap();
         assert_eq!(u.provider, "udpm");
         assert_eq!(u.network, "239.255.76.67:7667");
-        assert_eq!(u.options, [("recv_buf_size".into(), "8".into()), ("flag".into(), "".into()), ("ttl".into(), "2".into())]);
+        assert_eq!(
+            u.options,
+            [("recv_buf_size".into(), "8".into()), ("flag".into(), "".into()), ("ttl".into(), "2".into())]
+        );
         assert_eq!(Url::parse("memq://").unwrap().network, "");
         assert!(Url::parse("memq").is_err());
         assert!(Url::parse("://x").is_err());

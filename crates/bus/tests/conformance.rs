@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nerve_bus::{Bus, BusError, Overflow, Received, SubscriptionStats, TypeError};
-use nerve_codec::{DecodeError, Decode, Encode, EncodeError, Message, Reader, Writer};
+use nerve_codec::{Decode, DecodeError, Encode, EncodeError, Message, Reader, Writer};
 
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 
@@ -26,13 +26,17 @@ fn bus(provider: &str) -> Bus {
         }
         "mpudpm" => {
             // A block of 16 ports per test.
-            let port = 10000 + (std::process::id() % 500) as u16 * 100 + (NEXT_PORT.fetch_add(1, Ordering::Relaxed) % 6) * 16;
+            let port =
+                10000 + (std::process::id() % 500) as u16 * 100 + (NEXT_PORT.fetch_add(1, Ordering::Relaxed) % 6) * 16;
             format!("mpudpm://239.255.76.71:{port}?ttl=0&nports=16&recv_buf_size=2097152")
         }
         "shm" => {
             // A channel directory per test (cargo's scratch directory for integration tests), emptied first.
-            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("conformance-shm-{}-{}", std::process::id(), NEXT_PORT.fetch_add(1, Ordering::Relaxed)));
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+                "conformance-shm-{}-{}",
+                std::process::id(),
+                NEXT_PORT.fetch_add(1, Ordering::Relaxed)
+            ));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             format!("shm://?dir={}&frames=64&frame_size=4096", dir.display())

@@ -123,7 +123,8 @@ fn run_row(bus: &Bus, channel: &str, how: Publish, subs_spec: &[Take], expected:
         Got::Owned(c) => c.data == [7; 4096],
         Got::Shared(a) => a.data == [7; 4096],
     }));
-    let shared: Vec<&Arc<Counted>> = got.iter().filter_map(|g| if let Got::Shared(a) = g { Some(a) } else { None }).collect();
+    let shared: Vec<&Arc<Counted>> =
+        got.iter().filter_map(|g| if let Got::Shared(a) = g { Some(a) } else { None }).collect();
     assert!(shared.windows(2).all(|w| Arc::ptr_eq(w[0], w[1])), "{row}: sharers share one Arc");
     if let (Some(p), Some(first)) = (&published_arc, shared.first()) {
         assert!(Arc::ptr_eq(p, first), "{row}: sharers get the published Arc itself");

@@ -45,8 +45,10 @@ fn a_slow_subscription_blocks_neither_the_publisher_nor_the_others() {
         .unwrap();
     let fast_seen = Arc::new(Mutex::new(Vec::new()));
     let f = Arc::clone(&fast_seen);
-    exec.subscribe_shared::<Counted>(&bus, "CAM", Qos::keep_last(100), move |m: Arc<Counted>| f.lock().unwrap().push(m.data[0]))
-        .unwrap();
+    exec.subscribe_shared::<Counted>(&bus, "CAM", Qos::keep_last(100), move |m: Arc<Counted>| {
+        f.lock().unwrap().push(m.data[0])
+    })
+    .unwrap();
     let publisher = bus.publisher::<Counted>("CAM", Qos::default()).unwrap();
 
     publisher.publish(Counted::new(0, 8)).unwrap();
@@ -85,8 +87,10 @@ fn one_subscription_runs_in_order_and_never_concurrently() {
     .unwrap();
     // Other subscriptions keep the other threads busy meanwhile.
     for _ in 0..3 {
-        exec.subscribe_shared::<Counted>(&bus, "SEQ", Qos::keep_all(10_000), |_m: Arc<Counted>| std::thread::yield_now())
-            .unwrap();
+        exec.subscribe_shared::<Counted>(&bus, "SEQ", Qos::keep_all(10_000), |_m: Arc<Counted>| {
+            std::thread::yield_now()
+        })
+        .unwrap();
     }
     let publisher = bus.publisher::<Counted>("SEQ", Qos::default()).unwrap();
     for i in 0..2000u16 {

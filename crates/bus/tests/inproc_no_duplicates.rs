@@ -69,7 +69,8 @@ fn inside_once_outside_once() {
 
     let line = rx.recv_timeout(Duration::from_secs(20)).expect("the child reports");
     let _ = child.wait();
-    let child_got: Vec<u8> = line.strip_prefix("got ").unwrap().split(',').filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    let child_got: Vec<u8> =
+        line.strip_prefix("got ").unwrap().split(',').filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
     assert_eq!(child_got, expected, "outside: once each, through the network");
 }
 

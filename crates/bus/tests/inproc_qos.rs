@@ -104,8 +104,10 @@ fn a_callback_late_joiner_is_served_too() {
     }
     let got = Arc::new(std::sync::Mutex::new(Vec::new()));
     let g = Arc::clone(&got);
-    bus.subscribe_owned::<Counted>("TLC", Qos::default().transient_local(5), move |m: Counted| g.lock().unwrap().push(m.data[0]))
-        .unwrap();
+    bus.subscribe_owned::<Counted>("TLC", Qos::default().transient_local(5), move |m: Counted| {
+        g.lock().unwrap().push(m.data[0])
+    })
+    .unwrap();
     while bus.handle_timeout(Duration::ZERO).unwrap() {}
     assert_eq!(*got.lock().unwrap(), [1, 2, 3]);
 }
@@ -157,9 +159,13 @@ fn a_wrong_type_is_refused_or_counted_never_delivered() {
 #[test]
 fn udpm_says_what_it_cannot_do() {
     let bus = Bus::new(Some(&udpm_url(1))).unwrap();
-    for (qos, policy) in [(Qos::default().reliable(), "reliable"), (Qos::default().transient_local(3), "transient_local")] {
+    for (qos, policy) in
+        [(Qos::default().reliable(), "reliable"), (Qos::default().transient_local(3), "transient_local")]
+    {
         match bus.subscriber_shared::<Counted>("U", qos) {
-            Err(e @ BusError::QosUnsupported { provider: "udpm", .. }) => assert!(e.to_string().contains(policy), "{e}"),
+            Err(e @ BusError::QosUnsupported { provider: "udpm", .. }) => {
+                assert!(e.to_string().contains(policy), "{e}")
+            }
             other => panic!("expected QosUnsupported, got {:?}", other.err()),
         }
     }
@@ -176,7 +182,10 @@ fn udpm_says_what_it_cannot_do() {
 fn zero_sizes_are_invalid() {
     let bus = inproc_bus("qos-invalid");
     assert!(matches!(bus.subscriber_owned::<Counted>("Z", Qos::keep_last(0)), Err(BusError::InvalidQos { .. })));
-    assert!(matches!(bus.publisher::<Counted>("Z", Qos::default().transient_local(0)), Err(BusError::InvalidQos { .. })));
+    assert!(matches!(
+        bus.publisher::<Counted>("Z", Qos::default().transient_local(0)),
+        Err(BusError::InvalidQos { .. })
+    ));
 }
 
 /// The same LCM type as `Counted`, as a second Rust type (e.g. generated twice in different crates).

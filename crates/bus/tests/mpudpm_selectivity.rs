@@ -34,7 +34,8 @@ fn a_subscriber_receives_only_its_ports() {
     assert_ne!(port_of("WANTED", base, 16), port_of("OTHER_TRAFFIC", base, 16));
 
     let on_udpm = flood_and_count(&format!("udpm://239.255.76.72:{base}?ttl=0&recv_buf_size=2097152"));
-    let on_mpudpm = flood_and_count(&format!("mpudpm://239.255.76.72:{}?ttl=0&nports=16&recv_buf_size=2097152", base + 20));
+    let on_mpudpm =
+        flood_and_count(&format!("mpudpm://239.255.76.72:{}?ttl=0&nports=16&recv_buf_size=2097152", base + 20));
     assert!(on_udpm >= 201, "plain udpm reads every message on the group in every process ({on_udpm})");
     assert!(on_mpudpm < 10, "mpudpm hands over only the subscribed port's messages and announcements ({on_mpudpm})");
 }

@@ -88,7 +88,8 @@ fn mpudpm_sends_each_channel_to_its_port_and_announces_new_channels() {
     // Another bus: another socket, so it is not recognised as the publisher.
     let remote = Bus::new(Some(&url)).unwrap();
     let channels = ["BATCH_A", "BATCH_B", "BATCH_C"];
-    let subs: Vec<_> = channels.iter().map(|c| remote.subscriber(c, 2 * COUNT, Overflow::DropOldest).unwrap()).collect();
+    let subs: Vec<_> =
+        channels.iter().map(|c| remote.subscriber(c, 2 * COUNT, Overflow::DropOldest).unwrap()).collect();
     let bus = Bus::new(Some(&url)).unwrap();
     let inside = bus.subscriber("BATCH_.*", 2 * COUNT, Overflow::DropOldest).unwrap();
     let data = payloads();
@@ -174,6 +175,7 @@ fn memq_delivers_a_batch_inside_only() {
     let bus = Bus::new(Some("memq://")).unwrap();
     let inside = bus.subscriber(".*", 100, Overflow::DropOldest).unwrap();
     bus.publish_raw_batch(&[("A", b"1"), ("B", b"2"), ("A", b"3")]).unwrap();
-    let got: Vec<(String, Vec<u8>)> = std::iter::from_fn(|| inside.try_recv()).map(|m| (m.channel.clone(), m.data.clone())).collect();
+    let got: Vec<(String, Vec<u8>)> =
+        std::iter::from_fn(|| inside.try_recv()).map(|m| (m.channel.clone(), m.data.clone())).collect();
     assert_eq!(got, [("A".into(), b"1".to_vec()), ("B".into(), b"2".to_vec()), ("A".into(), b"3".to_vec())]);
 }

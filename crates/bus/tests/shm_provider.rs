@@ -247,7 +247,10 @@ fn a_message_larger_than_the_frame_size_is_an_error_naming_channel_and_sizes() {
     let err = a.publish_raw("SMALL", &[1; 257]).unwrap_err();
     let BusError::Transport { source, .. } = &err else { panic!("{err:?}") };
     assert!(
-        matches!(source.downcast_ref::<ShmProviderError>(), Some(ShmProviderError::MessageTooLarge { frame_size: 256, .. })),
+        matches!(
+            source.downcast_ref::<ShmProviderError>(),
+            Some(ShmProviderError::MessageTooLarge { frame_size: 256, .. })
+        ),
         "{err:?}"
     );
     assert_eq!(Channel::open("SMALL", Some(dir.path())).unwrap().newest_seq(), 1);
@@ -307,7 +310,8 @@ fn own_messages_inside_once_outside_once() {
     let expected: Vec<u8> = (0..COUNT as u8).collect();
     let owned: Vec<u8> = std::iter::from_fn(|| owned.try_recv()).map(|m| m.data[0]).collect();
     let shared: Vec<u8> = std::iter::from_fn(|| shared.try_recv()).map(|m| m.data[0]).collect();
-    let raw: Vec<u8> = std::iter::from_fn(|| raw.try_recv()).map(|m| Counted::decode(&m.data).unwrap().data[0]).collect();
+    let raw: Vec<u8> =
+        std::iter::from_fn(|| raw.try_recv()).map(|m| Counted::decode(&m.data).unwrap().data[0]).collect();
     assert_eq!(owned, expected, "typed owned, inside: once each");
     assert_eq!(shared, expected, "typed shared, inside: once each");
     assert_eq!(raw, expected, "byte-level, inside: once each");

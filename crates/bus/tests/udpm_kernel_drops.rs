@@ -42,9 +42,11 @@ fn a_receiver_that_stalls_sees_the_kernel_drops_counted() {
     // The kernel tells the count with the next datagram read.
     tx_bus.publish_raw("LAST", b"x").unwrap();
     let sent = FLOOD + 1; // the flood and LAST
-    eventually("LAST handled", || rx_bus.stats(&sub).map(|s| s.received).unwrap_or(0) > 0 && {
-        let st = rx_bus.stats(&sub).unwrap();
-        seen.load(Ordering::Relaxed) + st.dropped_overflow + rx_bus.provider_stats().kernel_dropped >= sent
+    eventually("LAST handled", || {
+        rx_bus.stats(&sub).map(|s| s.received).unwrap_or(0) > 0 && {
+            let st = rx_bus.stats(&sub).unwrap();
+            seen.load(Ordering::Relaxed) + st.dropped_overflow + rx_bus.provider_stats().kernel_dropped >= sent
+        }
     });
     let kernel = rx_bus.provider_stats().kernel_dropped;
     let handled = seen.load(Ordering::Relaxed);

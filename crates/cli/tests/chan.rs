@@ -59,25 +59,40 @@ fn mk_ls_chmod_rm() {
     assert!(!dir.path().join("nerve-TINY").exists());
 
     // Two messages through a bus on the channel, then the listing.
-    let out = nerve().args(["pub", "robot/arm", "--url", &dir.url(), "--hex", "0102030405060708ff", "--count", "2"]).output().unwrap();
+    let out = nerve()
+        .args(["pub", "robot/arm", "--url", &dir.url(), "--hex", "0102030405060708ff", "--count", "2"])
+        .output()
+        .unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let listed = ls_json(&dir);
     assert_eq!(listed.len(), 2);
     let pose = &listed[0];
-    assert_eq!((pose["channel"].as_str(), pose["frames"].as_u64(), pose["frame_size"].as_u64()), (Some("POSE"), Some(64), Some(65536)));
+    assert_eq!(
+        (pose["channel"].as_str(), pose["frames"].as_u64(), pose["frame_size"].as_u64()),
+        (Some("POSE"), Some(64), Some(65536))
+    );
     assert_eq!(pose["mode"], "0600");
     let arm = &listed[1];
     assert_eq!(arm["name"], "robot%2Farm");
     assert_eq!(arm["channel"], "robot/arm");
-    assert_eq!((arm["frames"].as_u64(), arm["frame_size"].as_u64(), arm["data_bytes"].as_u64()), (Some(8), Some(2048), Some(8 * 2048)));
+    assert_eq!(
+        (arm["frames"].as_u64(), arm["frame_size"].as_u64(), arm["data_bytes"].as_u64()),
+        (Some(8), Some(2048), Some(8 * 2048))
+    );
     assert_eq!((arm["messages"].as_u64(), arm["newest_seq"].as_u64()), (Some(2), Some(2)));
-    assert_eq!((arm["writers_seen"].as_u64(), arm["readers_seen"].as_u64(), arm["recoveries"].as_u64()), (Some(1), Some(0), Some(0)));
+    assert_eq!(
+        (arm["writers_seen"].as_u64(), arm["readers_seen"].as_u64(), arm["recoveries"].as_u64()),
+        (Some(1), Some(0), Some(0))
+    );
     assert_eq!(arm["mode"], "0640");
 
     let out = dir.chan(&["ls"]);
     let table = text(&out.stdout);
     let lines: Vec<&str> = table.lines().collect();
-    assert!(lines[0].starts_with("NAME") && lines[0].contains("FRAME SIZE") && lines[0].ends_with("RECOVERIES"), "{table}");
+    assert!(
+        lines[0].starts_with("NAME") && lines[0].contains("FRAME SIZE") && lines[0].ends_with("RECOVERIES"),
+        "{table}"
+    );
     let cells: Vec<&str> = lines[2].split_whitespace().collect();
     assert_eq!(cells, ["robot/arm", "8", "2048", "16384", "0640", "2", "1", "0", "0", "0"], "{table}");
 
@@ -101,7 +116,8 @@ fn mk_ls_chmod_rm() {
 fn ls_shows_files_it_cannot_read_and_raw_names() {
     let dir = TestDir::new("chan", "ls");
     Channel::create("a%zz", &nerve_shm::ChannelConfig::new(4, 64).dir(dir.path())).unwrap();
-    std::fs::write(dir.path().join("nerve-junk"), b"not a channel at all, just some bytes, long enough to be read").unwrap();
+    std::fs::write(dir.path().join("nerve-junk"), b"not a channel at all, just some bytes, long enough to be read")
+        .unwrap();
     let listed = ls_json(&dir);
     assert_eq!(listed.len(), 2, "{listed:?}");
     assert_eq!(listed[0]["name"], "a%zz");
@@ -120,7 +136,8 @@ fn dump_prints_messages_as_they_arrive_decoded() {
     assert_eq!(code(&dir.chan(&["mk", "SCAN/front", "--frames", "16", "--frame-size", "1K"])), 0);
     let types = types_dir();
     // Messages already in the channel are not dumped by default.
-    let out = nerve().args(["pub", "SCAN/front", "--url", &dir.url(), "--hex", "00112233445566778899"]).output().unwrap();
+    let out =
+        nerve().args(["pub", "SCAN/front", "--url", &dir.url(), "--hex", "00112233445566778899"]).output().unwrap();
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let dump = nerve()
         .args(["chan", "dump", "SCAN/front", "--count", "3", "--timeout-ms", "20000", "--json", "--types", &types])
@@ -157,7 +174,8 @@ fn dump_prints_messages_as_they_arrive_decoded() {
     }
 
     // From the oldest, as text: every message the channel holds, the undecodable one said so.
-    let out = dir.chan(&["dump", "SCAN/front", "--from-oldest", "--count", "4", "--timeout-ms", "5000", "--types", &types]);
+    let out =
+        dir.chan(&["dump", "SCAN/front", "--from-oldest", "--count", "4", "--timeout-ms", "5000", "--types", &types]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let t = text(&out.stdout);
     let lines: Vec<&str> = t.lines().collect();

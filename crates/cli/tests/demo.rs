@@ -80,7 +80,9 @@ fn a_short_demo_measures_every_stream_replays_all_of_the_log_and_leaves_nothing_
     let dir = Dir::new("run");
     let kept = dir.0.join("kept.lcmlog");
     let mut cmd = nerve();
-    cmd.args(["demo", "--duration", "2", "--no-ui", "--url", &url(0), "--keep-log"]).arg(&kept).env("TMPDIR", dir.tmp());
+    cmd.args(["demo", "--duration", "2", "--no-ui", "--url", &url(0), "--keep-log"])
+        .arg(&kept)
+        .env("TMPDIR", dir.tmp());
     let out = run_with_limit(cmd, Duration::from_secs(120));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -89,7 +91,9 @@ fn a_short_demo_measures_every_stream_replays_all_of_the_log_and_leaves_nothing_
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
 
     // Each stream: sent, received and logged, and every logged message replayed.
-    for (stream, ty, via) in [("LASER", "exlcm.laser_t", "udpm"), ("IMAGE", "exlcm.image_t", "udpm"), ("POSE", "exlcm.pose_t", "shm")] {
+    for (stream, ty, via) in
+        [("LASER", "exlcm.laser_t", "udpm"), ("IMAGE", "exlcm.image_t", "udpm"), ("POSE", "exlcm.pose_t", "shm")]
+    {
         let r = row(&text, stream);
         assert_eq!((r[1], r[2]), (ty, via), "{text}");
         let n = |i: usize| r[i].parse::<u64>().unwrap_or_else(|_| panic!("column {i} of {stream}: {text}"));

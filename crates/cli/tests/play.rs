@@ -108,7 +108,8 @@ fn loop_plays_the_log_again_in_the_same_order() {
     let bus = Bus::new(Some(&url)).unwrap();
     // The player does not stop: a full queue keeps what came first.
     let sub = bus.subscriber(".*", 2 * EVENTS, Overflow::DropNewest).unwrap();
-    let child = Guard(Some(play(&url, &log, "0", &["--loop"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()));
+    let child =
+        Guard(Some(play(&url, &log, "0", &["--loop"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()));
     let one = expected_pass();
     let end = Instant::now() + Duration::from_secs(20);
     let mut got = Vec::new();

@@ -22,9 +22,11 @@ fn wait_until_watching(g: &mut Guard) {
         if let Some(status) = g.0.as_mut().unwrap().try_wait().unwrap() {
             panic!("the subscriber exited early: {status}");
         }
-        let watching = std::fs::read_dir(format!("/proc/{pid}/fdinfo")).into_iter().flatten().flatten().any(|e| {
-            std::fs::read_to_string(e.path()).is_ok_and(|info| info.contains("inotify wd:"))
-        });
+        let watching = std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|info| info.contains("inotify wd:")));
         if watching {
             break;
         }
@@ -33,7 +35,6 @@ fn wait_until_watching(g: &mut Guard) {
     }
     std::thread::sleep(Duration::from_millis(300));
 }
-
 
 fn publish(url: &str, channel: &str, args: &[&str]) {
     let out = nerve().args(["pub", channel, "--url", url]).args(args).output().unwrap();
@@ -51,7 +52,19 @@ fn sub_receives_what_pub_publishes() {
     publish(&url, "OLD", &["--hex", "01"]);
     let mut sub = Guard(Some(
         nerve()
-            .args(["sub", "OLD|SCAN/.*", "--url", &url, "--count", "7", "--timeout-ms", "20000", "--json", "--types", &types])
+            .args([
+                "sub",
+                "OLD|SCAN/.*",
+                "--url",
+                &url,
+                "--count",
+                "7",
+                "--timeout-ms",
+                "20000",
+                "--json",
+                "--types",
+                &types,
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -72,7 +85,8 @@ fn sub_receives_what_pub_publishes() {
         assert_eq!(s["type"], "exlcm.laser_t");
         assert_eq!(s["value"]["ranges"][2], 3.5);
     }
-    let old: Vec<&str> = lines.iter().filter(|l| l["channel"] == "OLD").map(|l| l["data_hex"].as_str().unwrap()).collect();
+    let old: Vec<&str> =
+        lines.iter().filter(|l| l["channel"] == "OLD").map(|l| l["data_hex"].as_str().unwrap()).collect();
     assert_eq!(old, ["0203", "0203"], "only what was published after the subscription");
 }
 

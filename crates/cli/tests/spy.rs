@@ -107,7 +107,12 @@ fn once_prints_a_text_table() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "CHANNEL  TYPE  COUNT  RATE Hz  JITTER  BANDWIDTH  ERRORS");
     assert!(lines[1].starts_with("0 channels, 0 messages in 0."), "{text}");
-    assert!(lines[1].ends_with("on memq://; dropped: 0 queue overflow, 0 lost in transport, 0 malformed, 0 dropped by the kernel"), "{text}");
+    assert!(
+        lines[1].ends_with(
+            "on memq://; dropped: 0 queue overflow, 0 lost in transport, 0 malformed, 0 dropped by the kernel"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

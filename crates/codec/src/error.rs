@@ -60,10 +60,9 @@ pub struct DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            DecodeErrorKind::WrongFingerprint { expected, found } => write!(
-                f,
-                "wrong fingerprint 0x{found:016x} (expected 0x{expected:016x})"
-            )?,
+            DecodeErrorKind::WrongFingerprint { expected, found } => {
+                write!(f, "wrong fingerprint 0x{found:016x} (expected 0x{expected:016x})")?
+            }
             DecodeErrorKind::Truncated { needed, remaining } => {
                 write!(f, "truncated: {needed} bytes needed, {remaining} left")?
             }
@@ -71,9 +70,7 @@ impl fmt::Display for DecodeError {
             DecodeErrorKind::BadStringLength { length } => write!(f, "bad string length {length}")?,
             DecodeErrorKind::MissingNul => write!(f, "string not terminated by NUL")?,
             DecodeErrorKind::InvalidUtf8 => write!(f, "string is not valid UTF-8")?,
-            DecodeErrorKind::TooDeep { limit } => {
-                write!(f, "recursive types nested more than {limit} levels deep")?
-            }
+            DecodeErrorKind::TooDeep { limit } => write!(f, "recursive types nested more than {limit} levels deep")?,
             DecodeErrorKind::IndexOutOfRange { index, len } => {
                 write!(f, "index {index} out of range for length {len}")?
             }
@@ -121,15 +118,8 @@ pub enum EncodeError {
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EncodeError::LengthMismatch {
-                field,
-                expected,
-                actual,
-            } => {
-                write!(
-                    f,
-                    "array '{field}' has {actual} elements but its size says {expected}"
-                )
+            EncodeError::LengthMismatch { field, expected, actual } => {
+                write!(f, "array '{field}' has {actual} elements but its size says {expected}")
             }
             EncodeError::NegativeCount { field, count } => {
                 write!(f, "count of array '{field}' is negative ({count})")
@@ -138,10 +128,7 @@ impl fmt::Display for EncodeError {
                 write!(f, "string of {len} bytes is too long for LCM")
             }
             EncodeError::BufferTooSmall { needed, remaining } => {
-                write!(
-                    f,
-                    "buffer too small: {needed} bytes needed, {remaining} left"
-                )
+                write!(f, "buffer too small: {needed} bytes needed, {remaining} left")
             }
         }
     }

@@ -16,9 +16,7 @@ mod swap;
 #[inline(never)]
 #[track_caller]
 fn out_of_range(at: usize, n: usize, len: usize) -> ! {
-    panic!(
-        "nerve-codec: generated code read {n} bytes at {at} of a {len}-byte chunk (generator bug)"
-    )
+    panic!("nerve-codec: generated code read {n} bytes at {at} of a {len}-byte chunk (generator bug)")
 }
 
 /// The `K` bytes at offset `o` of `b`, copied.
@@ -58,9 +56,7 @@ pub fn chunks<const S: usize>(b: &[u8]) -> impl ExactSizeIterator<Item = &[u8; S
 
 /// `b` cut into mutable `S`-byte array references (a trailing partial chunk is ignored).
 #[inline(always)]
-pub fn chunks_mut<const S: usize>(
-    b: &mut [u8],
-) -> impl ExactSizeIterator<Item = &mut [u8; S]> + '_ {
+pub fn chunks_mut<const S: usize>(b: &mut [u8]) -> impl ExactSizeIterator<Item = &mut [u8; S]> + '_ {
     b.chunks_exact_mut(S).map(|c| chunk_mut::<S>(c, 0))
 }
 
@@ -111,12 +107,7 @@ pub struct Field {
 impl Field {
     /// A member at memory offset `mem` and encoded offset `enc`: `count` big-endian numbers of `size` bytes each.
     pub const fn new(mem: usize, enc: usize, size: usize, count: usize) -> Field {
-        Field {
-            mem,
-            enc,
-            size,
-            count,
-        }
+        Field { mem, enc, size, count }
     }
 }
 
@@ -164,12 +155,7 @@ impl<T> Shuffle<T> {
         let mut mask = [-1i8; 16];
         let mut f = 0;
         while f < fields.len() {
-            let Field {
-                mem,
-                enc,
-                size,
-                count,
-            } = fields[f];
+            let Field { mem, enc, size, count } = fields[f];
             let Some(bytes) = size.checked_mul(count) else {
                 return None;
             };
@@ -208,12 +194,7 @@ impl<T> Shuffle<T> {
         } else {
             init = 0;
         }
-        Some(Shuffle {
-            mask,
-            init,
-            enc,
-            _t: PhantomData,
-        })
+        Some(Shuffle { mask, init, enc, _t: PhantomData })
     }
 }
 
@@ -594,26 +575,16 @@ mod tests {
     }
 
     fn point(c: &[u8; 13]) -> Point {
-        Point {
-            position: [0, 4, 8].map(|o| f32::from_be_bytes(at::<4>(c, o))),
-            intensity: c[12],
-        }
+        Point { position: [0, 4, 8].map(|o| f32::from_be_bytes(at::<4>(c, o))), intensity: c[12] }
     }
     fn point_bits(p: &Point) -> ([u32; 3], u8) {
         (p.position.map(f32::to_bits), p.intensity)
     }
     fn mixed(c: &[u8; 7]) -> Mixed {
-        Mixed {
-            a: i16::from_be_bytes(at::<2>(c, 0)),
-            b: i32::from_be_bytes(at::<4>(c, 2)),
-            c: c[6] as i8,
-        }
+        Mixed { a: i16::from_be_bytes(at::<2>(c, 0)), b: i32::from_be_bytes(at::<4>(c, 2)), c: c[6] as i8 }
     }
     fn wide(c: &[u8; 16]) -> Wide {
-        Wide {
-            x: f64::from_be_bytes(at::<8>(c, 0)),
-            y: i64::from_be_bytes(at::<8>(c, 8)),
-        }
+        Wide { x: f64::from_be_bytes(at::<8>(c, 0)), y: i64::from_be_bytes(at::<8>(c, 8)) }
     }
 
     fn enc_point(p: &Point, c: &mut [u8; 13]) {
@@ -633,11 +604,7 @@ mod tests {
     }
 
     /// `encode_chunks_shuffled` against the member-by-member encoder, on the values `decode_chunks` gives.
-    fn check_encode<const S: usize, T>(
-        vals: &[T],
-        s: Option<Shuffle<T>>,
-        f: impl Fn(&T, &mut [u8; S]) + Copy,
-    ) -> bool {
+    fn check_encode<const S: usize, T>(vals: &[T], s: Option<Shuffle<T>>, f: impl Fn(&T, &mut [u8; S]) + Copy) -> bool {
         let mut want = vec![0xaa; vals.len() * S];
         for (c, e) in chunks_mut::<S>(&mut want).zip(vals) {
             f(e, c);
@@ -671,7 +638,10 @@ mod tests {
         };
         // SAFETY: an f64 and an i64.
         let sw = unsafe {
-            Shuffle::<Wide>::new(16, &[Field::new(offset_of!(Wide, x), 0, 8, 1), Field::new(offset_of!(Wide, y), 8, 8, 1)])
+            Shuffle::<Wide>::new(
+                16,
+                &[Field::new(offset_of!(Wide, x), 0, 8, 1), Field::new(offset_of!(Wide, y), 8, 8, 1)],
+            )
         };
         assert!(sp.is_some() && sm.is_some() && sw.is_some());
         // Point's member bytes are [0, 13) and Wide's [0, 16): both encode by shuffle; Mixed's 7 are too few.
@@ -732,10 +702,7 @@ mod tests {
             || {
                 i += 1;
                 if i == 3 {
-                    Err(DecodeError {
-                        kind: DecodeErrorKind::MissingNul,
-                        offset: 7,
-                    })
+                    Err(DecodeError { kind: DecodeErrorKind::MissingNul, offset: 7 })
                 } else {
                     Ok(i)
                 }

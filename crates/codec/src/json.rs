@@ -71,11 +71,7 @@ pub fn write_str(s: &str, out: &mut String) {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             // Control characters, and the ones some readers take for line ends (Python's `splitlines`), escaped.
-            c if (c as u32) < 0x20
-                || ('\u{7f}'..='\u{9f}').contains(&c)
-                || c == '\u{2028}'
-                || c == '\u{2029}' =>
-            {
+            c if (c as u32) < 0x20 || ('\u{7f}'..='\u{9f}').contains(&c) || c == '\u{2028}' || c == '\u{2029}' => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
             c => out.push(c),
@@ -111,10 +107,7 @@ impl<T: WriteJson + ?Sized> WriteJson for &T {
     }
 }
 
-fn write_seq<T: WriteJson>(
-    items: impl IntoIterator<Item = T>,
-    out: &mut String,
-) -> Result<(), DecodeError> {
+fn write_seq<T: WriteJson>(items: impl IntoIterator<Item = T>, out: &mut String) -> Result<(), DecodeError> {
     out.push('[');
     for (i, v) in items.into_iter().enumerate() {
         if i > 0 {

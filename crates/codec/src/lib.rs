@@ -129,6 +129,5 @@ pub trait Message: Encode + Decode {
 
 /// Reads the fingerprint at the front of an encoded message, if there are 8 bytes.
 pub fn fingerprint_of(buf: &[u8]) -> Option<u64> {
-    buf.get(..8)
-        .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+    buf.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
 }

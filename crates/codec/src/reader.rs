@@ -54,11 +54,7 @@ impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
     #[inline]
     pub fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader {
-            buf,
-            pos: 0,
-            depth: 0,
-        }
+        Reader { buf, pos: 0, depth: 0 }
     }
 
     /// Enters one level of a recursive type; fails past [`crate::MAX_DEPTH`] levels, so that a hostile buffer
@@ -66,9 +62,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn enter(&mut self) -> Result<(), DecodeError> {
         if self.depth >= crate::MAX_DEPTH {
-            return Err(self.error(DecodeErrorKind::TooDeep {
-                limit: crate::MAX_DEPTH,
-            }));
+            return Err(self.error(DecodeErrorKind::TooDeep { limit: crate::MAX_DEPTH }));
         }
         self.depth += 1;
         Ok(())
@@ -89,10 +83,7 @@ impl<'a> Reader<'a> {
                 self.pos += N;
                 Ok(c)
             }
-            None => Err(self.error(DecodeErrorKind::Truncated {
-                needed: N,
-                remaining: self.remaining(),
-            })),
+            None => Err(self.error(DecodeErrorKind::Truncated { needed: N, remaining: self.remaining() })),
         }
     }
 
@@ -103,12 +94,7 @@ impl<'a> Reader<'a> {
     /// allocate far beyond the size of its input.
     #[inline]
     pub fn ensure_dims(&self, dims: &[usize], min_size: usize) -> Result<(), DecodeError> {
-        let too_many = |needed: usize| {
-            self.error(DecodeErrorKind::Truncated {
-                needed,
-                remaining: self.remaining(),
-            })
-        };
+        let too_many = |needed: usize| self.error(DecodeErrorKind::Truncated { needed, remaining: self.remaining() });
         let Some(total) = crate::fixed::product(dims) else {
             return Err(too_many(usize::MAX));
         };
@@ -141,20 +127,14 @@ impl<'a> Reader<'a> {
     /// An error of `kind` at the current offset.
     #[cold]
     pub fn error(&self, kind: DecodeErrorKind) -> DecodeError {
-        DecodeError {
-            kind,
-            offset: self.pos,
-        }
+        DecodeError { kind, offset: self.pos }
     }
 
     /// Takes the next `n` bytes.
     #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if n > self.remaining() {
-            return Err(self.error(DecodeErrorKind::Truncated {
-                needed: n,
-                remaining: self.remaining(),
-            }));
+            return Err(self.error(DecodeErrorKind::Truncated { needed: n, remaining: self.remaining() }));
         }
         let out = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -166,10 +146,7 @@ impl<'a> Reader<'a> {
     pub fn take_array(&mut self, count: usize, size: usize) -> Result<&'a [u8], DecodeError> {
         match count.checked_mul(size) {
             Some(n) => self.take(n),
-            None => Err(self.error(DecodeErrorKind::Truncated {
-                needed: usize::MAX,
-                remaining: self.remaining(),
-            })),
+            None => Err(self.error(DecodeErrorKind::Truncated { needed: usize::MAX, remaining: self.remaining() })),
         }
     }
 
@@ -189,8 +166,7 @@ impl<'a> Reader<'a> {
     /// Turns a count member's value into a length, rejecting negative counts.
     #[inline]
     pub fn count(&self, value: i64) -> Result<usize, DecodeError> {
-        usize::try_from(value)
-            .map_err(|_| self.error(DecodeErrorKind::NegativeCount { count: value }))
+        usize::try_from(value).map_err(|_| self.error(DecodeErrorKind::NegativeCount { count: value }))
     }
 
     /// Reads and checks the fingerprint at the front of a message.
@@ -199,10 +175,7 @@ impl<'a> Reader<'a> {
         let at = self.pos;
         let found = self.get_u64()?;
         if found != expected {
-            return Err(DecodeError {
-                kind: DecodeErrorKind::WrongFingerprint { expected, found },
-                offset: at,
-            });
+            return Err(DecodeError { kind: DecodeErrorKind::WrongFingerprint { expected, found }, offset: at });
         }
         Ok(())
     }
@@ -283,17 +256,11 @@ impl<'a> Reader<'a> {
         let body = self.take(len as usize)?;
         let (text, nul) = body.split_at(body.len() - 1);
         if nul[0] != 0 {
-            return Err(DecodeError {
-                kind: DecodeErrorKind::MissingNul,
-                offset: self.pos - 1,
-            });
+            return Err(DecodeError { kind: DecodeErrorKind::MissingNul, offset: self.pos - 1 });
         }
         match utf8(text) {
             Some(s) => Ok((s, rest)),
-            None => Err(DecodeError {
-                kind: DecodeErrorKind::InvalidUtf8,
-                offset: at + 4,
-            }),
+            None => Err(DecodeError { kind: DecodeErrorKind::InvalidUtf8, offset: at + 4 }),
         }
     }
 
@@ -365,13 +332,7 @@ mod tests {
         let mut r = Reader::new(&[0, 0, 1, 0, 0xff]);
         assert_eq!(r.get_i32().unwrap(), 256);
         assert_eq!(r.get_i8().unwrap(), -1);
-        assert!(matches!(
-            r.get_i8().unwrap_err().kind,
-            DecodeErrorKind::Truncated {
-                needed: 1,
-                remaining: 0
-            }
-        ));
+        assert!(matches!(r.get_i8().unwrap_err().kind, DecodeErrorKind::Truncated { needed: 1, remaining: 0 }));
     }
 
     #[test]
@@ -429,7 +390,15 @@ mod tests {
         // Strings the fast path takes and ones it leaves to the checked path (long, non-ASCII, empty, at the end of
         // the buffer), each followed by more bytes or not: same text, same position after.
         let mut cases: Vec<Vec<u8>> = Vec::new();
-        for t in ["", "a", "waypoint 7", "sixteen bytes!!!", "seventeen bytes!!", "h\u{e9}llo", "a text longer than twenty-two bytes"] {
+        for t in [
+            "",
+            "a",
+            "waypoint 7",
+            "sixteen bytes!!!",
+            "seventeen bytes!!",
+            "h\u{e9}llo",
+            "a text longer than twenty-two bytes",
+        ] {
             let mut b = ((t.len() + 1) as i32).to_be_bytes().to_vec();
             b.extend_from_slice(t.as_bytes());
             b.push(0);
@@ -450,20 +419,11 @@ mod tests {
         assert_eq!(Reader::new(&[0, 0, 0, 2, b'A', 0]).get_str().unwrap(), "A");
         assert_eq!(Reader::new(&[0, 0, 0, 1, 0]).get_str().unwrap(), "");
         let kind = |b: &[u8]| Reader::new(b).get_str().unwrap_err().kind;
-        assert_eq!(
-            kind(&[0, 0, 0, 0]),
-            DecodeErrorKind::BadStringLength { length: 0 }
-        );
-        assert_eq!(
-            kind(&[0xff, 0xff, 0xff, 0xff]),
-            DecodeErrorKind::BadStringLength { length: -1 }
-        );
+        assert_eq!(kind(&[0, 0, 0, 0]), DecodeErrorKind::BadStringLength { length: 0 });
+        assert_eq!(kind(&[0xff, 0xff, 0xff, 0xff]), DecodeErrorKind::BadStringLength { length: -1 });
         assert_eq!(kind(&[0, 0, 0, 2, b'A', b'B']), DecodeErrorKind::MissingNul);
         assert_eq!(kind(&[0, 0, 0, 2, 0xc3, 0]), DecodeErrorKind::InvalidUtf8);
-        assert!(matches!(
-            kind(&[0x7f, 0xff, 0xff, 0xff, 0]),
-            DecodeErrorKind::Truncated { .. }
-        ));
+        assert!(matches!(kind(&[0x7f, 0xff, 0xff, 0xff, 0]), DecodeErrorKind::Truncated { .. }));
     }
 
     #[test]

@@ -62,8 +62,31 @@ macro_rules! lengths {
         const LENS: [Len; Str::INLINE_CAP + 1] = [$(Len::$v),*];
     };
 }
-lengths!(L0 = 0, L1 = 1, L2 = 2, L3 = 3, L4 = 4, L5 = 5, L6 = 6, L7 = 7, L8 = 8, L9 = 9, L10 = 10, L11 = 11,
-    L12 = 12, L13 = 13, L14 = 14, L15 = 15, L16 = 16, L17 = 17, L18 = 18, L19 = 19, L20 = 20, L21 = 21, L22 = 22);
+lengths!(
+    L0 = 0,
+    L1 = 1,
+    L2 = 2,
+    L3 = 3,
+    L4 = 4,
+    L5 = 5,
+    L6 = 6,
+    L7 = 7,
+    L8 = 8,
+    L9 = 9,
+    L10 = 10,
+    L11 = 11,
+    L12 = 12,
+    L13 = 13,
+    L14 = 14,
+    L15 = 15,
+    L16 = 16,
+    L17 = 17,
+    L18 = 18,
+    L19 = 19,
+    L20 = 20,
+    L21 = 21,
+    L22 = 22
+);
 
 impl Str {
     /// The longest text, in bytes, stored without an allocation (the rest of the 24 bytes of a `String`, less the
@@ -71,10 +94,7 @@ impl Str {
     pub const INLINE_CAP: usize = 22;
 
     /// The empty string (also [`Str::default`]), usable in `const` contexts.
-    pub const EMPTY: Str = Str(Repr::Inline {
-        len: Len::L0,
-        buf: [0; Str::INLINE_CAP],
-    });
+    pub const EMPTY: Str = Str(Repr::Inline { len: Len::L0, buf: [0; Str::INLINE_CAP] });
 
     /// A copy of `s`: inline if it fits in [`Str::INLINE_CAP`] bytes, otherwise in one allocation of exactly its
     /// length.
@@ -131,10 +151,7 @@ impl Str {
     #[inline]
     pub(crate) fn new_at_front(s: &str, window: &[u8]) -> Str {
         match Str::front(s, window) {
-            Some(front) => Str(Repr::Inline {
-                len: LENS[s.len()],
-                buf: *front,
-            }),
+            Some(front) => Str(Repr::Inline { len: LENS[s.len()], buf: *front }),
             None => Str::new(s),
         }
     }
@@ -177,10 +194,7 @@ impl Repr {
         if b.len() <= Str::INLINE_CAP {
             let mut buf = [0u8; Str::INLINE_CAP];
             buf[..b.len()].copy_from_slice(b);
-            Repr::Inline {
-                len: LENS[b.len()],
-                buf,
-            }
+            Repr::Inline { len: LENS[b.len()], buf }
         } else {
             Repr::Heap(Box::from(b))
         }

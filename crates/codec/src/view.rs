@@ -22,13 +22,7 @@ use std::marker::PhantomData;
 use crate::error::{DecodeError, DecodeErrorKind};
 
 fn truncated(at: usize, needed: usize, buf_len: usize) -> DecodeError {
-    DecodeError {
-        kind: DecodeErrorKind::Truncated {
-            needed,
-            remaining: buf_len.saturating_sub(at),
-        },
-        offset: at,
-    }
+    DecodeError { kind: DecodeErrorKind::Truncated { needed, remaining: buf_len.saturating_sub(at) }, offset: at }
 }
 
 /// Checks the front of an encoded message for a view: the fingerprint, and at least `min_body` bytes after it.
@@ -40,10 +34,7 @@ pub fn check_message(buf: &[u8], fingerprint: u64, min_body: usize) -> Result<()
     let found = u64::from_be_bytes(*fp);
     if found != fingerprint {
         return Err(DecodeError {
-            kind: DecodeErrorKind::WrongFingerprint {
-                expected: fingerprint,
-                found,
-            },
+            kind: DecodeErrorKind::WrongFingerprint { expected: fingerprint, found },
             offset: 0,
         });
     }
@@ -63,12 +54,7 @@ pub fn check_room(buf: &[u8], at: usize, n: usize) -> Result<(), DecodeError> {
 #[inline]
 pub fn check_depth(depth: u32, at: usize) -> Result<(), DecodeError> {
     if depth > crate::MAX_DEPTH {
-        Err(DecodeError {
-            kind: DecodeErrorKind::TooDeep {
-                limit: crate::MAX_DEPTH,
-            },
-            offset: at,
-        })
+        Err(DecodeError { kind: DecodeErrorKind::TooDeep { limit: crate::MAX_DEPTH }, offset: at })
     } else {
         Ok(())
     }
@@ -77,10 +63,8 @@ pub fn check_depth(depth: u32, at: usize) -> Result<(), DecodeError> {
 /// Turns a count member's value (read at `at`) into a length, rejecting negative counts.
 #[inline]
 pub fn count(value: i64, at: usize) -> Result<usize, DecodeError> {
-    usize::try_from(value).map_err(|_| DecodeError {
-        kind: DecodeErrorKind::NegativeCount { count: value },
-        offset: at,
-    })
+    usize::try_from(value)
+        .map_err(|_| DecodeError { kind: DecodeErrorKind::NegativeCount { count: value }, offset: at })
 }
 
 /// A value with a fixed encoded size that can be read from a big-endian buffer: the primitives other than string,
@@ -206,10 +190,7 @@ impl<'a> Kind<'a> for Str {
     fn size_at(&self, buf: &'a [u8], at: usize, _depth: u32) -> Result<usize, DecodeError> {
         let len: i32 = prim(buf, at)?;
         if len <= 0 {
-            return Err(DecodeError {
-                kind: DecodeErrorKind::BadStringLength { length: len },
-                offset: at,
-            });
+            return Err(DecodeError { kind: DecodeErrorKind::BadStringLength { length: len }, offset: at });
         }
         let size = 4 + len as usize;
         check_room(buf, at, size).map(|()| size)
@@ -299,9 +280,7 @@ impl<'a, K: Kind<'a>> Kind<'a> for ArrayKind<K> {
     type Item = ArrayView<'a, K>;
     #[inline(always)]
     fn fixed_size(&self) -> Option<usize> {
-        self.inner
-            .fixed_size()
-            .and_then(|s| s.checked_mul(self.len))
+        self.inner.fixed_size().and_then(|s| s.checked_mul(self.len))
     }
     #[inline(always)]
     fn min_size(&self) -> usize {
@@ -329,11 +308,7 @@ pub struct ArrayView<'a, K> {
 
 impl<K: std::fmt::Debug> std::fmt::Debug for ArrayView<'_, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ArrayView")
-            .field("at", &self.at)
-            .field("len", &self.len)
-            .field("kind", &self.kind)
-            .finish()
+        f.debug_struct("ArrayView").field("at", &self.at).field("len", &self.len).field("kind", &self.kind).finish()
     }
 }
 
@@ -341,38 +316,20 @@ impl<'a, K: Kind<'a>> ArrayView<'a, K> {
     /// A view of `len` elements of `kind` starting at `at`. Checks that the array can be in the buffer: all of it
     /// when the elements have a fixed size, else `len` times the least size of one.
     #[inline]
-    pub fn new(
-        buf: &'a [u8],
-        at: usize,
-        len: usize,
-        kind: K,
-        depth: u32,
-    ) -> Result<Self, DecodeError> {
+    pub fn new(buf: &'a [u8], at: usize, len: usize, kind: K, depth: u32) -> Result<Self, DecodeError> {
         let need = match kind.fixed_size() {
             Some(s) => len.checked_mul(s),
             None => len.checked_mul(kind.min_size()),
         };
         match need {
-            Some(0)
-                if len
-                    > buf
-                        .len()
-                        .saturating_sub(at)
-                        .saturating_add(crate::ZERO_SIZE_SLACK) =>
-            {
+            Some(0) if len > buf.len().saturating_sub(at).saturating_add(crate::ZERO_SIZE_SLACK) => {
                 // Items that may encode to nothing: bounded as the decoder bounds them, so walks stay short.
                 return Err(truncated(at, len, buf.len()));
             }
             Some(n) => check_room(buf, at, n)?,
             None => return Err(truncated(at, usize::MAX, buf.len())),
         }
-        Ok(ArrayView {
-            buf,
-            at,
-            len,
-            kind,
-            depth,
-        })
+        Ok(ArrayView { buf, at, len, kind, depth })
     }
 
     /// The number of elements.
@@ -397,10 +354,7 @@ impl<'a, K: Kind<'a>> ArrayView<'a, K> {
     pub fn get(&self, i: usize) -> Result<K::Item, DecodeError> {
         if i >= self.len {
             return Err(DecodeError {
-                kind: DecodeErrorKind::IndexOutOfRange {
-                    index: i,
-                    len: self.len,
-                },
+                kind: DecodeErrorKind::IndexOutOfRange { index: i, len: self.len },
                 offset: self.at,
             });
         }
@@ -434,12 +388,7 @@ impl<'a, K: Kind<'a>> ArrayView<'a, K> {
 
     /// The elements in order, each a `Result`; iteration stops after the first error.
     pub fn iter(&self) -> ArrayIter<'a, K> {
-        ArrayIter {
-            view: *self,
-            i: 0,
-            at: self.at,
-            failed: false,
-        }
+        ArrayIter { view: *self, i: 0, at: self.at, failed: false }
     }
 }
 
@@ -536,10 +485,7 @@ mod tests {
         let buf = [0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3];
         let a = ArrayView::new(&buf, 0, 3, Prim::<i32>::new(), 0).unwrap();
         assert_eq!(a.get(2).unwrap(), 3);
-        assert!(matches!(
-            a.get(3).unwrap_err().kind,
-            DecodeErrorKind::IndexOutOfRange { index: 3, len: 3 }
-        ));
+        assert!(matches!(a.get(3).unwrap_err().kind, DecodeErrorKind::IndexOutOfRange { index: 3, len: 3 }));
         assert_eq!(a.to_vec(), vec![1, 2, 3]);
         assert!(ArrayView::new(&buf, 4, 3, Prim::<i32>::new(), 0).is_err());
         assert!(ArrayView::new(&buf, 0, usize::MAX, Prim::<i32>::new(), 0).is_err());
@@ -547,15 +493,10 @@ mod tests {
 
     #[test]
     fn string_arrays_walk() {
-        let buf = [
-            0, 0, 0, 2, b'a', 0, 0, 0, 0, 1, 0, 0, 0, 0, 3, b'x', b'y', 0,
-        ];
+        let buf = [0, 0, 0, 2, b'a', 0, 0, 0, 0, 1, 0, 0, 0, 0, 3, b'x', b'y', 0];
         let a = ArrayView::new(&buf, 0, 3, Str, 0).unwrap();
         assert_eq!(a.get(2).unwrap(), "xy");
-        assert_eq!(
-            a.iter().collect::<Result<Vec<_>, _>>().unwrap(),
-            vec!["a", "", "xy"]
-        );
+        assert_eq!(a.iter().collect::<Result<Vec<_>, _>>().unwrap(), vec!["a", "", "xy"]);
         assert_eq!(a.byte_len().unwrap(), buf.len());
         let bad = ArrayView::new(&buf[..16], 0, 3, Str, 0).unwrap();
         assert!(bad.get(2).is_err());
@@ -580,10 +521,7 @@ mod tests {
         buf[7] = 5;
         assert!(check_message(&buf, 5, 0).is_ok());
         assert!(check_message(&buf, 5, 1).is_err());
-        assert!(matches!(
-            check_message(&buf, 6, 0).unwrap_err().kind,
-            DecodeErrorKind::WrongFingerprint { .. }
-        ));
+        assert!(matches!(check_message(&buf, 6, 0).unwrap_err().kind, DecodeErrorKind::WrongFingerprint { .. }));
         assert!(check_message(&buf[..7], 5, 0).is_err());
     }
 }

@@ -52,10 +52,7 @@ impl<'a> Writer<'a> {
     #[inline]
     pub fn take(&mut self, n: usize) -> Result<&mut [u8], EncodeError> {
         if n > self.remaining() {
-            return Err(EncodeError::BufferTooSmall {
-                needed: n,
-                remaining: self.remaining(),
-            });
+            return Err(EncodeError::BufferTooSmall { needed: n, remaining: self.remaining() });
         }
         let out = &mut self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -67,19 +64,12 @@ impl<'a> Writer<'a> {
     pub fn take_fixed<const N: usize>(&mut self) -> Result<&mut [u8; N], EncodeError> {
         let remaining = self.remaining();
         let start = self.pos;
-        match self
-            .buf
-            .get_mut(start..)
-            .and_then(|s| s.first_chunk_mut::<N>())
-        {
+        match self.buf.get_mut(start..).and_then(|s| s.first_chunk_mut::<N>()) {
             Some(c) => {
                 self.pos = start + N;
                 Ok(c)
             }
-            None => Err(EncodeError::BufferTooSmall {
-                needed: N,
-                remaining,
-            }),
+            None => Err(EncodeError::BufferTooSmall { needed: N, remaining }),
         }
     }
 
@@ -88,10 +78,7 @@ impl<'a> Writer<'a> {
     pub fn take_array(&mut self, count: usize, size: usize) -> Result<&mut [u8], EncodeError> {
         match count.checked_mul(size) {
             Some(n) => self.take(n),
-            None => Err(EncodeError::BufferTooSmall {
-                needed: usize::MAX,
-                remaining: self.remaining(),
-            }),
+            None => Err(EncodeError::BufferTooSmall { needed: usize::MAX, remaining: self.remaining() }),
         }
     }
 
@@ -135,29 +122,18 @@ impl<'a> Writer<'a> {
 
     /// Checks an array's length against the length its count member or declaration requires.
     #[inline]
-    pub fn check_len(
-        field: &'static str,
-        expected: usize,
-        actual: usize,
-    ) -> Result<(), EncodeError> {
+    pub fn check_len(field: &'static str, expected: usize, actual: usize) -> Result<(), EncodeError> {
         if expected == actual {
             Ok(())
         } else {
-            Err(EncodeError::LengthMismatch {
-                field,
-                expected,
-                actual,
-            })
+            Err(EncodeError::LengthMismatch { field, expected, actual })
         }
     }
 
     /// Turns a count member's value into a length, rejecting negative counts.
     #[inline]
     pub fn count(field: &'static str, value: i64) -> Result<usize, EncodeError> {
-        usize::try_from(value).map_err(|_| EncodeError::NegativeCount {
-            field,
-            count: value,
-        })
+        usize::try_from(value).map_err(|_| EncodeError::NegativeCount { field, count: value })
     }
 }
 
@@ -220,11 +196,7 @@ mod tests {
         let mut buf = [0u8; 3];
         assert!(matches!(
             Writer::new(&mut buf).put_i32(1),
-            Err(EncodeError::BufferTooSmall {
-                needed: 4,
-                remaining: 3
-            })
+            Err(EncodeError::BufferTooSmall { needed: 4, remaining: 3 })
         ));
     }
 }
-

@@ -126,10 +126,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
         return Err(GenError {
             span: e.span.clone(),
             language: "c",
-            message: format!(
-                "enum {} (deprecated in LCM) is not supported by the C generator",
-                e.name
-            ),
+            message: format!("enum {} (deprecated in LCM) is not supported by the C generator", e.name),
         });
     }
     let g = Gen { input, opts };
@@ -137,19 +134,10 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     for s in input.structs() {
         g.check_names(s)?;
         let name = g.cname(&s.name);
-        files.push(GeneratedFile {
-            path: PathBuf::from(format!("{name}.h")),
-            contents: g.header(s),
-        });
-        files.push(GeneratedFile {
-            path: PathBuf::from(format!("{name}.c")),
-            contents: g.source(s),
-        });
+        files.push(GeneratedFile { path: PathBuf::from(format!("{name}.h")), contents: g.header(s) });
+        files.push(GeneratedFile { path: PathBuf::from(format!("{name}.c")), contents: g.source(s) });
     }
-    files.push(GeneratedFile {
-        path: PathBuf::from(RUNTIME_HEADER_NAME),
-        contents: RUNTIME_HEADER.to_owned(),
-    });
+    files.push(GeneratedFile { path: PathBuf::from(RUNTIME_HEADER_NAME), contents: RUNTIME_HEADER.to_owned() });
     Ok(files)
 }
 
@@ -157,11 +145,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
 #[derive(Clone)]
 enum Elem {
     /// A non-string primitive: its C type, helper suffix (`int32_t`, `byte`, ...) and wire size.
-    Prim {
-        ctype: &'static str,
-        helper: &'static str,
-        size: usize,
-    },
+    Prim { ctype: &'static str, helper: &'static str, size: usize },
     /// A string (`char*`).
     Str,
     /// A struct whose encoded size is fixed.
@@ -236,12 +220,7 @@ impl<'a> Gen<'a> {
                 });
             }
         }
-        for part in s
-            .name
-            .package_path()
-            .into_iter()
-            .chain([s.name.name.as_str()])
-        {
+        for part in s.name.package_path().into_iter().chain([s.name.name.as_str()]) {
             if C_KEYWORDS.contains(&part) {
                 return Err(bad(&s.span, "type name part", part));
             }
@@ -252,54 +231,18 @@ impl<'a> Gen<'a> {
     fn elem(&self, ty: &MemberType) -> Elem {
         match ty {
             MemberType::Primitive(p) => match p {
-                Primitive::Int8 => Elem::Prim {
-                    ctype: "int8_t",
-                    helper: "int8_t",
-                    size: 1,
-                },
-                Primitive::Int16 => Elem::Prim {
-                    ctype: "int16_t",
-                    helper: "int16_t",
-                    size: 2,
-                },
-                Primitive::Int32 => Elem::Prim {
-                    ctype: "int32_t",
-                    helper: "int32_t",
-                    size: 4,
-                },
-                Primitive::Int64 => Elem::Prim {
-                    ctype: "int64_t",
-                    helper: "int64_t",
-                    size: 8,
-                },
-                Primitive::Float => Elem::Prim {
-                    ctype: "float",
-                    helper: "float",
-                    size: 4,
-                },
-                Primitive::Double => Elem::Prim {
-                    ctype: "double",
-                    helper: "double",
-                    size: 8,
-                },
-                Primitive::Boolean => Elem::Prim {
-                    ctype: "int8_t",
-                    helper: "boolean",
-                    size: 1,
-                },
-                Primitive::Byte => Elem::Prim {
-                    ctype: "uint8_t",
-                    helper: "byte",
-                    size: 1,
-                },
+                Primitive::Int8 => Elem::Prim { ctype: "int8_t", helper: "int8_t", size: 1 },
+                Primitive::Int16 => Elem::Prim { ctype: "int16_t", helper: "int16_t", size: 2 },
+                Primitive::Int32 => Elem::Prim { ctype: "int32_t", helper: "int32_t", size: 4 },
+                Primitive::Int64 => Elem::Prim { ctype: "int64_t", helper: "int64_t", size: 8 },
+                Primitive::Float => Elem::Prim { ctype: "float", helper: "float", size: 4 },
+                Primitive::Double => Elem::Prim { ctype: "double", helper: "double", size: 8 },
+                Primitive::Boolean => Elem::Prim { ctype: "int8_t", helper: "boolean", size: 1 },
+                Primitive::Byte => Elem::Prim { ctype: "uint8_t", helper: "byte", size: 1 },
                 Primitive::String => Elem::Str,
             },
             // Enums are rejected in `generate`; treat one as its int32 value if it ever gets here.
-            MemberType::Enum(_) => Elem::Prim {
-                ctype: "int32_t",
-                helper: "int32_t",
-                size: 4,
-            },
+            MemberType::Enum(_) => Elem::Prim { ctype: "int32_t", helper: "int32_t", size: 4 },
             MemberType::Struct(n) => {
                 let cname = self.cname(n);
                 match self.input.layout.fixed_size(n) {
@@ -415,10 +358,7 @@ impl<'a> Gen<'a> {
         w.line("// THIS IS AN AUTOMATICALLY GENERATED FILE.  DO NOT MODIFY");
         w.line("// BY HAND!!");
         w.line("//");
-        w.line(format!(
-            "// Generated by nerve gen (LCM-compatible C) from {}",
-            s.span.file.display()
-        ));
+        w.line(format!("// Generated by nerve gen (LCM-compatible C) from {}", s.span.file.display()));
         w.blank();
         w.line(format!("#ifndef _{name}_h"));
         w.line(format!("#define _{name}_h"));
@@ -441,12 +381,7 @@ impl<'a> Gen<'a> {
                 _ if c.ty == Primitive::Int64 => format!("{}LL", c.text),
                 _ => c.text.clone(),
             };
-            w.line(format!(
-                "#define {}_{} {}",
-                name.to_uppercase(),
-                c.name,
-                text
-            ));
+            w.line(format!("#define {}_{} {}", name.to_uppercase(), c.name, text));
         }
         if !s.consts.is_empty() {
             w.blank();
@@ -484,28 +419,15 @@ impl<'a> Gen<'a> {
                     }
                 }
                 w.blank();
-                self.block_doc(
-                    &mut w,
-                    m.doc.as_deref().unwrap_or(""),
-                    is_array.then_some(lcm_type.as_str()),
-                );
+                self.block_doc(&mut w, m.doc.as_deref().unwrap_or(""), is_array.then_some(lcm_type.as_str()));
             }
             if m.dims.is_empty() {
                 w.line(format!("{:<10} {};", e.ctype(), m.name));
             } else if m.all_dims_fixed() {
-                let dims: String = m
-                    .dims
-                    .iter()
-                    .map(|d| format!("[{}]", d.hash_text()))
-                    .collect();
+                let dims: String = m.dims.iter().map(|d| format!("[{}]", d.hash_text())).collect();
                 w.line(format!("{:<10} {}{};", e.ctype(), m.name, dims));
             } else {
-                w.line(format!(
-                    "{:<10} {}{};",
-                    e.ptr_base(),
-                    "*".repeat(m.dims.len()),
-                    m.name
-                ));
+                w.line(format!("{:<10} {}{};", e.ptr_base(), "*".repeat(m.dims.len()), m.name));
             }
         }
         if self.fixed_size(s).is_none() {
@@ -666,32 +588,26 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements);
     fn raw_functions(&self, w: &mut CodeWriter, s: &Struct, size: usize) {
         let name = self.cname(&s.name);
         w.line(format!("/** Writes the {size} bytes of one {name} body at b; the caller has checked the room. */"));
-        w.block(
-            format!("static inline void __{name}_encode_raw(uint8_t *b, const {name} *q)\n{{"),
-            "}",
-            |w| {
-                w.line("(void) b;");
-                w.line("(void) q;");
-                let mut off = 0;
-                for m in &s.members {
-                    off += self.raw_member(w, m, "b", off, true);
-                }
-            },
-        );
+        w.block(format!("static inline void __{name}_encode_raw(uint8_t *b, const {name} *q)\n{{"), "}", |w| {
+            w.line("(void) b;");
+            w.line("(void) q;");
+            let mut off = 0;
+            for m in &s.members {
+                off += self.raw_member(w, m, "b", off, true);
+            }
+        });
         w.blank();
-        w.line(format!("/** Reads the {size} bytes of one {name} body at b; the caller has checked they are there. */"));
-        w.block(
-            format!("static inline void __{name}_decode_raw(const uint8_t *b, {name} *q)\n{{"),
-            "}",
-            |w| {
-                w.line("(void) b;");
-                w.line("(void) q;");
-                let mut off = 0;
-                for m in &s.members {
-                    off += self.raw_member(w, m, "b", off, false);
-                }
-            },
-        );
+        w.line(format!(
+            "/** Reads the {size} bytes of one {name} body at b; the caller has checked they are there. */"
+        ));
+        w.block(format!("static inline void __{name}_decode_raw(const uint8_t *b, {name} *q)\n{{"), "}", |w| {
+            w.line("(void) b;");
+            w.line("(void) q;");
+            let mut off = 0;
+            for m in &s.members {
+                off += self.raw_member(w, m, "b", off, false);
+            }
+        });
         self.shuffle_functions(w, s, size);
     }
 
@@ -720,7 +636,10 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements);
         let members = self.shuffle_members(s, size);
         for encode in [false, true] {
             let (dir, sig) = if encode {
-                ("encode", format!("static inline size_t __{name}_encode_shuffled(uint8_t *b, const {name} *p, size_t n)\n{{"))
+                (
+                    "encode",
+                    format!("static inline size_t __{name}_encode_shuffled(uint8_t *b, const {name} *p, size_t n)\n{{"),
+                )
             } else {
                 ("decode", format!("static inline size_t __{name}_decode_shuffled(const uint8_t *b, size_t avail, {name} *p, size_t n)\n{{"))
             };
@@ -778,47 +697,18 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements);
     }
 
     /// Writes the unchecked encode (or decode) of a fixed-size member at `base + off`; returns its size.
-    fn raw_member(
-        &self,
-        w: &mut CodeWriter,
-        m: &Member,
-        base: &str,
-        off: usize,
-        encode: bool,
-    ) -> usize {
+    fn raw_member(&self, w: &mut CodeWriter, m: &Member, base: &str, off: usize, encode: bool) -> usize {
         let e = self.elem(&m.ty);
-        let size = self
-            .input
-            .layout
-            .member_fixed_size(m)
-            .expect("raw members have a fixed size");
-        let at = if off == 0 {
-            base.to_owned()
-        } else {
-            format!("{base} + {off}")
-        };
-        let count: usize = m
-            .dims
-            .iter()
-            .map(|d| {
-                if let Dim::Fixed { len, .. } = d {
-                    *len
-                } else {
-                    0
-                }
-            })
-            .product();
+        let size = self.input.layout.member_fixed_size(m).expect("raw members have a fixed size");
+        let at = if off == 0 { base.to_owned() } else { format!("{base} + {off}") };
+        let count: usize = m.dims.iter().map(|d| if let Dim::Fixed { len, .. } = d { *len } else { 0 }).product();
         let dir = if encode { "put" } else { "get" };
         match (&e, m.dims.is_empty()) {
             (Elem::Prim { helper, .. }, true) => {
                 w.line(format!("nerve_lcm_{dir}_{helper}({at}, &q->{});", m.name));
             }
             (Elem::Prim { size: es, .. }, false) => {
-                w.line(format!(
-                    "nerve_lcm_{dir}_{}({at}, q->{}, {count});",
-                    array_helper(*es),
-                    m.name
-                ));
+                w.line(format!("nerve_lcm_{dir}_{}({at}, q->{}, {count});", array_helper(*es), m.name));
             }
             (Elem::Fixed { cname, .. }, true) => {
                 let f = if encode { "encode" } else { "decode" };
@@ -848,19 +738,13 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements);
         w.line("// THIS IS AN AUTOMATICALLY GENERATED FILE.  DO NOT MODIFY");
         w.line("// BY HAND!!");
         w.line("//");
-        w.line(format!(
-            "// Generated by nerve gen (LCM-compatible C) from {}",
-            s.span.file.display()
-        ));
+        w.line(format!("// Generated by nerve gen (LCM-compatible C) from {}", s.span.file.display()));
         w.blank();
         w.line("#include <string.h>");
         w.line(format!("#include \"{name}.h\""));
         w.blank();
         w.block(format!("int64_t __{name}_get_hash(void)\n{{"), "}", |w| {
-            w.line(format!(
-                "return (int64_t) UINT64_C(0x{:016x});",
-                s.fingerprint
-            ));
+            w.line(format!("return (int64_t) UINT64_C(0x{:016x});", s.fingerprint));
         });
         w.blank();
         w.block(format!("size_t {name}_struct_size(void)\n{{"), "}", |w| {
@@ -890,7 +774,9 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements);
         );
         let (decode_body, cleanup_body) = if self.fixed_size(s).is_some() {
             (
-                format!("    r = __{name}_decode_array(buf, offset + 8, maxlen - 8, p, 1);\n    return r < 0 ? r : r + 8;"),
+                format!(
+                    "    r = __{name}_decode_array(buf, offset + 8, maxlen - 8, p, 1);\n    return r < 0 ? r : r + 8;"
+                ),
                 format!("    return __{name}_decode_array_cleanup(p, 1);"),
             )
         } else if self.single_allocation(s) {
@@ -1014,9 +900,7 @@ void {name}_destroy({name} *p)
         let check = if size == 0 {
             "if (elements < 0)".to_owned()
         } else {
-            format!(
-                "if (elements < 0 || maxlen < 0 || (size_t) elements > (size_t) maxlen / {size})"
-            )
+            format!("if (elements < 0 || maxlen < 0 || (size_t) elements > (size_t) maxlen / {size})")
         };
         w.lines(format!(
             "int __{name}_encode_array(void *buf, int offset, int maxlen, const {name} *p, int elements)
@@ -1163,84 +1047,70 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
         w.blank();
 
         // cleanup
-        w.block(
-            format!("int __{name}_decode_array_cleanup({name} *p, int elements)\n{{"),
-            "}",
-            |w| {
-                w.line("int e;");
-                w.block("for (e = 0; e < elements; e++) {", "}", |w| {
-                    w.line(format!("{name} *q = &p[e];"));
-                    w.line("(void) q;");
-                    for m in &s.members {
-                        if self.member_owns(m) {
-                            self.cleanup_member(w, m);
-                        }
+        w.block(format!("int __{name}_decode_array_cleanup({name} *p, int elements)\n{{"), "}", |w| {
+            w.line("int e;");
+            w.block("for (e = 0; e < elements; e++) {", "}", |w| {
+                w.line(format!("{name} *q = &p[e];"));
+                w.line("(void) q;");
+                for m in &s.members {
+                    if self.member_owns(m) {
+                        self.cleanup_member(w, m);
                     }
-                });
-                w.line("return 0;");
-            },
-        );
+                }
+            });
+            w.line("return 0;");
+        });
         w.blank();
 
         // encoded size
-        w.block(
-            format!("int __{name}_encoded_array_size(const {name} *p, int elements)\n{{"),
-            "}",
-            |w| {
-                w.line("size_t size = 0;");
-                w.line("int e;");
-                w.block("for (e = 0; e < elements; e++) {", "}", |w| {
-                    w.line(format!("const {name} *q = &p[e];"));
-                    w.line("(void) q;");
-                    for run in &runs {
-                        self.size_run(w, run);
-                    }
-                });
-                w.line("return (int) size;");
-            },
-        );
+        w.block(format!("int __{name}_encoded_array_size(const {name} *p, int elements)\n{{"), "}", |w| {
+            w.line("size_t size = 0;");
+            w.line("int e;");
+            w.block("for (e = 0; e < elements; e++) {", "}", |w| {
+                w.line(format!("const {name} *q = &p[e];"));
+                w.line("(void) q;");
+                for run in &runs {
+                    self.size_run(w, run);
+                }
+            });
+            w.line("return (int) size;");
+        });
         w.blank();
 
         // clone
-        w.block(
-            format!("int __{name}_clone_array(const {name} *p, {name} *q, int elements)\n{{"),
-            "}",
-            |w| {
-                w.line("int e, r = 0;");
-                w.block("for (e = 0; e < elements; e++) {", "}", |w| {
-                    w.line(format!("const {name} *s = &p[e];"));
-                    w.line(format!("{name} *d = &q[e];"));
-                    w.line("*d = *s;");
-                    // A copy's parts are its own allocations (freed one by one), never the original's block.
-                    w.line(format!("d->{BLOCK_MEMBER} = NULL;"));
-                    for m in &s.members {
-                        if self.member_owns(m) {
-                            if !m.all_dims_fixed()
-                                || m.dims.is_empty() && matches!(self.elem(&m.ty), Elem::Str)
-                            {
-                                w.line(format!("d->{} = NULL;", m.name));
-                            } else if m.dims.is_empty() {
-                                w.line(format!("memset(&d->{0}, 0, sizeof(d->{0}));", m.name));
-                            } else {
-                                w.line(format!("memset(d->{0}, 0, sizeof(d->{0}));", m.name));
-                            }
+        w.block(format!("int __{name}_clone_array(const {name} *p, {name} *q, int elements)\n{{"), "}", |w| {
+            w.line("int e, r = 0;");
+            w.block("for (e = 0; e < elements; e++) {", "}", |w| {
+                w.line(format!("const {name} *s = &p[e];"));
+                w.line(format!("{name} *d = &q[e];"));
+                w.line("*d = *s;");
+                // A copy's parts are its own allocations (freed one by one), never the original's block.
+                w.line(format!("d->{BLOCK_MEMBER} = NULL;"));
+                for m in &s.members {
+                    if self.member_owns(m) {
+                        if !m.all_dims_fixed() || m.dims.is_empty() && matches!(self.elem(&m.ty), Elem::Str) {
+                            w.line(format!("d->{} = NULL;", m.name));
+                        } else if m.dims.is_empty() {
+                            w.line(format!("memset(&d->{0}, 0, sizeof(d->{0}));", m.name));
+                        } else {
+                            w.line(format!("memset(d->{0}, 0, sizeof(d->{0}));", m.name));
                         }
                     }
-                    for m in &s.members {
-                        if self.member_owns(m) {
-                            self.clone_member(w, m);
-                        }
+                }
+                for m in &s.members {
+                    if self.member_owns(m) {
+                        self.clone_member(w, m);
                     }
-                });
-                w.line("return 0;");
-                w.dedent();
-                w.line("fail:");
-                w.indent();
-                w.line(format!("__{name}_decode_array_cleanup(q, e + 1);"));
-                w.line(format!("memset(q, 0, sizeof({name}) * (size_t) elements);"));
-                w.line("return r;");
-            },
-        );
+                }
+            });
+            w.line("return 0;");
+            w.dedent();
+            w.line("fail:");
+            w.indent();
+            w.line(format!("__{name}_decode_array_cleanup(q, e + 1);"));
+            w.line(format!("memset(q, 0, sizeof({name}) * (size_t) elements);"));
+            w.line("return r;");
+        });
     }
 
     /// The expression for the size of dimension `d` of a member of `q` (never negative).
@@ -1252,16 +1122,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
     }
 
     fn fixed_count(m: &Member) -> usize {
-        m.dims
-            .iter()
-            .map(|d| {
-                if let Dim::Fixed { len, .. } = d {
-                    *len
-                } else {
-                    0
-                }
-            })
-            .product()
+        m.dims.iter().map(|d| if let Dim::Fixed { len, .. } = d { *len } else { 0 }).product()
     }
 
     // ---- encode
@@ -1269,11 +1130,8 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
     fn encode_run(&self, w: &mut CodeWriter, run: &[&Member]) {
         let first = run[0];
         if let Some(total) = self.input.layout.member_fixed_size(first) {
-            let total: usize = total
-                + run[1..]
-                    .iter()
-                    .map(|m| self.input.layout.member_fixed_size(m).unwrap_or(0))
-                    .sum::<usize>();
+            let total: usize =
+                total + run[1..].iter().map(|m| self.input.layout.member_fixed_size(m).unwrap_or(0)).sum::<usize>();
             if total == 0 {
                 return;
             }
@@ -1292,10 +1150,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
             let (ptr, n) = if m.dims.is_empty() {
                 (format!("&q->{}", m.name), 1)
             } else {
-                (
-                    format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())),
-                    Self::fixed_count(m),
-                )
+                (format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())), Self::fixed_count(m))
             };
             self.encode_elems(w, &e, &ptr, &format!("(size_t) {n}"));
             return;
@@ -1308,14 +1163,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                     w.line("    return NERVE_LCM_ELENGTH;");
                 }
             }
-            self.levels(
-                w,
-                m,
-                &format!("q->{}", m.name),
-                0,
-                &mut |w, ptr, n| self.encode_elems(w, &e, ptr, n),
-                None,
-            );
+            self.levels(w, m, &format!("q->{}", m.name), 0, &mut |w, ptr, n| self.encode_elems(w, &e, ptr, n), None);
         });
     }
 
@@ -1323,19 +1171,12 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
     fn encode_elems(&self, w: &mut CodeWriter, e: &Elem, ptr: &str, n: &str) {
         match e {
             Elem::Prim { size, .. } => {
-                let bound = if *size == 1 {
-                    "rem - pos".to_owned()
-                } else {
-                    format!("(rem - pos) / {size}")
-                };
+                let bound = if *size == 1 { "rem - pos".to_owned() } else { format!("(rem - pos) / {size}") };
                 w.block("{", "}", |w| {
                     w.line(format!("size_t n_ = {n};"));
                     w.line(format!("if (n_ > {bound})"));
                     w.line("    return NERVE_LCM_ENOSPACE;");
-                    w.line(format!(
-                        "nerve_lcm_put_{}(b + pos, {ptr}, n_);",
-                        array_helper(*size)
-                    ));
+                    w.line(format!("nerve_lcm_put_{}(b + pos, {ptr}, n_);", array_helper(*size)));
                     w.line(format!("pos += n_ * {size};"));
                 });
             }
@@ -1347,9 +1188,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                         w.line(format!("if (n_ > (rem - pos) / {size})"));
                         w.line("    return NERVE_LCM_ENOSPACE;");
                         w.line(format!("for (i_ = __{cname}_encode_shuffled(b + pos, a_, n_); i_ < n_; i_++)"));
-                        w.line(format!(
-                            "    __{cname}_encode_raw(b + pos + i_ * {size}, &a_[i_]);"
-                        ));
+                        w.line(format!("    __{cname}_encode_raw(b + pos + i_ * {size}, &a_[i_]);"));
                         w.line(format!("pos += n_ * {size};"));
                     } else {
                         w.line("(void) a_;");
@@ -1415,13 +1254,9 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
         let i = format!("i{level}");
         w.block("{", "}", |w| {
             w.line(format!("size_t {i}, n{level} = {n};"));
-            w.block(
-                format!("for ({i} = 0; {i} < n{level}; {i}++) {{"),
-                "}",
-                |w| {
-                    self.levels(w, m, &format!("{lvalue}[{i}]"), level + 1, inner, alloc);
-                },
-            );
+            w.block(format!("for ({i} = 0; {i} < n{level}; {i}++) {{"), "}", |w| {
+                self.levels(w, m, &format!("{lvalue}[{i}]"), level + 1, inner, alloc);
+            });
         });
     }
 
@@ -1430,11 +1265,8 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
     fn decode_run(&self, w: &mut CodeWriter, run: &[&Member]) {
         let first = run[0];
         if let Some(total) = self.input.layout.member_fixed_size(first) {
-            let total: usize = total
-                + run[1..]
-                    .iter()
-                    .map(|m| self.input.layout.member_fixed_size(m).unwrap_or(0))
-                    .sum::<usize>();
+            let total: usize =
+                total + run[1..].iter().map(|m| self.input.layout.member_fixed_size(m).unwrap_or(0)).sum::<usize>();
             if total == 0 {
                 return;
             }
@@ -1455,10 +1287,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
             let (ptr, n) = if m.dims.is_empty() {
                 (format!("&q->{}", m.name), 1)
             } else {
-                (
-                    format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())),
-                    Self::fixed_count(m),
-                )
+                (format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())), Self::fixed_count(m))
             };
             self.decode_elems(w, &e, &ptr, &format!("(size_t) {n}"));
             return;
@@ -1468,12 +1297,8 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
         w.block("{", "}", |w| {
             // Check every count against the bytes that remain before allocating anything.
             if k == 1 {
-                let Dim::Variable { member } = &m.dims[0] else {
-                    unreachable!("a variable member has a variable dim")
-                };
-                w.line(format!(
-                    "r = nerve_lcm_check_count((int64_t) q->{member}, {min}, rem - pos);"
-                ));
+                let Dim::Variable { member } = &m.dims[0] else { unreachable!("a variable member has a variable dim") };
+                w.line(format!("r = nerve_lcm_check_count((int64_t) q->{member}, {min}, rem - pos);"));
             } else {
                 let dims: Vec<String> = m
                     .dims
@@ -1484,9 +1309,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                     })
                     .collect();
                 w.line(format!("int64_t dims_[{k}] = {{ {} }};", dims.join(", ")));
-                w.line(format!(
-                    "r = nerve_lcm_check_dims(dims_, {k}, {min}, rem - pos);"
-                ));
+                w.line(format!("r = nerve_lcm_check_dims(dims_, {k}, {min}, rem - pos);"));
             }
             w.line("if (r)");
             w.line("    goto fail;");
@@ -1526,21 +1349,14 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
     fn decode_elems(&self, w: &mut CodeWriter, e: &Elem, ptr: &str, n: &str) {
         match e {
             Elem::Prim { size, .. } => {
-                let bound = if *size == 1 {
-                    "rem - pos".to_owned()
-                } else {
-                    format!("(rem - pos) / {size}")
-                };
+                let bound = if *size == 1 { "rem - pos".to_owned() } else { format!("(rem - pos) / {size}") };
                 w.block("{", "}", |w| {
                     w.line(format!("size_t n_ = {n};"));
                     w.line(format!("if (n_ > {bound}) {{"));
                     w.line("    r = NERVE_LCM_ENOSPACE;");
                     w.line("    goto fail;");
                     w.line("}");
-                    w.line(format!(
-                        "nerve_lcm_get_{}(b + pos, {ptr}, n_);",
-                        array_helper(*size)
-                    ));
+                    w.line(format!("nerve_lcm_get_{}(b + pos, {ptr}, n_);", array_helper(*size)));
                     w.line(format!("pos += n_ * {size};"));
                 });
             }
@@ -1553,10 +1369,10 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                         w.line("    r = NERVE_LCM_ENOSPACE;");
                         w.line("    goto fail;");
                         w.line("}");
-                        w.line(format!("for (i_ = __{cname}_decode_shuffled(b + pos, rem - pos, a_, n_); i_ < n_; i_++)"));
                         w.line(format!(
-                            "    __{cname}_decode_raw(b + pos + i_ * {size}, &a_[i_]);"
+                            "for (i_ = __{cname}_decode_shuffled(b + pos, rem - pos, a_, n_); i_ < n_; i_++)"
                         ));
+                        w.line(format!("    __{cname}_decode_raw(b + pos + i_ * {size}, &a_[i_]);"));
                         w.line(format!("pos += n_ * {size};"));
                     } else {
                         w.line("(void) a_;");
@@ -1607,9 +1423,7 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                 });
             }
             Elem::Var { cname } => {
-                w.line(format!(
-                    "__{cname}_decode_array_cleanup({ptr}, (int) ({n}));"
-                ));
+                w.line(format!("__{cname}_decode_array_cleanup({ptr}, (int) ({n}));"));
             }
             _ => {}
         };
@@ -1643,22 +1457,16 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                         w.line(format!("    free({lv}[i_]);"));
                     }
                     Elem::Var { cname } => {
-                        w.line(format!(
-                            "__{cname}_decode_array_cleanup({lv}, (int) ({n}));"
-                        ));
+                        w.line(format!("__{cname}_decode_array_cleanup({lv}, (int) ({n}));"));
                     }
                     _ => {}
                 }
             } else {
                 let i = format!("i{level}");
                 w.line(format!("size_t {i}, n{level} = {n};"));
-                w.block(
-                    format!("for ({i} = 0; {i} < n{level}; {i}++) {{"),
-                    "}",
-                    |w| {
-                        self.cleanup_level(w, m, e, &format!("{lv}[{i}]"), level + 1);
-                    },
-                );
+                w.block(format!("for ({i} = 0; {i} < n{level}; {i}++) {{"), "}", |w| {
+                    self.cleanup_level(w, m, e, &format!("{lv}[{i}]"), level + 1);
+                });
             }
             w.line(format!("free({lv});"));
             w.line(format!("{lv} = NULL;"));
@@ -1670,11 +1478,8 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
     fn size_run(&self, w: &mut CodeWriter, run: &[&Member]) {
         let first = run[0];
         if let Some(total) = self.input.layout.member_fixed_size(first) {
-            let total: usize = total
-                + run[1..]
-                    .iter()
-                    .map(|m| self.input.layout.member_fixed_size(m).unwrap_or(0))
-                    .sum::<usize>();
+            let total: usize =
+                total + run[1..].iter().map(|m| self.input.layout.member_fixed_size(m).unwrap_or(0)).sum::<usize>();
             if total > 0 {
                 w.line(format!("size += {total};"));
             }
@@ -1697,19 +1502,14 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                 });
             }
             Elem::Var { cname } => {
-                w.line(format!(
-                    "size += (size_t) __{cname}_encoded_array_size({ptr}, (int) ({n}));"
-                ));
+                w.line(format!("size += (size_t) __{cname}_encoded_array_size({ptr}, (int) ({n}));"));
             }
         };
         if m.all_dims_fixed() {
             let (ptr, n) = if m.dims.is_empty() {
                 (format!("&q->{}", m.name), 1)
             } else {
-                (
-                    format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())),
-                    Self::fixed_count(m),
-                )
+                (format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())), Self::fixed_count(m))
             };
             size_elems(w, &ptr, &format!("(size_t) {n}"));
             return;
@@ -1739,46 +1539,25 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
                 w.block("{", "}", |w| {
                     w.line(format!("size_t n_ = {n}, i_;"));
                     w.block("for (i_ = 0; i_ < n_; i_++) {", "}", |w| {
-                        w.line(format!(
-                            "r = nerve_lcm_clone_string(({src})[i_], &({dst})[i_]);"
-                        ));
+                        w.line(format!("r = nerve_lcm_clone_string(({src})[i_], &({dst})[i_]);"));
                         w.line("if (r)");
                         w.line("    goto fail;");
                     });
                 });
             }
             Elem::Var { cname } => {
-                w.line(format!(
-                    "r = __{cname}_clone_array({src}, {dst}, (int) ({n}));"
-                ));
+                w.line(format!("r = __{cname}_clone_array({src}, {dst}, (int) ({n}));"));
                 w.line("if (r < 0)");
                 w.line("    goto fail;");
             }
         };
         if m.all_dims_fixed() {
             let flat = "[0]".repeat(m.dims.len());
-            let n = if m.dims.is_empty() {
-                1
-            } else {
-                Self::fixed_count(m)
-            };
-            copy_elems(
-                w,
-                &format!("&s->{}{flat}", m.name),
-                &format!("&d->{}{flat}", m.name),
-                &format!("(size_t) {n}"),
-            );
+            let n = if m.dims.is_empty() { 1 } else { Self::fixed_count(m) };
+            copy_elems(w, &format!("&s->{}{flat}", m.name), &format!("&d->{}{flat}", m.name), &format!("(size_t) {n}"));
             return;
         }
-        self.clone_level(
-            w,
-            m,
-            &e,
-            &format!("s->{}", m.name),
-            &format!("d->{}", m.name),
-            0,
-            &copy_elems,
-        );
+        self.clone_level(w, m, &e, &format!("s->{}", m.name), &format!("d->{}", m.name), 0, &copy_elems);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1800,13 +1579,9 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
         w.block(format!("if ({src}) {{"), "}", |w| {
             w.line(format!("size_t n{level} = {n};"));
             if zeroed {
-                w.line(format!(
-                    "{dst} = ({base}{stars}*) nerve_lcm_calloc(n{level}, sizeof({base}{stars}));"
-                ));
+                w.line(format!("{dst} = ({base}{stars}*) nerve_lcm_calloc(n{level}, sizeof({base}{stars}));"));
             } else {
-                w.line(format!(
-                    "{dst} = ({base}{stars}*) nerve_lcm_malloc(sizeof({base}{stars}) * n{level});"
-                ));
+                w.line(format!("{dst} = ({base}{stars}*) nerve_lcm_malloc(sizeof({base}{stars}) * n{level});"));
             }
             w.line(format!("if (!{dst} && n{level} > 0) {{"));
             w.line("    r = NERVE_LCM_ENOMEM;");
@@ -1817,21 +1592,9 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
             } else {
                 let i = format!("i{level}");
                 w.line(format!("size_t {i};"));
-                w.block(
-                    format!("for ({i} = 0; {i} < n{level}; {i}++) {{"),
-                    "}",
-                    |w| {
-                        self.clone_level(
-                            w,
-                            m,
-                            e,
-                            &format!("{src}[{i}]"),
-                            &format!("{dst}[{i}]"),
-                            level + 1,
-                            copy_elems,
-                        );
-                    },
-                );
+                w.block(format!("for ({i} = 0; {i} < n{level}; {i}++) {{"), "}", |w| {
+                    self.clone_level(w, m, e, &format!("{src}[{i}]"), &format!("{dst}[{i}]"), level + 1, copy_elems);
+                });
             }
         });
     }

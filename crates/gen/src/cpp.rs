@@ -160,21 +160,12 @@ const VIEW_NAMES: &[&str] = &["ok", "from"];
 /// Generates C++ headers for every input type, plus `nerve_lcm.hpp`.
 pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
     let g = Gen::new(input, opts)?;
-    let mut files = vec![GeneratedFile {
-        path: PathBuf::from("nerve_lcm.hpp"),
-        contents: RUNTIME.to_owned(),
-    }];
+    let mut files = vec![GeneratedFile { path: PathBuf::from("nerve_lcm.hpp"), contents: RUNTIME.to_owned() }];
     for s in input.structs() {
-        files.push(GeneratedFile {
-            path: g.header_path(&s.name),
-            contents: g.struct_header(s)?,
-        });
+        files.push(GeneratedFile { path: g.header_path(&s.name), contents: g.struct_header(s)? });
     }
     for e in input.enums() {
-        files.push(GeneratedFile {
-            path: g.header_path(&e.name),
-            contents: g.enum_header(e),
-        });
+        files.push(GeneratedFile { path: g.header_path(&e.name), contents: g.enum_header(e) });
     }
     Ok(files)
 }
@@ -188,11 +179,7 @@ struct Gen<'a> {
 }
 
 fn err(span: &Span, message: String) -> GenError {
-    GenError {
-        span: span.clone(),
-        language: LANG,
-        message,
-    }
+    GenError { span: span.clone(), language: LANG, message }
 }
 
 fn check_ident(span: &Span, what: &str, name: &str) -> Result<(), GenError> {
@@ -200,19 +187,13 @@ fn check_ident(span: &Span, what: &str, name: &str) -> Result<(), GenError> {
         && name.chars().all(|c| c.is_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());
     if !portable {
-        return Err(err(
-            span,
-            format!("{what} '{name}' is not a C++ identifier (letters, digits, _)"),
-        ));
+        return Err(err(span, format!("{what} '{name}' is not a C++ identifier (letters, digits, _)")));
     }
     if KEYWORDS.contains(&name) {
         return Err(err(span, format!("{what} '{name}' is a C++ keyword")));
     }
     if name.starts_with("_nerve") {
-        return Err(err(
-            span,
-            format!("{what} '{name}': names starting with _nerve are reserved for generated code"),
-        ));
+        return Err(err(span, format!("{what} '{name}': names starting with _nerve are reserved for generated code")));
     }
     Ok(())
 }
@@ -229,13 +210,7 @@ impl<'a> Gen<'a> {
             for m in &s.members {
                 check_ident(&m.span, "member name", &m.name)?;
                 if CLASS_NAMES.contains(&m.name.as_str()) || m.name == s.name.name {
-                    return Err(err(
-                        &m.span,
-                        format!(
-                            "member name '{}' clashes with the generated C++ class",
-                            m.name
-                        ),
-                    ));
+                    return Err(err(&m.span, format!("member name '{}' clashes with the generated C++ class", m.name)));
                 }
             }
             for c in &s.consts {
@@ -243,10 +218,7 @@ impl<'a> Gen<'a> {
                 if CLASS_NAMES.contains(&c.name.as_str()) || c.name == s.name.name {
                     return Err(err(
                         &c.span,
-                        format!(
-                            "constant name '{}' clashes with the generated C++ class",
-                            c.name
-                        ),
+                        format!("constant name '{}' clashes with the generated C++ class", c.name),
                     ));
                 }
             }
@@ -258,17 +230,8 @@ impl<'a> Gen<'a> {
             }
             for v in &e.values {
                 check_ident(&e.span, "enum value", &v.name)?;
-                if CLASS_NAMES.contains(&v.name.as_str())
-                    || v.name == "value"
-                    || v.name == e.name.name
-                {
-                    return Err(err(
-                        &e.span,
-                        format!(
-                            "enum value '{}' clashes with the generated C++ class",
-                            v.name
-                        ),
-                    ));
+                if CLASS_NAMES.contains(&v.name.as_str()) || v.name == "value" || v.name == e.name.name {
+                    return Err(err(&e.span, format!("enum value '{}' clashes with the generated C++ class", v.name)));
                 }
             }
         }
@@ -284,12 +247,7 @@ impl<'a> Gen<'a> {
                 scc_of.insert(schema.structs[s].name.clone(), i);
             }
         }
-        let g = Gen {
-            input,
-            prefix: opts.package_prefix.clone(),
-            scc_of,
-            sccs,
-        };
+        let g = Gen { input, prefix: opts.package_prefix.clone(), scc_of, sccs };
         // A by-value cycle (a struct containing itself without a variable array in between) cannot be a C++ class.
         for s in input.structs() {
             g.by_value_order(g.scc_of[&s.name])?;
@@ -364,11 +322,7 @@ impl<'a> Gen<'a> {
         let pk = self.package(n);
         if !pk.is_empty() {
             let close: Vec<&str> = pk.iter().map(|_| "}").collect();
-            w.line(format!(
-                "{} // namespace {}",
-                close.join(" "),
-                pk.join("::")
-            ));
+            w.line(format!("{} // namespace {}", close.join(" "), pk.join("::")));
         }
     }
 
@@ -446,11 +400,7 @@ impl<'a> Gen<'a> {
     fn member_decl(&self, m: &Member) -> String {
         let t = self.elem_type(&m.ty);
         if m.all_dims_fixed() {
-            let dims: String = m
-                .dims
-                .iter()
-                .map(|d| format!("[{}]", fixed_len(d)))
-                .collect();
+            let dims: String = m.dims.iter().map(|d| format!("[{}]", fixed_len(d))).collect();
             format!("{t} {}{dims};", m.name)
         } else {
             let mut t = format!(" {t} ");
@@ -500,11 +450,7 @@ impl<'a> Gen<'a> {
         let order = self.by_value_order(scc)?;
         let structs = &self.schema().structs;
         let mut group: Vec<&Struct> = order.iter().map(|&i| &structs[i]).collect();
-        let first = group
-            .iter()
-            .map(|s| s.name.clone())
-            .min()
-            .expect("a component is never empty");
+        let first = group.iter().map(|s| s.name.clone()).min().expect("a component is never empty");
         let in_group: BTreeSet<TypeName> = group.iter().map(|s| s.name.clone()).collect();
 
         let mut w = CodeWriter::new("    ");
@@ -512,7 +458,10 @@ impl<'a> Gen<'a> {
         if group.len() > 1 {
             let names: Vec<String> = group.iter().map(|s| s.name.full()).collect();
             w.line("//");
-            w.line(format!("// These types refer to each other, so each of their headers holds all of them: {}.", names.join(", ")));
+            w.line(format!(
+                "// These types refer to each other, so each of their headers holds all of them: {}.",
+                names.join(", ")
+            ));
         }
         let guard = self.guard(&first);
         w.line(format!("#ifndef {guard}"));
@@ -522,11 +471,8 @@ impl<'a> Gen<'a> {
         w.blank();
         w.line("#include <string>");
         w.line("#include <vector>");
-        let needs_limits = group.iter().any(|s| {
-            s.consts
-                .iter()
-                .any(|c| matches!(c.value, ConstValue::Float(f) if !f.is_finite()))
-        });
+        let needs_limits =
+            group.iter().any(|s| s.consts.iter().any(|c| matches!(c.value, ConstValue::Float(f) if !f.is_finite())));
         if needs_limits {
             w.line("#include <limits>");
         }
@@ -586,11 +532,7 @@ impl<'a> Gen<'a> {
         for m in &s.members {
             w.doc("/// ", m.doc.as_deref());
             if !m.dims.is_empty() {
-                let dims: String = m
-                    .dims
-                    .iter()
-                    .map(|d| format!("[{}]", dim_text(d)))
-                    .collect();
+                let dims: String = m.dims.iter().map(|d| format!("[{}]", dim_text(d))).collect();
                 let tn = match &m.ty {
                     MemberType::Primitive(p) => p.lcm_name().to_owned(),
                     MemberType::Struct(n) | MemberType::Enum(n) => n.full(),
@@ -663,7 +605,10 @@ inline uint64_t _nerve_size() const;"
         let min = self.min_size(&s.name);
         self.open_ns(w, &s.name);
         w.blank();
-        w.line(format!("/// Reads a {} straight from its encoded bytes (see nerve_lcm.hpp for the error style).", s.name));
+        w.line(format!(
+            "/// Reads a {} straight from its encoded bytes (see nerve_lcm.hpp for the error style).",
+            s.name
+        ));
         w.line(format!("class {name}_view"));
         w.line("{");
         w.line("  public:");
@@ -683,30 +628,16 @@ bool ok() const {{ return _nerve_p != 0; }}
         for (k, m) in s.members.iter().enumerate() {
             w.doc("/// ", m.doc.as_deref());
             let _ = k;
-            w.line(format!(
-                "inline {} {}() const;",
-                self.view_result(m),
-                view_accessor(&m.name)
-            ));
+            w.line(format!("inline {} {}() const;", self.view_result(m), view_accessor(&m.name)));
         }
         w.blank();
         w.line("// Element protocol and walking (internal).");
         w.line(format!("typedef {name}_view _nerve_result;"));
-        w.line(format!(
-            "static const bool _nerve_fixed = {};",
-            fixed.is_some()
-        ));
-        w.line(format!(
-            "static const size_t _nerve_size = {}u;",
-            fixed.unwrap_or(0)
-        ));
+        w.line(format!("static const bool _nerve_fixed = {};", fixed.is_some()));
+        w.line(format!("static const size_t _nerve_size = {}u;", fixed.unwrap_or(0)));
         w.line(format!("static const size_t _nerve_min = {min}u;"));
-        w.line(format!(
-            "static {name}_view _nerve_invalid() {{ return {name}_view(); }}"
-        ));
-        w.line(format!(
-            "static inline {name}_view _nerve_make(const uint8_t *_p, const uint8_t *_e);"
-        ));
+        w.line(format!("static {name}_view _nerve_invalid() {{ return {name}_view(); }}"));
+        w.line(format!("static inline {name}_view _nerve_make(const uint8_t *_p, const uint8_t *_e);"));
         w.line("static inline const uint8_t *_nerve_skip(const uint8_t *_p, const uint8_t *_e, unsigned _depth);");
         w.line("static inline const uint8_t *_nerve_walk(const uint8_t *_p, const uint8_t *_e, unsigned _idx, unsigned _depth);");
         w.line("const uint8_t *_nerve_p;");
@@ -794,18 +725,14 @@ inline int {name}::_decodeNoHash(const void *buf, int offset, int maxlen)
                 _ => None,
             })
             .collect();
-        w.line(format!(
-            "inline uint64_t {name}::_computeHash(const nerve_lcm::hash_ptr *p)"
-        ));
+        w.line(format!("inline uint64_t {name}::_computeHash(const nerve_lcm::hash_ptr *p)"));
         w.block("{", "}", |w| {
             w.line("for (const nerve_lcm::hash_ptr *fp = p; fp; fp = fp->parent)");
             w.line(format!("    if (fp->v == {name}::getHash) return 0;"));
             if children.is_empty() {
                 w.line(format!("uint64_t hash = 0x{:016x}ULL;", s.base_hash));
             } else {
-                w.line(format!(
-                    "const nerve_lcm::hash_ptr cp = {{ p, {name}::getHash }};"
-                ));
+                w.line(format!("const nerve_lcm::hash_ptr cp = {{ p, {name}::getHash }};"));
                 w.line(format!("uint64_t hash = 0x{:016x}ULL", s.base_hash));
                 for c in &children {
                     w.line(format!("    + {}::_computeHash(&cp)", self.qual(c)));
@@ -826,9 +753,7 @@ inline int {name}::_decodeNoHash(const void *buf, int offset, int maxlen)
 
     fn fixed_methods(&self, w: &mut CodeWriter, s: &Struct, size: usize) {
         let name = &s.name.name;
-        w.line(format!(
-            "inline uint8_t *{name}::_nerve_encode_fixed(uint8_t *_p) const"
-        ));
+        w.line(format!("inline uint8_t *{name}::_nerve_encode_fixed(uint8_t *_p) const"));
         w.block("{", "}", |w| {
             for m in &s.members {
                 self.fixed_member(w, m, true);
@@ -836,9 +761,7 @@ inline int {name}::_decodeNoHash(const void *buf, int offset, int maxlen)
             w.line("return _p;");
         });
         w.blank();
-        w.line(format!(
-            "inline const uint8_t *{name}::_nerve_decode_fixed(const uint8_t *_p)"
-        ));
+        w.line(format!("inline const uint8_t *{name}::_nerve_decode_fixed(const uint8_t *_p)"));
         w.block("{", "}", |w| {
             for m in &s.members {
                 self.fixed_member(w, m, false);
@@ -888,9 +811,7 @@ inline uint64_t {name}::_nerve_size() const
     fn variable_methods(&self, w: &mut CodeWriter, s: &Struct) {
         let name = &s.name.name;
         let segs = self.segments(s);
-        w.line(format!(
-            "inline uint8_t *{name}::_nerve_encode(uint8_t *_p, uint8_t *_e) const"
-        ));
+        w.line(format!("inline uint8_t *{name}::_nerve_encode(uint8_t *_p, uint8_t *_e) const"));
         w.block("{", "}", |w| {
             for (run, size) in &segs {
                 match size {
@@ -906,7 +827,9 @@ inline uint64_t {name}::_nerve_size() const
             w.line("return _p;");
         });
         w.blank();
-        w.line(format!("inline const uint8_t *{name}::_nerve_decode(const uint8_t *_p, const uint8_t *_e, unsigned _depth)"));
+        w.line(format!(
+            "inline const uint8_t *{name}::_nerve_decode(const uint8_t *_p, const uint8_t *_e, unsigned _depth)"
+        ));
         w.block("{", "}", |w| {
             w.line("if (_depth > NERVE_LCM_MAX_DEPTH) return 0;");
             for (run, size) in &segs {
@@ -958,16 +881,12 @@ inline uint64_t {name}::_nerve_size() const
                 let inner = inner[0];
                 let mut idx = String::new();
                 for (k, len) in outer.iter().enumerate() {
-                    w.line(format!(
-                        "for (size_t _i{k} = 0; _i{k} < {len}u; ++_i{k}) {{"
-                    ));
+                    w.line(format!("for (size_t _i{k} = 0; _i{k} < {len}u; ++_i{k}) {{"));
                     w.indent();
                     let _ = write!(idx, "[_i{k}]");
                 }
                 if encode {
-                    w.line(format!(
-                        "_p = nerve_lcm::store_n(_p, &{base}{idx}[0], {inner}u);"
-                    ));
+                    w.line(format!("_p = nerve_lcm::store_n(_p, &{base}{idx}[0], {inner}u);"));
                 } else {
                     w.line(format!("nerve_lcm::load_n(&{base}{idx}[0], _p, {inner}u);"));
                     w.line(format!("_p += {};", inner * sz));
@@ -980,9 +899,7 @@ inline uint64_t {name}::_nerve_size() const
             MemberType::Struct(_) | MemberType::Enum(_) => {
                 let mut idx = String::new();
                 for (k, len) in lens.iter().enumerate() {
-                    w.line(format!(
-                        "for (size_t _i{k} = 0; _i{k} < {len}u; ++_i{k}) {{"
-                    ));
+                    w.line(format!("for (size_t _i{k} = 0; _i{k} < {len}u; ++_i{k}) {{"));
                     w.indent();
                     let _ = write!(idx, "[_i{k}]");
                 }
@@ -1016,11 +933,7 @@ inline uint64_t {name}::_nerve_size() const
                 }
             }
         }
-        w.line(format!(
-            "const uint64_t _d[{}] = {{ {} }};",
-            m.dims.len(),
-            items.join(", ")
-        ));
+        w.line(format!("const uint64_t _d[{}] = {{ {} }};", m.dims.len(), items.join(", ")));
     }
 
     fn variable_encode(&self, w: &mut CodeWriter, _s: &Struct, m: &Member) {
@@ -1046,10 +959,7 @@ inline uint64_t {name}::_nerve_size() const
             // C arrays (or a scalar) of variable-size elements.
             let mut idx = String::new();
             for (k, d) in m.dims.iter().enumerate() {
-                w.line(format!(
-                    "for (size_t _i{k} = 0; _i{k} < {}u; ++_i{k}) {{",
-                    fixed_len(d)
-                ));
+                w.line(format!("for (size_t _i{k} = 0; _i{k} < {}u; ++_i{k}) {{", fixed_len(d)));
                 w.indent();
                 let _ = write!(idx, "[_i{k}]");
             }
@@ -1072,20 +982,13 @@ inline uint64_t {name}::_nerve_size() const
         let elem_fixed = self.elem_fixed(&m.ty);
         if let Some(sz) = elem_fixed {
             w.line("uint64_t _t = 1;");
-            w.line(format!(
-                "for (unsigned _k = 0; _k < {rank}u; ++_k) _t = nerve_lcm::sat_mul(_t, _d[_k]);"
-            ));
-            w.line(format!(
-                "if (!nerve_lcm::fits(_t, {sz}u, static_cast<size_t>(_e - _p))) return 0;"
-            ));
+            w.line(format!("for (unsigned _k = 0; _k < {rank}u; ++_k) _t = nerve_lcm::sat_mul(_t, _d[_k]);"));
+            w.line(format!("if (!nerve_lcm::fits(_t, {sz}u, static_cast<size_t>(_e - _p))) return 0;"));
         }
         let mut expr = base.clone();
         for k in 0..rank {
             let v = format!("_v{k}");
-            w.line(format!(
-                "const {} &{v} = {expr};",
-                self.vec_type(&m.ty, rank - k)
-            ));
+            w.line(format!("const {} &{v} = {expr};", self.vec_type(&m.ty, rank - k)));
             w.line(format!("if ({v}.size() < _d[{k}]) return 0;"));
             if k + 1 == rank {
                 match &m.ty {
@@ -1094,13 +997,8 @@ inline uint64_t {name}::_nerve_size() const
                     }
                     _ => {
                         // Locals, so that stores through the byte pointer cannot make the compiler reload them.
-                        w.line(format!(
-                            "const {} *_a{k} = {v}.data();",
-                            self.elem_type(&m.ty)
-                        ));
-                        w.line(format!(
-                            "const size_t _n{k} = static_cast<size_t>(_d[{k}]);"
-                        ));
+                        w.line(format!("const {} *_a{k} = {v}.data();", self.elem_type(&m.ty)));
+                        w.line(format!("const size_t _n{k} = static_cast<size_t>(_d[{k}]);"));
                         w.line(format!("for (size_t _i{k} = 0; _i{k} < _n{k}; ++_i{k}) {{"));
                         w.indent();
                         elem_stmt(w, &format!("_a{k}[_i{k}]"));
@@ -1109,9 +1007,7 @@ inline uint64_t {name}::_nerve_size() const
                     }
                 }
             } else {
-                w.line(format!(
-                    "for (size_t _i{k} = 0; _i{k} < _d[{k}]; ++_i{k}) {{"
-                ));
+                w.line(format!("for (size_t _i{k} = 0; _i{k} < _d[{k}]; ++_i{k}) {{"));
                 w.indent();
             }
             expr = format!("{v}[_i{k}]");
@@ -1154,10 +1050,7 @@ inline uint64_t {name}::_nerve_size() const
         if m.all_dims_fixed() {
             let mut idx = String::new();
             for (k, d) in m.dims.iter().enumerate() {
-                w.line(format!(
-                    "for (size_t _i{k} = 0; _i{k} < {}u; ++_i{k}) {{",
-                    fixed_len(d)
-                ));
+                w.line(format!("for (size_t _i{k} = 0; _i{k} < {}u; ++_i{k}) {{", fixed_len(d)));
                 w.indent();
                 let _ = write!(idx, "[_i{k}]");
             }
@@ -1185,17 +1078,13 @@ inline uint64_t {name}::_nerve_size() const
                 match &m.ty {
                     MemberType::Primitive(p) if *p != Primitive::String => {
                         let sz = p.wire_size().unwrap_or(1);
-                        w.line(format!(
-                            "nerve_lcm::load_n({v}.data(), _p, static_cast<size_t>(_d[{k}]));"
-                        ));
+                        w.line(format!("nerve_lcm::load_n({v}.data(), _p, static_cast<size_t>(_d[{k}]));"));
                         w.line(format!("_p += static_cast<size_t>(_d[{k}]) * {sz}u;"));
                     }
                     _ => {
                         // Locals: the compiler need not reload them in the loop.
                         w.line(format!("{} *_a{k} = {v}.data();", self.elem_type(&m.ty)));
-                        w.line(format!(
-                            "const size_t _n{k} = static_cast<size_t>(_d[{k}]);"
-                        ));
+                        w.line(format!("const size_t _n{k} = static_cast<size_t>(_d[{k}]);"));
                         w.line(format!("for (size_t _i{k} = 0; _i{k} < _n{k}; ++_i{k}) {{"));
                         w.indent();
                         elem_stmt(w, &format!("_a{k}[_i{k}]"));
@@ -1204,9 +1093,7 @@ inline uint64_t {name}::_nerve_size() const
                     }
                 }
             } else {
-                w.line(format!(
-                    "for (size_t _i{k} = 0; _i{k} < _d[{k}]; ++_i{k}) {{"
-                ));
+                w.line(format!("for (size_t _i{k} = 0; _i{k} < _d[{k}]; ++_i{k}) {{"));
                 w.indent();
             }
             expr = format!("{v}[_i{k}]");
@@ -1229,17 +1116,11 @@ inline uint64_t {name}::_nerve_size() const
         if m.all_dims_fixed() {
             let mut idx = String::new();
             for (k, d) in m.dims.iter().enumerate() {
-                w.line(format!(
-                    "for (size_t _i{k} = 0; _i{k} < {}u; ++_i{k}) {{",
-                    fixed_len(d)
-                ));
+                w.line(format!("for (size_t _i{k} = 0; _i{k} < {}u; ++_i{k}) {{", fixed_len(d)));
                 w.indent();
                 let _ = write!(idx, "[_i{k}]");
             }
-            w.line(format!(
-                "_n = nerve_lcm::sat_add(_n, {});",
-                elem_expr(&format!("{base}{idx}"))
-            ));
+            w.line(format!("_n = nerve_lcm::sat_add(_n, {});", elem_expr(&format!("{base}{idx}"))));
             for _ in &m.dims {
                 w.dedent();
                 w.line("}");
@@ -1252,30 +1133,18 @@ inline uint64_t {name}::_nerve_size() const
         let rank = m.dims.len();
         if let Some(sz) = elem_fixed {
             w.line("uint64_t _t = 1;");
-            w.line(format!(
-                "for (unsigned _k = 0; _k < {rank}u; ++_k) _t = nerve_lcm::sat_mul(_t, _d[_k]);"
-            ));
-            w.line(format!(
-                "_n = nerve_lcm::sat_add(_n, nerve_lcm::sat_mul(_t, {sz}u));"
-            ));
+            w.line(format!("for (unsigned _k = 0; _k < {rank}u; ++_k) _t = nerve_lcm::sat_mul(_t, _d[_k]);"));
+            w.line(format!("_n = nerve_lcm::sat_add(_n, nerve_lcm::sat_mul(_t, {sz}u));"));
         } else {
             let mut expr = base.clone();
             for k in 0..rank {
                 let v = format!("_v{k}");
-                w.line(format!(
-                    "const {} &{v} = {expr};",
-                    self.vec_type(&m.ty, rank - k)
-                ));
-                w.line(format!(
-                    "for (size_t _i{k} = 0; _i{k} < _d[{k}] && _i{k} < {v}.size(); ++_i{k}) {{"
-                ));
+                w.line(format!("const {} &{v} = {expr};", self.vec_type(&m.ty, rank - k)));
+                w.line(format!("for (size_t _i{k} = 0; _i{k} < _d[{k}] && _i{k} < {v}.size(); ++_i{k}) {{"));
                 w.indent();
                 expr = format!("{v}[_i{k}]");
             }
-            w.line(format!(
-                "_n = nerve_lcm::sat_add(_n, {});",
-                elem_expr(&expr)
-            ));
+            w.line(format!("_n = nerve_lcm::sat_add(_n, {});", elem_expr(&expr)));
             for _ in 0..rank {
                 w.dedent();
                 w.line("}");
@@ -1427,18 +1296,11 @@ inline const uint8_t *{v}::_nerve_skip(const uint8_t *_p, const uint8_t *_e, uns
         // Accessors.
         for (k, m) in s.members.iter().enumerate() {
             let ret = self.view_result(m);
-            w.line(format!(
-                "inline {ret} {v}::{}() const",
-                view_accessor(&m.name)
-            ));
+            w.line(format!("inline {ret} {v}::{}() const", view_accessor(&m.name)));
             w.block("{", "}", |w| {
                 match offs[k] {
-                    Some(o) => w.line(format!(
-                        "const uint8_t *_s = _nerve_p ? _nerve_p + {o} : 0;"
-                    )),
-                    None => w.line(format!(
-                        "const uint8_t *_s = _nerve_walk(_nerve_p, _nerve_end, {k}u, 0);"
-                    )),
+                    Some(o) => w.line(format!("const uint8_t *_s = _nerve_p ? _nerve_p + {o} : 0;")),
+                    None => w.line(format!("const uint8_t *_s = _nerve_walk(_nerve_p, _nerve_end, {k}u, 0);")),
                 };
                 let e = self.view_elem(&m.ty);
                 if m.dims.is_empty() {
@@ -1452,16 +1314,10 @@ inline const uint8_t *{v}::_nerve_skip(const uint8_t *_p, const uint8_t *_e, uns
                         Dim::Fixed { len, .. } => items.push(format!("{len}")),
                         Dim::Variable { member } => {
                             let cm = s.member(member).expect("checked dimension member");
-                            let ci = s
-                                .members
-                                .iter()
-                                .position(|x| x.name == *member)
-                                .unwrap_or(0);
+                            let ci = s.members.iter().position(|x| x.name == *member).unwrap_or(0);
                             let t = prim_type(cm.ty.primitive().expect("counts are integers"));
                             match offs[ci] {
-                                Some(o) => {
-                                    items.push(format!("nerve_lcm::load<{t}>(_nerve_p + {o})"))
-                                }
+                                Some(o) => items.push(format!("nerve_lcm::load<{t}>(_nerve_p + {o})")),
                                 None => {
                                     w.line(format!(
                                         "const nerve_lcm::maybe<{t}> _c_{member} = {}();",
@@ -1474,11 +1330,7 @@ inline const uint8_t *{v}::_nerve_skip(const uint8_t *_p, const uint8_t *_e, uns
                         }
                     }
                 }
-                w.line(format!(
-                    "const int64_t _d[{}] = {{ {} }};",
-                    m.dims.len(),
-                    items.join(", ")
-                ));
+                w.line(format!("const int64_t _d[{}] = {{ {} }};", m.dims.len(), items.join(", ")));
                 w.line(format!("return {ret}::_nerve_make(_s, _nerve_end, _d);"));
             });
             w.blank();
@@ -1511,11 +1363,7 @@ inline const uint8_t *{v}::_nerve_skip(const uint8_t *_p, const uint8_t *_e, uns
         w.line("int32_t value;");
         w.blank();
         for v in &e.values {
-            w.line(format!(
-                "static constexpr int32_t {} = {};",
-                v.name,
-                int_literal(i64::from(v.value), false)
-            ));
+            w.line(format!("static constexpr int32_t {} = {};", v.name, int_literal(i64::from(v.value), false)));
         }
         w.blank();
         w.lines(format!(
@@ -1603,10 +1451,7 @@ fn fixed_len(d: &Dim) -> usize {
 
 fn dim_text(d: &Dim) -> String {
     match d {
-        Dim::Fixed {
-            const_name: Some(c),
-            ..
-        } => c.clone(),
+        Dim::Fixed { const_name: Some(c), .. } => c.clone(),
         Dim::Fixed { hash_text, .. } => hash_text.clone(),
         Dim::Variable { member } => member.clone(),
     }
@@ -1628,11 +1473,7 @@ fn const_decl(ty: Primitive, name: &str, value: ConstValue, text: &str) -> Strin
     let lit = match value {
         ConstValue::Int(v) => int_literal(v, ty == Primitive::Int64),
         ConstValue::Float(f) => {
-            let ft = if ty == Primitive::Float {
-                "float"
-            } else {
-                "double"
-            };
+            let ft = if ty == Primitive::Float { "float" } else { "double" };
             if f.is_nan() {
                 format!("std::numeric_limits<{ft}>::quiet_NaN()")
             } else if f.is_infinite() {
@@ -1658,12 +1499,7 @@ fn const_decl(ty: Primitive, name: &str, value: ConstValue, text: &str) -> Strin
 /// Strongly connected components of the struct graph (Tarjan), each a list of indices into `schema.structs`.
 fn tarjan(schema: &nerve_types::Schema) -> Vec<Vec<usize>> {
     let n = schema.structs.len();
-    let index_of: HashMap<&TypeName, usize> = schema
-        .structs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (&s.name, i))
-        .collect();
+    let index_of: HashMap<&TypeName, usize> = schema.structs.iter().enumerate().map(|(i, s)| (&s.name, i)).collect();
     let edges: Vec<Vec<usize>> = schema
         .structs
         .iter()
@@ -1714,14 +1550,8 @@ fn tarjan(schema: &nerve_types::Schema) -> Vec<Vec<usize>> {
             st.out.push(comp);
         }
     }
-    let mut st = St {
-        index: vec![None; n],
-        low: vec![0; n],
-        on: vec![false; n],
-        stack: Vec::new(),
-        next: 0,
-        out: Vec::new(),
-    };
+    let mut st =
+        St { index: vec![None; n], low: vec![0; n], on: vec![false; n], stack: Vec::new(), next: 0, out: Vec::new() };
     for v in 0..n {
         if st.index[v].is_none() {
             strong(v, &edges, &mut st);

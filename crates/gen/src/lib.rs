@@ -20,7 +20,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use nerve_types::{Checked, Layout, Span, Struct, Enum};
+use nerve_types::{Checked, Enum, Layout, Span, Struct};
 
 pub mod writer;
 

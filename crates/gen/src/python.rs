@@ -66,10 +66,9 @@ pub const RUNTIME_MODULE: &str = include_str!("../runtime/python/nerve_lcm.py");
 pub const RUNTIME_MODULE_NAME: &str = "nerve_lcm.py";
 
 const PY_KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
 ];
 
 /// Class attributes every generated class has: a member or const with one of these names would clash.
@@ -96,12 +95,7 @@ const ZERO_SIZE_SLACK: usize = 65536;
 /// Generates one module per input struct and enum, `__init__.py` files, and `nerve_lcm.py`.
 pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
     let schema = &input.checked.schema;
-    let prefix: Vec<String> = opts
-        .package_prefix
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let prefix: Vec<String> = opts.package_prefix.split('.').filter(|s| !s.is_empty()).map(str::to_owned).collect();
     for p in &prefix {
         check_ident(p, &Span::default(), "package prefix component")?;
     }
@@ -110,45 +104,22 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     let mut packages: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
     for st in input.structs() {
         check_struct(st)?;
-        let g = Gen {
-            schema,
-            input,
-            prefix: &prefix,
-        };
+        let g = Gen { schema, input, prefix: &prefix };
         let pkg = g.py_package(&st.name);
-        files.push(GeneratedFile {
-            path: module_path(&pkg, &st.name.name),
-            contents: g.struct_module(st),
-        });
+        files.push(GeneratedFile { path: module_path(&pkg, &st.name.name), contents: g.struct_module(st) });
         register(&mut packages, pkg, &st.name.name);
     }
     for en in input.enums() {
         check_type_name(&en.name, &en.span)?;
         for v in &en.values {
             check_ident(&v.name, &en.span, "enum value")?;
-            if v.name == "value"
-                || RESERVED_MEMBERS.contains(&v.name.as_str())
-                || v.name.starts_with("_nerve")
-            {
-                return Err(err(
-                    &en.span,
-                    format!(
-                        "enum value name '{}' clashes with the generated class",
-                        v.name
-                    ),
-                ));
+            if v.name == "value" || RESERVED_MEMBERS.contains(&v.name.as_str()) || v.name.starts_with("_nerve") {
+                return Err(err(&en.span, format!("enum value name '{}' clashes with the generated class", v.name)));
             }
         }
-        let g = Gen {
-            schema,
-            input,
-            prefix: &prefix,
-        };
+        let g = Gen { schema, input, prefix: &prefix };
         let pkg = g.py_package(&en.name);
-        files.push(GeneratedFile {
-            path: module_path(&pkg, &en.name.name),
-            contents: enum_module(en),
-        });
+        files.push(GeneratedFile { path: module_path(&pkg, &en.name.name), contents: enum_module(en) });
         register(&mut packages, pkg, &en.name.name);
     }
     if opts.python_init {
@@ -167,16 +138,10 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
             }
             let mut path: PathBuf = pkg.iter().collect();
             path.push("__init__.py");
-            files.push(GeneratedFile {
-                path,
-                contents: w.finish(),
-            });
+            files.push(GeneratedFile { path, contents: w.finish() });
         }
     }
-    files.push(GeneratedFile {
-        path: RUNTIME_MODULE_NAME.into(),
-        contents: RUNTIME_MODULE.to_owned(),
-    });
+    files.push(GeneratedFile { path: RUNTIME_MODULE_NAME.into(), contents: RUNTIME_MODULE.to_owned() });
     Ok(files)
 }
 
@@ -194,11 +159,7 @@ fn module_path(pkg: &[String], name: &str) -> PathBuf {
 }
 
 fn err(span: &Span, message: String) -> GenError {
-    GenError {
-        span: span.clone(),
-        language: "python",
-        message,
-    }
+    GenError { span: span.clone(), language: "python", message }
 }
 
 fn is_ident(s: &str) -> bool {
@@ -211,10 +172,7 @@ fn is_ident(s: &str) -> bool {
 
 fn check_ident(name: &str, span: &Span, what: &str) -> Result<(), GenError> {
     if !is_ident(name) {
-        return Err(err(
-            span,
-            format!("{what} '{name}' is not a Python identifier"),
-        ));
+        return Err(err(span, format!("{what} '{name}' is not a Python identifier")));
     }
     if PY_KEYWORDS.contains(&name) {
         return Err(err(span, format!("{what} '{name}' is a Python keyword")));
@@ -228,19 +186,10 @@ fn check_type_name(name: &TypeName, span: &Span) -> Result<(), GenError> {
     }
     check_ident(&name.name, span, "type name")?;
     if name.name.starts_with("_nv") {
-        return Err(err(
-            span,
-            format!(
-                "type name '{}' clashes with generated names (_nv...)",
-                name.name
-            ),
-        ));
+        return Err(err(span, format!("type name '{}' clashes with generated names (_nv...)", name.name)));
     }
     if name.package.is_empty() && name.name == "nerve_lcm" {
-        return Err(err(
-            span,
-            "type name 'nerve_lcm' clashes with the runtime module".into(),
-        ));
+        return Err(err(span, "type name 'nerve_lcm' clashes with the runtime module".into()));
     }
     Ok(())
 }
@@ -251,10 +200,7 @@ fn check_member_name(name: &str, span: &Span, what: &str) -> Result<(), GenError
         || name.starts_with("_nerve")
         || (name.starts_with("__") && name.ends_with("__"))
     {
-        return Err(err(
-            span,
-            format!("{what} '{name}' clashes with a method or attribute of the generated class"),
-        ));
+        return Err(err(span, format!("{what} '{name}' clashes with a method or attribute of the generated class")));
     }
     Ok(())
 }
@@ -310,9 +256,7 @@ fn const_literal(ty: Primitive, text: &str, value: ConstValue) -> String {
     let t = text.trim();
     let body = t.strip_prefix('-').unwrap_or(t);
     let is_int = |b: &str| {
-        (b == "0"
-            || (b.starts_with(|c: char| ('1'..='9').contains(&c))
-                && b.chars().all(|c| c.is_ascii_digit())))
+        (b == "0" || (b.starts_with(|c: char| ('1'..='9').contains(&c)) && b.chars().all(|c| c.is_ascii_digit())))
             || ((b.starts_with("0x") || b.starts_with("0X"))
                 && b.len() > 2
                 && b[2..].chars().all(|c| c.is_ascii_hexdigit()))
@@ -501,8 +445,7 @@ impl<'a> Gen<'a> {
     /// Whether arrays of this struct can be one numpy structured array: fixed size > 0, only non-string primitives
     /// and such structs inside.
     fn records_ok(&self, name: &TypeName) -> bool {
-        self.records_ok_inner(name, &mut Vec::new())
-            && self.input.layout.fixed_size(name).is_some_and(|s| s > 0)
+        self.records_ok_inner(name, &mut Vec::new()) && self.input.layout.fixed_size(name).is_some_and(|s| s > 0)
     }
 
     fn records_ok_inner(&self, name: &TypeName, path: &mut Vec<TypeName>) -> bool {
@@ -527,10 +470,7 @@ impl<'a> Gen<'a> {
 
     /// The numpy structured dtype description (a Python list literal) of a records-ok struct.
     fn dtype_desc(&self, name: &TypeName) -> String {
-        let st = self
-            .schema
-            .struct_named(name)
-            .expect("records_ok checked it");
+        let st = self.schema.struct_named(name).expect("records_ok checked it");
         let fields: Vec<String> = st
             .members
             .iter()
@@ -606,30 +546,17 @@ impl<'a> Gen<'a> {
         body.blank();
         for c in &st.consts {
             body.doc("# ", c.doc.as_deref());
-            body.line(format!(
-                "{} = {}",
-                c.name,
-                const_literal(c.ty, &c.text, c.value)
-            ));
+            body.line(format!("{} = {}", c.name, const_literal(c.ty, &c.text, c.value)));
         }
         if !st.consts.is_empty() {
             body.blank();
         }
-        body.line(format!(
-            "_packed_fingerprint = {}",
-            py_bytes(&st.fingerprint.to_be_bytes())
-        ));
+        body.line(format!("_packed_fingerprint = {}", py_bytes(&st.fingerprint.to_be_bytes())));
         let fixed = self.input.layout.fixed_size(&st.name);
-        body.line(format!(
-            "_nerve_size = {}",
-            fixed.map_or("None".to_owned(), |s| s.to_string())
-        ));
+        body.line(format!("_nerve_size = {}", fixed.map_or("None".to_owned(), |s| s.to_string())));
         let records = self.records_ok(&st.name);
         if records {
-            body.line(format!(
-                "_nerve_dtype = _np.dtype({})",
-                self.dtype_desc(&st.name)
-            ));
+            body.line(format!("_nerve_dtype = _np.dtype({})", self.dtype_desc(&st.name)));
         } else {
             body.line("_nerve_dtype = None");
         }
@@ -660,10 +587,7 @@ impl<'a> Gen<'a> {
         body.indent().line("raise").dedent();
         body.line("except _struct.error as e:");
         body.indent()
-            .line(format!(
-                "raise _rt.EncodeError({}+ str(e)) from None",
-                py_str(&format!("{full}: "))
-            ))
+            .line(format!("raise _rt.EncodeError({}+ str(e)) from None", py_str(&format!("{full}: "))))
             .dedent();
         body.line("return b\"\".join(parts)");
         body.dedent().blank();
@@ -688,28 +612,17 @@ impl<'a> Gen<'a> {
         body.indent().line("data = _rt.as_bytes(data)").dedent();
         body.line(format!("if data[:8] != {cls}._packed_fingerprint:"));
         body.indent()
-            .line(format!(
-                "raise _rt.bad_fingerprint(data, 0x{:016x}, {})",
-                st.fingerprint,
-                py_str(&full)
-            ))
+            .line(format!("raise _rt.bad_fingerprint(data, 0x{:016x}, {})", st.fingerprint, py_str(&full)))
             .dedent();
         body.line("try:");
-        body.indent()
-            .line(format!("return {cls}._nerve_dec(data, 8)[0]"))
-            .dedent();
+        body.indent().line(format!("return {cls}._nerve_dec(data, 8)[0]")).dedent();
         body.line("except RecursionError:");
-        body.indent()
-            .line(format!("raise _rt.too_deep({}) from None", py_str(&full)))
-            .dedent();
+        body.indent().line(format!("raise _rt.too_deep({}) from None", py_str(&full))).dedent();
         body.dedent().blank();
 
         body.line("@staticmethod");
         body.line("def _decode_one(buf):");
-        body.indent()
-            .line(format!("return _rt.decode_one({cls}, buf)"))
-            .dedent()
-            .blank();
+        body.indent().line(format!("return _rt.decode_one({cls}, buf)")).dedent().blank();
 
         body.line("@staticmethod");
         body.line("def _nerve_dec(data, off):");
@@ -730,30 +643,22 @@ impl<'a> Gen<'a> {
             .members
             .iter()
             .filter_map(|m| match &m.ty {
-                MemberType::Struct(n) | MemberType::Enum(n) => Some(format!(
-                    " + {}._get_hash_recursive(newparents)",
-                    md.class(n)
-                )),
+                MemberType::Struct(n) | MemberType::Enum(n) => {
+                    Some(format!(" + {}._get_hash_recursive(newparents)", md.class(n)))
+                }
                 MemberType::Primitive(_) => None,
             })
             .collect();
         if !nested.is_empty() {
             body.line(format!("newparents = parents + [{cls}]"));
         }
-        body.line(format!(
-            "tmphash = (0x{:016x}{}) & 0xffffffffffffffff",
-            st.base_hash,
-            nested.join("")
-        ));
+        body.line(format!("tmphash = (0x{:016x}{}) & 0xffffffffffffffff", st.base_hash, nested.join("")));
         body.line("tmphash = (((tmphash << 1) & 0xffffffffffffffff) + (tmphash >> 63)) & 0xffffffffffffffff");
         body.line("return tmphash");
         body.dedent().blank();
         body.line("@staticmethod");
         body.line("def _get_packed_fingerprint():");
-        body.indent()
-            .line(format!("return {cls}._packed_fingerprint"))
-            .dedent()
-            .blank();
+        body.indent().line(format!("return {cls}._packed_fingerprint")).dedent().blank();
         body.line("def get_hash(self):");
         body.indent()
             .line("\"\"\"The LCM fingerprint of the type.\"\"\"")
@@ -804,18 +709,12 @@ impl<'a> Gen<'a> {
             })
             .collect();
         let mut tail = CodeWriter::new("    ");
-        tail.line(
-            "# Classes this one uses (imported last, so that types that use each other can load).",
-        );
+        tail.line("# Classes this one uses (imported last, so that types that use each other can load).");
         for (i, n) in md.imports.iter().enumerate() {
             if n == &st.name {
                 tail.line(format!("_nv_t{i} = {cls}"));
             } else {
-                tail.line(format!(
-                    "from {} import {} as _nv_t{i}",
-                    self.py_module(n),
-                    n.name
-                ));
+                tail.line(format!("from {} import {} as _nv_t{i}", self.py_module(n), n.name));
             }
         }
         tail.blank();
@@ -852,17 +751,8 @@ impl<'a> Gen<'a> {
                 }
             }
             Kind::PrimArray(p) => {
-                let shape: Vec<String> = m
-                    .dims
-                    .iter()
-                    .map(|d| {
-                        if d.is_fixed() {
-                            fixed_len(d).to_string()
-                        } else {
-                            "0".into()
-                        }
-                    })
-                    .collect();
+                let shape: Vec<String> =
+                    m.dims.iter().map(|d| if d.is_fixed() { fixed_len(d).to_string() } else { "0".into() }).collect();
                 if p == Primitive::Byte && m.dims.len() == 1 {
                     format!("bytes({})", shape[0])
                 } else {
@@ -898,11 +788,7 @@ impl<'a> Gen<'a> {
             Primitive::Boolean => {
                 format!("ap(_rt.bool_array_bytes(self.{}, {shape}, {what}))", m.name)
             }
-            _ => format!(
-                "ap(_rt.array_bytes(self.{}, {}, {shape}, {what}))",
-                m.name,
-                dtype_var(p)
-            ),
+            _ => format!("ap(_rt.array_bytes(self.{}, {}, {shape}, {what}))", m.name, dtype_var(p)),
         }
     }
 
@@ -912,9 +798,7 @@ impl<'a> Gen<'a> {
         // a list longer than the array, each member again through the checked path).
         let mut run: Vec<(&Member, Primitive, Option<usize>)> = Vec::new();
         let mut any = false;
-        let flush = |run: &mut Vec<(&Member, Primitive, Option<usize>)>,
-                     w: &mut CodeWriter,
-                     md: &mut Module| {
+        let flush = |run: &mut Vec<(&Member, Primitive, Option<usize>)>, w: &mut CodeWriter, md: &mut Module| {
             if run.is_empty() {
                 return;
             }
@@ -978,9 +862,7 @@ impl<'a> Gen<'a> {
                     w.line(format!("if v.__class__ is {c}:"));
                     w.indent().line("v._nerve_enc(ap)").dedent();
                     w.line("else:");
-                    w.indent()
-                        .line(format!("_rt.encode_other(v, {c}, ap, {what})"))
-                        .dedent();
+                    w.indent().line(format!("_rt.encode_other(v, {c}, ap, {what})")).dedent();
                 }
                 Kind::Tuple(p, n) => run.push((m, p, Some(n))),
                 Kind::PrimArray(p) => {
@@ -1010,9 +892,7 @@ impl<'a> Gen<'a> {
             let last = i + 1 == n;
             if last && is_struct {
                 let c = md.class(type_name(&m.ty));
-                w.line(format!(
-                    "_rt.encode_struct_list(a{i}, c{i}, {c}, ap, {what})"
-                ));
+                w.line(format!("_rt.encode_struct_list(a{i}, c{i}, {c}, ap, {what})"));
                 break;
             }
             w.line(format!("_rt.check_len(a{i}, c{i}, {what})"));
@@ -1034,9 +914,7 @@ impl<'a> Gen<'a> {
                         w.line(format!("if v.__class__ is {c}:"));
                         w.indent().line("v._nerve_enc(ap)").dedent();
                         w.line("else:");
-                        w.indent()
-                            .line(format!("_rt.encode_other(v, {c}, ap, {what})"))
-                            .dedent();
+                        w.indent().line(format!("_rt.encode_other(v, {c}, ap, {what})")).dedent();
                     }
                 }
             }
@@ -1062,9 +940,7 @@ impl<'a> Gen<'a> {
         w.indent();
         // A run: scalars and tuples (small fixed arrays), read with one `unpack_from`; a tuple is a slice of it.
         let mut run: Vec<(&Member, Primitive, Option<usize>)> = Vec::new();
-        let flush = |run: &mut Vec<(&Member, Primitive, Option<usize>)>,
-                     w: &mut CodeWriter,
-                     md: &mut Module| {
+        let flush = |run: &mut Vec<(&Member, Primitive, Option<usize>)>, w: &mut CodeWriter, md: &mut Module| {
             if run.is_empty() {
                 return;
             }
@@ -1083,14 +959,8 @@ impl<'a> Gen<'a> {
                     w.line(format!("o.{} = {s}.unpack_from(data, off)", m.name));
                 }
                 _ if run.iter().all(|(_, _, len)| len.is_none()) => {
-                    let targets: Vec<String> = run
-                        .iter()
-                        .map(|(m, _, _)| format!("o.{}", m.name))
-                        .collect();
-                    w.line(format!(
-                        "{}, = {s}.unpack_from(data, off)",
-                        targets.join(", ")
-                    ));
+                    let targets: Vec<String> = run.iter().map(|(m, _, _)| format!("o.{}", m.name)).collect();
+                    w.line(format!("{}, = {s}.unpack_from(data, off)", targets.join(", ")));
                 }
                 _ => {
                     w.line(format!("t = {s}.unpack_from(data, off)"));
@@ -1129,12 +999,7 @@ impl<'a> Gen<'a> {
                 Kind::PrimArray(p) => {
                     flush(&mut run, w, md);
                     self.emit_counts(m, w, &full, &what);
-                    let fixed: usize = m
-                        .dims
-                        .iter()
-                        .filter(|d| d.is_fixed())
-                        .map(fixed_len)
-                        .product();
+                    let fixed: usize = m.dims.iter().filter(|d| d.is_fixed()).map(fixed_len).product();
                     let size = p.wire_size().unwrap_or(1) * fixed;
                     let count = count_expr(m, fixed);
                     let var = m.dims.iter().any(|d| !d.is_fixed());
@@ -1145,9 +1010,7 @@ impl<'a> Gen<'a> {
                     };
                     w.line(format!("e = {end}"));
                     w.line("if e > ln:");
-                    w.indent()
-                        .line(format!("raise _rt.truncated(data, off, {full})"))
-                        .dedent();
+                    w.indent().line(format!("raise _rt.truncated(data, off, {full})")).dedent();
                     let shape: Vec<String> = (0..m.dims.len()).map(|i| format!("c{i}")).collect();
                     let shape = format!("({},)", shape.join(", "));
                     let value = match p {
@@ -1175,13 +1038,9 @@ impl<'a> Gen<'a> {
         flush(&mut run, w, md);
         w.dedent();
         w.line("except _struct.error:");
-        w.indent()
-            .line(format!("raise _rt.truncated(data, off, {full}) from None"))
-            .dedent();
+        w.indent().line(format!("raise _rt.truncated(data, off, {full}) from None")).dedent();
         w.line("except UnicodeDecodeError as ex:");
-        w.indent()
-            .line(format!("raise _rt.bad_utf8(ex, off, {full}) from None"))
-            .dedent();
+        w.indent().line(format!("raise _rt.bad_utf8(ex, off, {full}) from None")).dedent();
         w.line("return o, off");
     }
 
@@ -1191,29 +1050,15 @@ impl<'a> Gen<'a> {
             w.line(format!("c{i} = {}", Self::dim_expr(d, "o")));
             if !d.is_fixed() {
                 w.line(format!("if c{i} < 0:"));
-                w.indent()
-                    .line(format!("raise _rt.bad_count({what}, c{i}, off, {full})"))
-                    .dedent();
+                w.indent().line(format!("raise _rt.bad_count({what}, c{i}, off, {full})")).dedent();
             }
         }
     }
 
-    fn emit_decode_obj_array(
-        &self,
-        m: &Member,
-        w: &mut CodeWriter,
-        md: &mut Module,
-        full: &str,
-        what: &str,
-    ) {
+    fn emit_decode_obj_array(&self, m: &Member, w: &mut CodeWriter, md: &mut Module, full: &str, what: &str) {
         self.emit_counts(m, w, full, what);
         let n = m.dims.len();
-        let fixed: usize = m
-            .dims
-            .iter()
-            .filter(|d| d.is_fixed())
-            .map(fixed_len)
-            .product();
+        let fixed: usize = m.dims.iter().filter(|d| d.is_fixed()).map(fixed_len).product();
         let count = count_expr(m, fixed);
         let var = m.dims.iter().any(|d| !d.is_fixed());
         // The fast path: a 1-D array of a fixed-size struct stays packed.
@@ -1223,15 +1068,8 @@ impl<'a> Gen<'a> {
                 let c = md.class(sn);
                 w.line(format!("e = off + c0 * {size}"));
                 w.line("if e > ln:");
-                w.indent()
-                    .line(format!(
-                        "raise _rt.too_many({what}, c0, {size}, data, off, {full})"
-                    ))
-                    .dedent();
-                w.line(format!(
-                    "o.{} = _rt.StructArray._packed({c}, data, off, c0)",
-                    m.name
-                ));
+                w.indent().line(format!("raise _rt.too_many({what}, c0, {size}, data, off, {full})")).dedent();
+                w.line(format!("o.{} = _rt.StructArray._packed({c}, data, off, c0)", m.name));
                 w.line("off = e");
                 return;
             }
@@ -1243,11 +1081,7 @@ impl<'a> Gen<'a> {
             } else {
                 w.line(format!("if {count} * {min} > ln - off:"));
             }
-            w.indent()
-                .line(format!(
-                    "raise _rt.too_many({what}, {count}, {min}, data, off, {full})"
-                ))
-                .dedent();
+            w.indent().line(format!("raise _rt.too_many({what}, {count}, {min}, data, off, {full})")).dedent();
         }
         let elem_class = match &m.ty {
             MemberType::Primitive(_) => None,
@@ -1303,14 +1137,10 @@ impl<'a> Gen<'a> {
                 (t, 0) => format!("{}._nerve_from_records({field})", md.class(type_name(t))),
                 (t, nd) => {
                     let c = md.class(type_name(t));
-                    let dims: Vec<String> =
-                        m.dims.iter().map(|d| fixed_len(d).to_string()).collect();
+                    let dims: Vec<String> = m.dims.iter().map(|d| fixed_len(d).to_string()).collect();
                     let flat = format!("{c}._nerve_from_records({field}.reshape(-1))");
                     if nd == 1 {
-                        format!(
-                            "[_rt.StructArray({c}, g) for g in _rt.nest({flat}, [n, {}])]",
-                            dims.join(", ")
-                        )
+                        format!("[_rt.StructArray({c}, g) for g in _rt.nest({flat}, [n, {}])]", dims.join(", "))
                     } else {
                         format!("_rt.nest({flat}, [n, {}])", dims.join(", "))
                     }
@@ -1325,11 +1155,7 @@ impl<'a> Gen<'a> {
         if st.members.len() == 1 {
             w.line(format!("for v0 in {}:", cols[0]));
         } else {
-            w.line(format!(
-                "for {} in zip({}):",
-                vars.join(", "),
-                cols.join(", ")
-            ));
+            w.line(format!("for {} in zip({}):", vars.join(", "), cols.join(", ")));
         }
         w.indent();
         w.line(format!("o = _nv_new({cls})"));
@@ -1359,13 +1185,8 @@ fn fixed_len(d: &Dim) -> usize {
 
 /// The element count of a member as a Python expression over `c0..cN` (fixed ones folded into `fixed`).
 fn count_expr(m: &Member, fixed: usize) -> String {
-    let mut parts: Vec<String> = m
-        .dims
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| !d.is_fixed())
-        .map(|(i, _)| format!("c{i}"))
-        .collect();
+    let mut parts: Vec<String> =
+        m.dims.iter().enumerate().filter(|(_, d)| !d.is_fixed()).map(|(i, _)| format!("c{i}")).collect();
     if fixed != 1 || parts.is_empty() {
         parts.push(fixed.to_string());
     }
@@ -1378,10 +1199,7 @@ fn nested_default(dims: &[Dim], i: usize, elem: &str) -> String {
     }
     match &dims[i] {
         Dim::Variable { .. } => "[]".to_owned(),
-        Dim::Fixed { len, .. } => format!(
-            "[{} for _ in range({len})]",
-            nested_default(dims, i + 1, elem)
-        ),
+        Dim::Fixed { len, .. } => format!("[{} for _ in range({len})]", nested_default(dims, i + 1, elem)),
     }
 }
 
@@ -1390,9 +1208,7 @@ fn emit_decode_string(w: &mut CodeWriter, target: &str, full: &str) {
     w.line("k, = _nv_unpack_I(data, off)");
     w.line("e = off + 4 + k");
     w.line("if k == 0 or e > ln or data[e - 1]:");
-    w.indent()
-        .line(format!("raise _rt.bad_string(data, off, k, {full})"))
-        .dedent();
+    w.indent().line(format!("raise _rt.bad_string(data, off, k, {full})")).dedent();
     w.line(format!("{target} = data[off + 4:e - 1].decode(\"utf-8\")"));
     w.line("off = e");
 }
@@ -1417,79 +1233,44 @@ fn enum_module(en: &nerve_types::Enum) -> String {
     for v in &en.values {
         w.line(format!("{} = {}", v.name, v.value));
     }
-    w.line(format!(
-        "_packed_fingerprint = {}",
-        py_bytes(&en.hash.to_be_bytes())
-    ));
+    w.line(format!("_packed_fingerprint = {}", py_bytes(&en.hash.to_be_bytes())));
     w.line("_nerve_size = 4");
     w.line("_nerve_dtype = None").blank();
     w.line("def __init__(self, value=0):");
     w.indent().line("self.value = value").dedent().blank();
     w.line("@staticmethod");
     w.line("def _get_hash_recursive(parents):");
-    w.indent()
-        .line(format!("return 0x{:016x}", en.hash))
-        .dedent()
-        .blank();
+    w.indent().line(format!("return 0x{:016x}", en.hash)).dedent().blank();
     w.line("@staticmethod");
     w.line("def _get_packed_fingerprint():");
-    w.indent()
-        .line(format!("return {cls}._packed_fingerprint"))
-        .dedent()
-        .blank();
+    w.indent().line(format!("return {cls}._packed_fingerprint")).dedent().blank();
     w.line("def get_hash(self):");
-    w.indent()
-        .line(format!("return 0x{:016x}", en.hash))
-        .dedent()
-        .blank();
+    w.indent().line(format!("return 0x{:016x}", en.hash)).dedent().blank();
     w.line("def encode(self):");
-    w.indent()
-        .line(format!(
-            "return {cls}._packed_fingerprint + _nv_i.pack(self.value)"
-        ))
-        .dedent()
-        .blank();
+    w.indent().line(format!("return {cls}._packed_fingerprint + _nv_i.pack(self.value)")).dedent().blank();
     w.line("def _nerve_enc(self, ap):");
-    w.indent()
-        .line("ap(_nv_i.pack(self.value))")
-        .dedent()
-        .blank();
+    w.indent().line("ap(_nv_i.pack(self.value))").dedent().blank();
     w.line("def _encode_one(self, buf):");
-    w.indent()
-        .line("buf.write(_nv_i.pack(self.value))")
-        .dedent()
-        .blank();
+    w.indent().line("buf.write(_nv_i.pack(self.value))").dedent().blank();
     w.line("@staticmethod");
     w.line("def decode(data):");
     w.indent();
     w.line("if data.__class__ is not bytes:");
     w.indent().line("data = _rt.as_bytes(data)").dedent();
     w.line(format!("if data[:8] != {cls}._packed_fingerprint:"));
-    w.indent()
-        .line(format!(
-            "raise _rt.bad_fingerprint(data, 0x{:016x}, {full})",
-            en.hash
-        ))
-        .dedent();
+    w.indent().line(format!("raise _rt.bad_fingerprint(data, 0x{:016x}, {full})", en.hash)).dedent();
     w.line(format!("return {cls}._nerve_dec(data, 8)[0]"));
     w.dedent().blank();
     w.line("@staticmethod");
     w.line("def _decode_one(buf):");
-    w.indent()
-        .line(format!("return _rt.decode_one({cls}, buf)"))
-        .dedent()
-        .blank();
+    w.indent().line(format!("return _rt.decode_one({cls}, buf)")).dedent().blank();
     w.line("@staticmethod");
     w.line("def _nerve_dec(data, off):");
     w.indent();
     w.line("try:");
-    w.indent()
-        .line("v, = _nv_i.unpack_from(data, off)")
-        .dedent();
+    w.indent().line("v, = _nv_i.unpack_from(data, off)").dedent();
     w.line("except _struct.error:");
-    w.indent()
-        .line(format!("raise _rt.truncated(data, off, {full}) from None"))
-        .dedent();
+    w.indent().line(format!("raise _rt.truncated(data, off, {full}) from None")).dedent();
     w.line(format!("return {cls}(v), off + 4"));
     w.dedent();
     w.dedent();

@@ -80,9 +80,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use nerve_types::{
-    ConstValue, Dim, Enum, Layout, Member, MemberType, Primitive, Schema, Span, Struct, TypeName,
-};
+use nerve_types::{ConstValue, Dim, Enum, Layout, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
 
 use crate::writer::CodeWriter;
 use crate::{GenError, GeneratedFile, Input, Options};
@@ -99,20 +97,15 @@ const EOK: &str = "::core::result::Result::<(), __nc::EncodeError>::Ok";
 pub const ROOT_MODULE: &str = "root";
 
 const KEYWORDS: &[&str] = &[
-    "as", "break", "const", "continue", "else", "enum", "extern", "false", "fn", "for", "if",
-    "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static",
-    "struct", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn",
-    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized",
-    "virtual", "yield", "try", "gen",
+    "as", "break", "const", "continue", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let",
+    "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "static", "struct", "trait", "true", "type",
+    "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 const NOT_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
 
 fn err(span: &Span, message: impl Into<String>) -> GenError {
-    GenError {
-        span: span.clone(),
-        language: "rust",
-        message: message.into(),
-    }
+    GenError { span: span.clone(), language: "rust", message: message.into() }
 }
 
 /// Whether `s` is a Rust identifier (ignoring keywords): a letter or `_` then letters, digits and `_`.
@@ -127,16 +120,10 @@ fn is_ident(s: &str) -> bool {
 /// `name` as a Rust identifier (raw for keywords), or an error naming `what`.
 fn ident(name: &str, what: &str, span: &Span) -> Result<String, GenError> {
     if NOT_RAW.contains(&name) {
-        return Err(err(
-            span,
-            format!("{what} '{name}' cannot be used as a Rust identifier"),
-        ));
+        return Err(err(span, format!("{what} '{name}' cannot be used as a Rust identifier")));
     }
     if !is_ident(name) {
-        return Err(err(
-            span,
-            format!("{what} '{name}' is not a valid Rust identifier"),
-        ));
+        return Err(err(span, format!("{what} '{name}' is not a valid Rust identifier")));
     }
     if KEYWORDS.contains(&name) {
         Ok(format!("r#{name}"))
@@ -160,15 +147,8 @@ pub fn type_name(lcm_name: &str) -> String {
 
 fn checked_type_name(lcm_name: &str, span: &Span) -> Result<String, GenError> {
     let n = type_name(lcm_name);
-    if n.is_empty()
-        || n.starts_with(|c: char| c.is_numeric())
-        || !is_ident(&n)
-        || NOT_RAW.contains(&n.as_str())
-    {
-        return Err(err(
-            span,
-            format!("type name '{lcm_name}' gives '{n}', which is not a valid Rust type name"),
-        ));
+    if n.is_empty() || n.starts_with(|c: char| c.is_numeric()) || !is_ident(&n) || NOT_RAW.contains(&n.as_str()) {
+        return Err(err(span, format!("type name '{lcm_name}' gives '{n}', which is not a valid Rust type name")));
     }
     Ok(n)
 }
@@ -371,10 +351,7 @@ fn default_expr(dims: &[D], elem: &Elem) -> String {
             if copy {
                 format!("[{}; {n}]", default_expr(rest, elem))
             } else {
-                format!(
-                    "::core::array::from_fn::<_, {n}, _>(|_| {})",
-                    default_expr(rest, elem)
-                )
+                format!("::core::array::from_fn::<_, {n}, _>(|_| {})", default_expr(rest, elem))
             }
         }
     }
@@ -385,27 +362,17 @@ fn all_fixed(dims: &[D]) -> bool {
 }
 
 fn fixed_count(dims: &[D]) -> usize {
-    dims.iter()
-        .map(|d| if let D::Fixed(n) = d { *n } else { 1 })
-        .product()
+    dims.iter().map(|d| if let D::Fixed(n) = d { *n } else { 1 }).product()
 }
 
 /// `place` flattened `k` times (`.as_flattened()`), giving a slice of elements.
 fn flat(place: &str, k: usize, mutable: bool) -> String {
     if k == 0 {
-        return if mutable {
-            format!("(&mut {place}[..])")
-        } else {
-            format!("(&{place}[..])")
-        };
+        return if mutable { format!("(&mut {place}[..])") } else { format!("(&{place}[..])") };
     }
     let mut s = place.to_owned();
     for _ in 0..k {
-        s.push_str(if mutable {
-            ".as_flattened_mut()"
-        } else {
-            ".as_flattened()"
-        });
+        s.push_str(if mutable { ".as_flattened_mut()" } else { ".as_flattened()" });
     }
     s
 }
@@ -424,30 +391,15 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     // Group the input types by module path.
     let mut modules: BTreeMap<Vec<String>, (Vec<&Struct>, Vec<&Enum>)> = BTreeMap::new();
     for s in input.structs() {
-        modules
-            .entry(module_path(&ctx.prefix, &s.name.package))
-            .or_default()
-            .0
-            .push(s);
+        modules.entry(module_path(&ctx.prefix, &s.name.package)).or_default().0.push(s);
     }
     for e in input.enums() {
-        modules
-            .entry(module_path(&ctx.prefix, &e.name.package))
-            .or_default()
-            .1
-            .push(e);
+        modules.entry(module_path(&ctx.prefix, &e.name.package)).or_default().1.push(e);
     }
     if ctx.prefix.is_empty() && input.structs().iter().any(|s| s.name.package.is_empty()) {
         // A package called `root` would share the module of package-less types.
-        if let Some(s) = input
-            .structs()
-            .iter()
-            .find(|s| s.name.package == ROOT_MODULE)
-        {
-            return Err(err(
-                &s.span,
-                "package 'root' clashes with the module for package-less types",
-            ));
+        if let Some(s) = input.structs().iter().find(|s| s.name.package == ROOT_MODULE) {
+            return Err(err(&s.span, "package 'root' clashes with the module for package-less types"));
         }
     }
 
@@ -469,11 +421,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     }
 
     let mut files = Vec::new();
-    let span0 = input
-        .structs()
-        .first()
-        .map(|s| s.span.clone())
-        .unwrap_or_default();
+    let span0 = input.structs().first().map(|s| s.span.clone()).unwrap_or_default();
     let mut top = CodeWriter::new("    ");
     top.line("//! LCM types, generated by `nerve gen --rust`. Do not edit.");
     top.line("//!");
@@ -483,10 +431,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     for k in children.get(&Vec::new()).into_iter().flatten() {
         top.line(format!("pub mod {};", ident(k, "package", &span0)?));
     }
-    files.push(GeneratedFile {
-        path: "mod.rs".into(),
-        contents: top.finish(),
-    });
+    files.push(GeneratedFile { path: "mod.rs".into(), contents: top.finish() });
 
     all_paths.sort();
     for path in &all_paths {
@@ -501,10 +446,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
                 file.push(c);
             }
         }
-        files.push(GeneratedFile {
-            path: file,
-            contents: text,
-        });
+        files.push(GeneratedFile { path: file, contents: text });
     }
     Ok(files)
 }
@@ -534,13 +476,7 @@ fn struct_refs(s: &Struct, only_fixed: bool) -> Vec<&TypeName> {
     s.members
         .iter()
         .filter(|m| !only_fixed || m.all_dims_fixed())
-        .filter_map(|m| {
-            if let MemberType::Struct(n) = &m.ty {
-                Some(n)
-            } else {
-                None
-            }
-        })
+        .filter_map(|m| if let MemberType::Struct(n) = &m.ty { Some(n) } else { None })
         .collect()
 }
 
@@ -603,9 +539,7 @@ impl Ctx<'_> {
                     min: self.layout.min_size(n),
                 }
             }
-            MemberType::Enum(n) => Elem::Enum {
-                path: self.path_to(from, n, span)?,
-            },
+            MemberType::Enum(n) => Elem::Enum { path: self.path_to(from, n, span)? },
         })
     }
 
@@ -619,23 +553,15 @@ impl Ctx<'_> {
 
     fn member(&self, from: &[String], s: &Struct, m: &Member) -> Result<M, GenError> {
         let ident = ident(&m.name, "member name", &m.span)?;
-        let accessor = if m.name == "new" {
-            "new_".to_owned()
-        } else {
-            ident.clone()
-        };
+        let accessor = if m.name == "new" { "new_".to_owned() } else { ident.clone() };
         let mut dims = Vec::new();
         for d in &m.dims {
             dims.push(match d {
                 Dim::Fixed { len, .. } => D::Fixed(*len),
-                Dim::Variable { member } => {
-                    match s.members.iter().position(|x| &x.name == member) {
-                        Some(i) => D::Var(i),
-                        None => {
-                            return Err(err(&m.span, format!("unknown count member '{member}'")))
-                        }
-                    }
-                }
+                Dim::Variable { member } => match s.members.iter().position(|x| &x.name == member) {
+                    Some(i) => D::Var(i),
+                    None => return Err(err(&m.span, format!("unknown count member '{member}'"))),
+                },
             });
         }
         Ok(M {
@@ -659,11 +585,11 @@ fn module_file(
 ) -> Result<String, GenError> {
     let mut w = CodeWriter::new("    ");
     let pkg = path.join(".");
-    w.line(format!(
-        "//! LCM package `{pkg}`, generated by `nerve gen --rust`. Do not edit."
-    ));
+    w.line(format!("//! LCM package `{pkg}`, generated by `nerve gen --rust`. Do not edit."));
     w.line("#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, unused_imports, unused_variables)]");
-    w.line("#![allow(unused_mut, unused_parens, dead_code, missing_docs, clippy::all, clippy::pedantic, clippy::nursery)]");
+    w.line(
+        "#![allow(unused_mut, unused_parens, dead_code, missing_docs, clippy::all, clippy::pedantic, clippy::nursery)]",
+    );
     w.blank();
     w.line("use ::nerve_codec as __nc;");
     let span0 = structs.first().map(|s| s.span.clone()).unwrap_or_default();
@@ -671,10 +597,7 @@ fn module_file(
     let mut names: HashMap<String, String> = HashMap::new();
     let mut claim = |n: String, what: String, span: &Span| -> Result<(), GenError> {
         if let Some(prev) = names.insert(n.clone(), what.clone()) {
-            return Err(err(
-                span,
-                format!("{what} and {prev} both become the Rust name '{n}'"),
-            ));
+            return Err(err(span, format!("{what} and {prev} both become the Rust name '{n}'")));
         }
         Ok(())
     };
@@ -692,11 +615,7 @@ fn module_file(
     for s in structs {
         let n = checked_type_name(&s.name.name, &s.span)?;
         claim(n.clone(), format!("struct '{}'", s.name), &s.span)?;
-        claim(
-            format!("{n}View"),
-            format!("the view of struct '{}'", s.name),
-            &s.span,
-        )?;
+        claim(format!("{n}View"), format!("the view of struct '{}'", s.name), &s.span)?;
         w.blank();
         emit_struct(ctx, &mut w, path, s)?;
     }
@@ -709,10 +628,7 @@ fn emit_enum(w: &mut CodeWriter, e: &Enum) -> Result<(), GenError> {
     if e.doc.is_some() {
         w.line("///");
     }
-    w.line(format!(
-        "/// LCM enum `{}` (deprecated in LCM): an `int32` on the wire.",
-        e.name
-    ));
+    w.line(format!("/// LCM enum `{}` (deprecated in LCM): an `int32` on the wire.", e.name));
     w.line("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]");
     w.line(format!("pub struct {n}(pub i32);"));
     w.blank();
@@ -743,10 +659,7 @@ fn emit_enum(w: &mut CodeWriter, e: &Enum) -> Result<(), GenError> {
     });
     w.block(format!("impl __nc::Message for {n} {{"), "}", |w| {
         w.line(format!("const FINGERPRINT: u64 = 0x{:016x};", e.hash));
-        w.line(format!(
-            "const TYPE_NAME: &'static str = {};",
-            rust_lit(&e.name.full())
-        ));
+        w.line(format!("const TYPE_NAME: &'static str = {};", rust_lit(&e.name.full())));
     });
     w.block(format!("impl __nc::view::ViewPrim for {n} {{"), "}", |w| {
         w.line("const SIZE: usize = 4;");
@@ -769,9 +682,7 @@ fn const_value(c: &nerve_types::Const) -> String {
             // lcm-gen copies the literal text; Rust reads `017` as decimal, so write the value instead.
             format!("{v}")
         }
-        (Primitive::Float, ConstValue::Float(v)) => {
-            float_lit(v as f32 as f64, "f32", (v as f32).is_finite())
-        }
+        (Primitive::Float, ConstValue::Float(v)) => float_lit(v as f32 as f64, "f32", (v as f32).is_finite()),
         (_, ConstValue::Float(v)) => float_lit(v, "f64", v.is_finite()),
     }
 }
@@ -792,30 +703,20 @@ fn float_lit(v: f64, ty: &str, finite: bool) -> String {
     }
 }
 
-fn emit_struct(
-    ctx: &Ctx<'_>,
-    w: &mut CodeWriter,
-    path: &[String],
-    s: &Struct,
-) -> Result<(), GenError> {
+fn emit_struct(ctx: &Ctx<'_>, w: &mut CodeWriter, path: &[String], s: &Struct) -> Result<(), GenError> {
     let name = checked_type_name(&s.name.name, &s.span)?;
     let members = ctx.members(path, s)?;
     let fixed = ctx.layout.fixed_size(&s.name);
     let min = ctx.layout.min_size(&s.name);
     let recursive = ctx.recursive.contains(&s.name);
-    let manual_default = members
-        .iter()
-        .any(|m| m.dims.iter().any(|d| matches!(d, D::Fixed(n) if *n > 32)));
+    let manual_default = members.iter().any(|m| m.dims.iter().any(|d| matches!(d, D::Fixed(n) if *n > 32)));
 
     // The struct.
     if let Some(d) = doc_text(s.doc.as_deref()) {
         w.doc("/// ", Some(&d));
         w.line("///");
     }
-    w.line(format!(
-        "/// LCM type `{}`, fingerprint `0x{:016x}`.",
-        s.name, s.fingerprint
-    ));
+    w.line(format!("/// LCM type `{}`, fingerprint `0x{:016x}`.", s.name, s.fingerprint));
     if manual_default {
         w.line("#[derive(Debug, Clone, PartialEq)]");
     } else {
@@ -830,19 +731,15 @@ fn emit_struct(
 
     if manual_default {
         w.blank();
-        w.block(
-            format!("impl ::core::default::Default for {name} {{"),
-            "}",
-            |w| {
-                w.block("fn default() -> Self {", "}", |w| {
-                    w.block("Self {", "}", |w| {
-                        for m in &members {
-                            w.line(format!("{}: {},", m.ident, default_expr(&m.dims, &m.elem)));
-                        }
-                    });
+        w.block(format!("impl ::core::default::Default for {name} {{"), "}", |w| {
+            w.block("fn default() -> Self {", "}", |w| {
+                w.block("Self {", "}", |w| {
+                    for m in &members {
+                        w.line(format!("{}: {},", m.ident, default_expr(&m.dims, &m.elem)));
+                    }
                 });
-            },
-        );
+            });
+        });
     }
 
     // Consts.
@@ -856,15 +753,8 @@ fn emit_struct(
         w.block(format!("impl {name} {{"), "}", |w| {
             for (id, c) in &consts {
                 w.doc("/// ", doc_text(c.doc.as_deref()).as_deref());
-                w.line(format!(
-                    "/// (`= {}` in the `.lcm` file)",
-                    c.text.replace('`', "'")
-                ));
-                w.line(format!(
-                    "pub const {id}: {} = {};",
-                    prim_rust(c.ty),
-                    const_value(c)
-                ));
+                w.line(format!("/// (`= {}` in the `.lcm` file)", c.text.replace('`', "'")));
+                w.line(format!("pub const {id}: {} = {};", prim_rust(c.ty), const_value(c)));
             }
             if let Some(size) = fixed {
                 body_err = emit_fixed_fns(w, &members, size, ctx.unsafe_ok);
@@ -939,15 +829,11 @@ fn emit_struct(
     w.block(format!("impl __nc::Decode for {name} {{"), "}", |w| {
         w.line("#[inline]");
         w.block(
-            format!(
-                "fn decode_body(r: &mut __nc::Reader<'_>) -> {RESULT}<Self, __nc::DecodeError> {{"
-            ),
+            format!("fn decode_body(r: &mut __nc::Reader<'_>) -> {RESULT}<Self, __nc::DecodeError> {{"),
             "}",
             |w| {
                 if let Some(n) = fixed {
-                    w.line(format!(
-                        "r.take_fixed::<{n}>().map(Self::__nerve_decode_fixed)"
-                    ));
+                    w.line(format!("r.take_fixed::<{n}>().map(Self::__nerve_decode_fixed)"));
                     return;
                 }
                 if recursive {
@@ -960,10 +846,7 @@ fn emit_struct(
                             w.line(format!("let b = r.take_fixed::<{size}>()?;"));
                             let mut o = 0;
                             for m in ms {
-                                w.line(format!(
-                                    "let m_{idx} = {};",
-                                    decode_fixed_member(m, "b", o)
-                                ));
+                                w.line(format!("let m_{idx} = {};", decode_fixed_member(m, "b", o)));
                                 o += m.fixed.unwrap_or(0);
                                 idx += 1;
                             }
@@ -977,11 +860,8 @@ fn emit_struct(
                 if recursive {
                     w.line("r.leave();");
                 }
-                let fields: Vec<String> = members
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| format!("{}: m_{i}", m.ident))
-                    .collect();
+                let fields: Vec<String> =
+                    members.iter().enumerate().map(|(i, m)| format!("{}: m_{i}", m.ident)).collect();
                 w.line(format!("{OK}(Self {{ {} }})", fields.join(", ")));
             },
         );
@@ -1006,11 +886,7 @@ fn emit_struct(
                                 w.line(format!("let b = r.take_fixed::<{size}>()?;"));
                                 let mut o = 0;
                                 for m in ms {
-                                    w.line(format!(
-                                        "self.{} = {};",
-                                        m.ident,
-                                        decode_fixed_member(m, "b", o)
-                                    ));
+                                    w.line(format!("self.{} = {};", m.ident, decode_fixed_member(m, "b", o)));
                                     o += m.fixed.unwrap_or(0);
                                 }
                             }
@@ -1027,33 +903,23 @@ fn emit_struct(
     });
 
     w.block(format!("impl __nc::Message for {name} {{"), "}", |w| {
-        w.line(format!(
-            "const FINGERPRINT: u64 = 0x{:016x};",
-            s.fingerprint
-        ));
-        w.line(format!(
-            "const TYPE_NAME: &'static str = {};",
-            rust_lit(&s.name.full())
-        ));
+        w.line(format!("const FINGERPRINT: u64 = 0x{:016x};", s.fingerprint));
+        w.line(format!("const TYPE_NAME: &'static str = {};", rust_lit(&s.name.full())));
     });
 
     w.block(format!("impl __nc::json::WriteJson for {name} {{"), "}", |w| {
-        w.block(
-            format!("fn write_json(&self, out: &mut {STRING}) -> {RESULT}<(), __nc::DecodeError> {{"),
-            "}",
-            |w| {
-                for (i, m) in members.iter().enumerate() {
-                    let key = format!("{}{}", if i == 0 { "{" } else { "," }, json_key(&m.name));
-                    w.line(format!("out.push_str({});", rust_lit(&key)));
-                    w.line(format!("__nc::json::WriteJson::write_json(&self.{}, out)?;", m.ident));
-                }
-                if members.is_empty() {
-                    w.line("out.push('{');");
-                }
-                w.line("out.push('}');");
-                w.line(format!("{OK}(())"));
-            },
-        );
+        w.block(format!("fn write_json(&self, out: &mut {STRING}) -> {RESULT}<(), __nc::DecodeError> {{"), "}", |w| {
+            for (i, m) in members.iter().enumerate() {
+                let key = format!("{}{}", if i == 0 { "{" } else { "," }, json_key(&m.name));
+                w.line(format!("out.push_str({});", rust_lit(&key)));
+                w.line(format!("__nc::json::WriteJson::write_json(&self.{}, out)?;", m.ident));
+            }
+            if members.is_empty() {
+                w.line("out.push('{');");
+            }
+            w.line("out.push('}');");
+            w.line(format!("{OK}(())"));
+        });
     });
 
     emit_view(w, s, &name, &members, fixed, min)
@@ -1090,42 +956,34 @@ fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: boo
     w.line("/// Encodes the body into exactly its size (used for arrays of this type; no checks needed).");
     w.line("#[doc(hidden)]");
     w.line("#[inline(always)]");
-    w.block(
-        format!("pub fn __nerve_encode_fixed(&self, b: &mut [u8; {size}]) {{"),
-        "}",
-        |w| {
-            let mut o = 0;
-            for m in members {
-                encode_fixed_member(w, m, &format!("self.{}", m.ident), "b", o);
-                o += m.fixed.unwrap_or(0);
-            }
-        },
-    );
+    w.block(format!("pub fn __nerve_encode_fixed(&self, b: &mut [u8; {size}]) {{"), "}", |w| {
+        let mut o = 0;
+        for m in members {
+            encode_fixed_member(w, m, &format!("self.{}", m.ident), "b", o);
+            o += m.fixed.unwrap_or(0);
+        }
+    });
     emit_shuffle(w, members, size, unsafe_ok);
     w.line("/// Decodes the body from exactly its size (used for arrays of this type; no checks needed).");
     w.line("#[doc(hidden)]");
     w.line("#[inline(always)]");
-    w.block(
-        format!("pub fn __nerve_decode_fixed(b: &[u8; {size}]) -> Self {{"),
-        "}",
-        |w| {
-            let mut o = 0;
-            let mut fields = Vec::new();
-            for m in members {
-                fields.push(format!("{}: {}", m.ident, decode_fixed_member(m, "b", o)));
-                o += m.fixed.unwrap_or(0);
-            }
-            if fields.is_empty() {
-                w.line("Self {}");
-            } else {
-                w.block("Self {", "}", |w| {
-                    for f in &fields {
-                        w.line(format!("{f},"));
-                    }
-                });
-            }
-        },
-    );
+    w.block(format!("pub fn __nerve_decode_fixed(b: &[u8; {size}]) -> Self {{"), "}", |w| {
+        let mut o = 0;
+        let mut fields = Vec::new();
+        for m in members {
+            fields.push(format!("{}: {}", m.ident, decode_fixed_member(m, "b", o)));
+            o += m.fixed.unwrap_or(0);
+        }
+        if fields.is_empty() {
+            w.line("Self {}");
+        } else {
+            w.block("Self {", "}", |w| {
+                for f in &fields {
+                    w.line(format!("{f},"));
+                }
+            });
+        }
+    });
     Ok(())
 }
 
@@ -1160,7 +1018,9 @@ fn emit_shuffle(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: bool)
     }
     w.line("#[allow(unsafe_code)]");
     w.line(format!("pub const __NERVE_SHUFFLE: {ty} ="));
-    w.line("    // SAFETY: every member is an integer or a float, or a fixed array of them (any bytes are a valid value),");
+    w.line(
+        "    // SAFETY: every member is an integer or a float, or a fixed array of them (any bytes are a valid value),",
+    );
     w.line("    // and each field is a member's offset_of! with the member's size.");
     w.line(format!("    unsafe {{ __nc::fixed::Shuffle::new({size}, &[{}]) }};", fields.join(", ")));
 }
@@ -1173,19 +1033,13 @@ fn elem_dec_at(elem: &Elem, b: &str, at: &str) -> String {
         Elem::Prim(Primitive::Boolean) => format!("({b}[{at}] != 0)"),
         Elem::Prim(p) => {
             let n = p.wire_size().unwrap_or(0);
-            format!(
-                "{}::from_be_bytes(__nc::fixed::at::<{n}>({b}, {at}))",
-                prim_rust(*p)
-            )
+            format!("{}::from_be_bytes(__nc::fixed::at::<{n}>({b}, {at}))", prim_rust(*p))
         }
         Elem::Enum { path } => {
             format!("{path}(i32::from_be_bytes(__nc::fixed::at::<4>({b}, {at})))")
         }
         Elem::Struct { path, fixed, .. } => {
-            format!(
-                "{path}::__nerve_decode_fixed(__nc::fixed::chunk::<{}>({b}, {at}))",
-                fixed.unwrap_or(0)
-            )
+            format!("{path}::__nerve_decode_fixed(__nc::fixed::chunk::<{}>({b}, {at}))", fixed.unwrap_or(0))
         }
     }
 }
@@ -1204,10 +1058,7 @@ fn elem_enc_at(elem: &Elem, b: &str, at: &str, v: &str) -> String {
             format!("*__nc::fixed::chunk_mut::<4>({b}, {at}) = {v}.0.to_be_bytes();")
         }
         Elem::Struct { fixed, .. } => {
-            format!(
-                "{v}.__nerve_encode_fixed(__nc::fixed::chunk_mut::<{}>({b}, {at}));",
-                fixed.unwrap_or(0)
-            )
+            format!("{v}.__nerve_encode_fixed(__nc::fixed::chunk_mut::<{}>({b}, {at}));", fixed.unwrap_or(0))
         }
     }
 }
@@ -1251,18 +1102,11 @@ fn nested_from_fn(dims: &[D], elem: &Elem, b: &str, base: &str, es: usize) -> St
                 let stride: usize = fixed_count(&dims[l + 1..]);
                 idx.push(format!("i{l} * {stride}"));
             }
-            let idx = if idx.is_empty() {
-                "0".to_owned()
-            } else {
-                idx.join(" + ")
-            };
+            let idx = if idx.is_empty() { "0".to_owned() } else { idx.join(" + ") };
             return elem_dec_at(elem, b, &format!("{base} + {es} * ({idx})"));
         }
         let n = fixed_count(&dims[level..level + 1]);
-        format!(
-            "::core::array::from_fn::<_, {n}, _>(|i{level}| {})",
-            go(dims, level + 1, elem, b, base, es)
-        )
+        format!("::core::array::from_fn::<_, {n}, _>(|i{level}| {})", go(dims, level + 1, elem, b, base, es))
     }
     go(dims, 0, elem, b, base, es)
 }
@@ -1278,35 +1122,21 @@ fn encode_fixed_member(w: &mut CodeWriter, m: &M, place: &str, b: &str, o: usize
     let flat_place = flat(place, m.dims.len() - 1, false);
     if let Some((_, suffix)) = m.elem.bulk() {
         if matches!(m.elem, Elem::Prim(Primitive::Byte)) {
-            w.line(format!(
-                "{b}[{o}..{}].copy_from_slice({flat_place});",
-                o + total
-            ));
+            w.line(format!("{b}[{o}..{}].copy_from_slice({flat_place});", o + total));
         } else if let [D::Fixed(n @ 1..=SMALL_ARRAY)] = m.dims.as_slice() {
             // A short array: one write per element at a constant offset, no loop.
             for i in 0..*n {
                 w.line(elem_enc_at(&m.elem, b, &(o + i * es).to_string(), &format!("{place}[{i}]")));
             }
         } else {
-            w.line(format!(
-                "__nc::fixed::write_{suffix}(&mut {b}[{o}..{}], {flat_place});",
-                o + total
-            ));
+            w.line(format!("__nc::fixed::write_{suffix}(&mut {b}[{o}..{}], {flat_place});", o + total));
         }
         return;
     }
-    let pat = if matches!(m.elem, Elem::Struct { .. }) {
-        "e"
-    } else {
-        "&e"
-    };
-    w.block(
-        format!("for (i, {pat}) in {flat_place}.iter().enumerate() {{"),
-        "}",
-        |w| {
-            w.line(elem_enc_at(&m.elem, b, &format!("{o} + {es} * i"), "e"));
-        },
-    );
+    let pat = if matches!(m.elem, Elem::Struct { .. }) { "e" } else { "&e" };
+    w.block(format!("for (i, {pat}) in {flat_place}.iter().enumerate() {{"), "}", |w| {
+        w.line(elem_enc_at(&m.elem, b, &format!("{o} + {es} * i"), "e"));
+    });
 }
 
 /// The encoded size of `place` (an array level or an element) as an expression.
@@ -1326,10 +1156,7 @@ fn size_expr(dims: &[D], elem: &Elem, place: &str, level: usize) -> String {
         },
         Some((_, rest)) => {
             let e = format!("e{level}");
-            format!(
-                "{place}.iter().map(|{e}| {}).sum::<usize>()",
-                size_expr(rest, elem, &format!("(*{e})"), level + 1)
-            )
+            format!("{place}.iter().map(|{e}| {}).sum::<usize>()", size_expr(rest, elem, &format!("(*{e})"), level + 1))
         }
     }
 }
@@ -1340,10 +1167,7 @@ fn encode_var_member(w: &mut CodeWriter, m: &M, members: &[M]) -> Result<(), Gen
     for (l, d) in m.dims.iter().enumerate() {
         if let D::Var(ci) = d {
             let c = &members[*ci];
-            w.line(format!(
-                "let n{l} = __nc::Writer::count({lit}, i64::from(self.{}))?;",
-                c.ident
-            ));
+            w.line(format!("let n{l} = __nc::Writer::count({lit}, i64::from(self.{}))?;", c.ident));
         }
     }
     encode_level(w, m, &lit, &format!("self.{}", m.ident), 0);
@@ -1354,9 +1178,7 @@ fn encode_level(w: &mut CodeWriter, m: &M, lit: &str, place: &str, level: usize)
     let dims = &m.dims[level..];
     if let D::Var(_) = dims.first().copied().unwrap_or(D::Fixed(0)) {
         if !dims.is_empty() {
-            w.line(format!(
-                "__nc::Writer::check_len({lit}, n{level}, {place}.len())?;"
-            ));
+            w.line(format!("__nc::Writer::check_len({lit}, n{level}, {place}.len())?;"));
         }
     }
     if dims.is_empty() {
@@ -1364,9 +1186,9 @@ fn encode_level(w: &mut CodeWriter, m: &M, lit: &str, place: &str, level: usize)
             Elem::Prim(Primitive::String) => w.line(format!("w.put_str(&{place})?;")),
             Elem::Prim(p) => w.line(format!("w.put_{}({place})?;", prim_rust(*p))),
             Elem::Enum { .. } => w.line(format!("w.put_i32({place}.0)?;")),
-            Elem::Struct { fixed: Some(n), .. } => w.line(format!(
-                "{place}.__nerve_encode_fixed(w.take_fixed::<{n}>()?);"
-            )),
+            Elem::Struct { fixed: Some(n), .. } => {
+                w.line(format!("{place}.__nerve_encode_fixed(w.take_fixed::<{n}>()?);"))
+            }
             Elem::Struct { .. } => w.line(format!("__nc::Encode::encode_body(&{place}, w)?;")),
         };
         return;
@@ -1431,11 +1253,7 @@ fn decode_var_member(w: &mut CodeWriter, m: &M, idx: usize, _members: &[M]) {
         }
     }
     if !m.dims.is_empty() {
-        w.line(format!(
-            "r.ensure_dims(&[{}], {})?;",
-            lens.join(", "),
-            m.elem.min()
-        ));
+        w.line(format!("r.ensure_dims(&[{}], {})?;", lens.join(", "), m.elem.min()));
     }
     if let ([D::Var(_)], Elem::Struct { path, fixed: None, .. }) = (m.dims.as_slice(), &m.elem) {
         // Each element decoded in place (pushed as its default value, then filled by `decode_body_into`), not
@@ -1532,11 +1350,7 @@ fn decode_level(m: &M, level: usize) -> String {
             Elem::Prim(Primitive::String) => "r.get_string()".into(),
             Elem::Prim(p) => format!("r.get_{}()", prim_rust(*p)),
             Elem::Enum { path } => format!("r.get_i32().map({path})"),
-            Elem::Struct {
-                path,
-                fixed: Some(n),
-                ..
-            } => {
+            Elem::Struct { path, fixed: Some(n), .. } => {
                 format!("r.take_fixed::<{n}>().map({path}::__nerve_decode_fixed)")
             }
             Elem::Struct { path, .. } => format!("<{path} as __nc::Decode>::decode_body(r)"),
@@ -1597,13 +1411,10 @@ fn decode_level(m: &M, level: usize) -> String {
     }
     let inner = decode_level(m, level + 1);
     match dims[0] {
-        D::Var(_) => format!(
-            "{{ let mut v = {VEC}::with_capacity({len}); for _ in 0..{len} {{ v.push({inner}?); }} {OK}(v) }}"
-        ),
-        D::Fixed(n) => format!(
-            "__nc::fixed::try_array::<_, {n}>(|| {inner}, || {})",
-            default_expr(rest, &m.elem)
-        ),
+        D::Var(_) => {
+            format!("{{ let mut v = {VEC}::with_capacity({len}); for _ in 0..{len} {{ v.push({inner}?); }} {OK}(v) }}")
+        }
+        D::Fixed(n) => format!("__nc::fixed::try_array::<_, {n}>(|| {inner}, || {})", default_expr(rest, &m.elem)),
     }
 }
 
@@ -1634,10 +1445,7 @@ fn kind_expr(dims: &[D], elem: &Elem, level: usize) -> String {
                 D::Fixed(n) => format!("{n}"),
                 D::Var(_) => format!("n{level}"),
             };
-            format!(
-                "__nc::view::ArrayKind::new({len}, {})",
-                kind_expr(rest, elem, level + 1)
-            )
+            format!("__nc::view::ArrayKind::new({len}, {})", kind_expr(rest, elem, level + 1))
         }
     }
 }
@@ -1686,19 +1494,13 @@ fn emit_view(
     let counts = |w: &mut CodeWriter, m: &M| {
         for (l, d) in m.dims.iter().enumerate() {
             if let D::Var(ci) = d {
-                w.line(format!(
-                    "let n{l} = __nc::view::count(i64::from(self.{}()?), at)?;",
-                    members[*ci].accessor
-                ));
+                w.line(format!("let n{l} = __nc::view::count(i64::from(self.{}()?), at)?;", members[*ci].accessor));
             }
         }
     };
 
     w.blank();
-    w.line(format!(
-        "/// A view of an encoded `{}`: reads single fields straight from the bytes.",
-        s.name
-    ));
+    w.line(format!("/// A view of an encoded `{}`: reads single fields straight from the bytes.", s.name));
     w.line("///");
     w.line("/// Fields before the first variable-size member are read at constant offsets; later ones skip the");
     w.line("/// variable-size members before them. Every read is checked and returns a `Result`.");
@@ -1710,7 +1512,9 @@ fn emit_view(
     });
     w.blank();
     w.block(format!("impl<'a> {view}<'a> {{"), "}", |w| {
-        w.line(format!("/// A view of an encoded message: checks the fingerprint and that at least {min} bytes follow it."));
+        w.line(format!(
+            "/// A view of an encoded message: checks the fingerprint and that at least {min} bytes follow it."
+        ));
         w.block(format!("pub fn new(buf: &'a [u8]) -> {RESULT}<Self, __nc::DecodeError> {{"), "}", |w| {
             w.line(format!("__nc::view::check_message(buf, 0x{:016x}, {min})?;", s.fingerprint));
             w.line(format!("{OK}(Self {{ buf, pos: 8, depth: 0 }})"));
@@ -1755,7 +1559,9 @@ fn emit_view(
     w.blank();
     w.block(format!("impl<'a> __nc::view::StructView<'a> for {view}<'a> {{"), "}", |w| {
         match fixed {
-            Some(n) => w.line(format!("const FIXED_SIZE: ::core::option::Option<usize> = ::core::option::Option::Some({n});")),
+            Some(n) => {
+                w.line(format!("const FIXED_SIZE: ::core::option::Option<usize> = ::core::option::Option::Some({n});"))
+            }
             None => w.line("const FIXED_SIZE: ::core::option::Option<usize> = ::core::option::Option::None;"),
         };
         w.line(format!("const MIN_SIZE: usize = {min};"));
@@ -1785,22 +1591,18 @@ fn emit_view(
     });
     w.blank();
     w.block(format!("impl<'a> __nc::json::WriteJson for {view}<'a> {{"), "}", |w| {
-        w.block(
-            format!("fn write_json(&self, out: &mut {STRING}) -> {RESULT}<(), __nc::DecodeError> {{"),
-            "}",
-            |w| {
-                for (i, m) in members.iter().enumerate() {
-                    let key = format!("{}{}", if i == 0 { "{" } else { "," }, json_key(&m.name));
-                    w.line(format!("out.push_str({});", rust_lit(&key)));
-                    w.line(format!("__nc::json::WriteJson::write_json(&self.{}()?, out)?;", m.accessor));
-                }
-                if members.is_empty() {
-                    w.line("out.push('{');");
-                }
-                w.line("out.push('}');");
-                w.line(format!("{OK}(())"));
-            },
-        );
+        w.block(format!("fn write_json(&self, out: &mut {STRING}) -> {RESULT}<(), __nc::DecodeError> {{"), "}", |w| {
+            for (i, m) in members.iter().enumerate() {
+                let key = format!("{}{}", if i == 0 { "{" } else { "," }, json_key(&m.name));
+                w.line(format!("out.push_str({});", rust_lit(&key)));
+                w.line(format!("__nc::json::WriteJson::write_json(&self.{}()?, out)?;", m.accessor));
+            }
+            if members.is_empty() {
+                w.line("out.push('{');");
+            }
+            w.line("out.push('}');");
+            w.line(format!("{OK}(())"));
+        });
     });
     let _ = &s.span;
     Ok(())

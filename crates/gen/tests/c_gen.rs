@@ -10,23 +10,12 @@ use nerve_gen::{c, GeneratedFile, Input, Options};
 use nerve_types::{check, Source};
 
 fn generate(text: &str) -> Vec<GeneratedFile> {
-    let checked = check(
-        &[Source {
-            path: "t.lcm".into(),
-            text: text.into(),
-        }],
-        &[],
-    )
-    .expect("valid types");
+    let checked = check(&[Source { path: "t.lcm".into(), text: text.into() }], &[]).expect("valid types");
     c::generate(&Input::new(&checked), &Options::default()).expect("C generates")
 }
 
 fn file<'a>(files: &'a [GeneratedFile], name: &str) -> &'a str {
-    &files
-        .iter()
-        .find(|f| f.path == Path::new(name))
-        .unwrap_or_else(|| panic!("no {name}"))
-        .contents
+    &files.iter().find(|f| f.path == Path::new(name)).unwrap_or_else(|| panic!("no {name}")).contents
 }
 
 const SEED: &str = "package seed;
@@ -69,23 +58,15 @@ fn build_c(tag: &str, types: &str, main: &str, flags: &[&str]) -> Option<(std::p
 }
 
 /// Compiler flags for AddressSanitizer and UndefinedBehaviorSanitizer, stopping at the first error.
-const SANITIZE: &[&str] = &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"];
+const SANITIZE: &[&str] =
+    &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"];
 
 #[test]
 fn files_are_named_like_lcmgens_plus_the_runtime_header() {
     let files = generate(SEED);
     let mut names: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "nerve_lcm.h",
-            "seed_path_t.c",
-            "seed_path_t.h",
-            "seed_waypoint_t.c",
-            "seed_waypoint_t.h"
-        ]
-    );
+    assert_eq!(names, ["nerve_lcm.h", "seed_path_t.c", "seed_path_t.h", "seed_waypoint_t.c", "seed_waypoint_t.h"]);
     assert_eq!(file(&files, "nerve_lcm.h"), c::RUNTIME_HEADER);
 }
 
@@ -122,10 +103,7 @@ fn struct_layout_constants_and_functions_follow_lcmgen() {
     let w = file(&files, "seed_waypoint_t.h");
     assert!(w.contains("/**\n * A point on a path.\n */\ntypedef struct _seed_waypoint_t"));
     assert!(w.contains("float      position[2];"));
-    assert!(
-        !w.contains("__seed_waypoint_t_encode_raw"),
-        "waypoint_t has a string: no raw functions"
-    );
+    assert!(!w.contains("__seed_waypoint_t_encode_raw"), "waypoint_t has a string: no raw functions");
     assert!(file(&files, "seed_path_t.c").contains("UINT64_C(0x"));
 }
 
@@ -140,14 +118,8 @@ fn fixed_size_types_get_inline_raw_functions() {
 
 #[test]
 fn c_keywords_as_member_names_are_errors() {
-    let checked = check(
-        &[Source {
-            path: "k.lcm".into(),
-            text: "struct k_t { int32_t switch; }".into(),
-        }],
-        &[],
-    )
-    .expect("lcm accepts it");
+    let checked = check(&[Source { path: "k.lcm".into(), text: "struct k_t { int32_t switch; }".into() }], &[])
+        .expect("lcm accepts it");
     let e = c::generate(&Input::new(&checked), &Options::default()).unwrap_err();
     assert!(e.message.contains("'switch' is a C keyword"), "{e}");
 }
@@ -256,12 +228,7 @@ int main(void)
 "#;
     let Some((dir, exe)) = build_c("block", &types, main, &[&["-O1"], SANITIZE].concat()) else { return };
     let run = Command::new(&exe).env("ASAN_OPTIONS", "detect_leaks=1").output().unwrap();
-    assert!(
-        run.status.success(),
-        "exit {:?}\n{}",
-        run.status.code(),
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert!(run.status.success(), "exit {:?}\n{}", run.status.code(), String::from_utf8_lossy(&run.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

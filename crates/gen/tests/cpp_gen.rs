@@ -7,20 +7,13 @@ use nerve_gen::{cpp, GenError, GeneratedFile, Input, Options};
 use nerve_types::{check, Source};
 
 fn gen(text: &str) -> Result<Vec<GeneratedFile>, GenError> {
-    let src = Source {
-        path: "t.lcm".into(),
-        text: text.into(),
-    };
+    let src = Source { path: "t.lcm".into(), text: text.into() };
     let checked = check(&[src], &[]).unwrap_or_else(|e| panic!("{}", e.render()));
     cpp::generate(&Input::new(&checked), &Options::default())
 }
 
 fn file<'a>(files: &'a [GeneratedFile], path: &str) -> &'a str {
-    &files
-        .iter()
-        .find(|f| f.path == std::path::Path::new(path))
-        .unwrap_or_else(|| panic!("no {path}"))
-        .contents
+    &files.iter().find(|f| f.path == std::path::Path::new(path)).unwrap_or_else(|| panic!("no {path}")).contents
 }
 
 const SEED: &str = "package seed;
@@ -277,38 +270,18 @@ fn generated_code_encodes_spec_examples_and_survives_damage_under_sanitizers() {
     std::fs::write(dir.join("main.cpp"), PROGRAM).unwrap();
     let exe = dir.join("main");
     let out = Command::new("g++")
-        .args([
-            "-std=c++11",
-            "-pedantic",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-O1",
-            "-g",
-        ])
-        .args([
-            "-fsanitize=address,undefined",
-            "-fno-sanitize-recover=all",
-            "-I",
-        ])
+        .args(["-std=c++11", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
+        .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-I"])
         .arg(&dir)
         .arg(dir.join("main.cpp"))
         .arg("-o")
         .arg(&exe)
         .output()
         .expect("g++ is needed for the C++ generator's tests");
-    assert!(
-        out.status.success(),
-        "g++ failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "g++ failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let run = Command::new(&exe).output().unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("0 failures"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

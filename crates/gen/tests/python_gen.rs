@@ -5,47 +5,20 @@ use nerve_gen::{python, GeneratedFile, Input, Options};
 use nerve_types::Source;
 
 fn gen(text: &str, opts: &Options) -> Result<Vec<GeneratedFile>, nerve_gen::GenError> {
-    let checked = nerve_types::check(
-        &[Source {
-            path: "t.lcm".into(),
-            text: text.into(),
-        }],
-        &[],
-    )
-    .unwrap();
+    let checked = nerve_types::check(&[Source { path: "t.lcm".into(), text: text.into() }], &[]).unwrap();
     python::generate(&Input::new(&checked), opts)
 }
 
 fn file<'a>(files: &'a [GeneratedFile], path: &str) -> &'a str {
-    &files
-        .iter()
-        .find(|f| f.path.to_str() == Some(path))
-        .unwrap_or_else(|| panic!("no {path}"))
-        .contents
+    &files.iter().find(|f| f.path.to_str() == Some(path)).unwrap_or_else(|| panic!("no {path}")).contents
 }
 
 #[test]
 fn writes_one_module_per_type_an_init_per_package_and_the_runtime() {
-    let files = gen(
-        "package a.b; struct p_t { int32_t x; } struct q_t { p_t p; }",
-        &Options::default(),
-    )
-    .unwrap();
-    let mut paths: Vec<_> = files
-        .iter()
-        .map(|f| f.path.to_str().unwrap().to_owned())
-        .collect();
+    let files = gen("package a.b; struct p_t { int32_t x; } struct q_t { p_t p; }", &Options::default()).unwrap();
+    let mut paths: Vec<_> = files.iter().map(|f| f.path.to_str().unwrap().to_owned()).collect();
     paths.sort();
-    assert_eq!(
-        paths,
-        [
-            "a/__init__.py",
-            "a/b/__init__.py",
-            "a/b/p_t.py",
-            "a/b/q_t.py",
-            "nerve_lcm.py"
-        ]
-    );
+    assert_eq!(paths, ["a/__init__.py", "a/b/__init__.py", "a/b/p_t.py", "a/b/q_t.py", "nerve_lcm.py"]);
     let init = file(&files, "a/b/__init__.py");
     assert!(init.contains("from .p_t import p_t as p_t\nfrom .q_t import q_t as q_t\n"));
     assert_eq!(file(&files, "nerve_lcm.py"), python::RUNTIME_MODULE);
@@ -54,16 +27,8 @@ fn writes_one_module_per_type_an_init_per_package_and_the_runtime() {
 
 #[test]
 fn no_init_files_when_asked_and_package_prefix_goes_in_front() {
-    let opts = Options {
-        package_prefix: "pre".into(),
-        python_init: false,
-        ..Options::default()
-    };
-    let files = gen(
-        "package a; struct p_t { int32_t x; } struct q_t { p_t p; }",
-        &opts,
-    )
-    .unwrap();
+    let opts = Options { package_prefix: "pre".into(), python_init: false, ..Options::default() };
+    let files = gen("package a; struct p_t { int32_t x; } struct q_t { p_t p; }", &opts).unwrap();
     assert!(files.iter().all(|f| !f.path.ends_with("__init__.py")));
     assert!(file(&files, "pre/a/q_t.py").contains("from pre.a.p_t import p_t as _nv_t0"));
 }
@@ -80,10 +45,7 @@ fn hex_and_octal_dimensions_and_constants_become_python_numbers() {
     assert!(m.contains("OCT = 15\n"), "{m}");
     assert!(m.contains("HEX = 0x3\n"), "{m}");
     assert!(m.contains("D = 1e+3\n"), "{m}");
-    assert!(
-        !m.contains("0x3i"),
-        "no lcm-gen style struct format with hex text"
-    );
+    assert!(!m.contains("0x3i"), "no lcm-gen style struct format with hex text");
 }
 
 #[test]
@@ -109,16 +71,10 @@ fn small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
     .unwrap();
     let m = file(&files, "p/t.py");
     // defaults: tuples of zeros for the small fixed ones
-    assert!(
-        m.contains(&format!("self.a = ({})\n", vec!["0.0"; 16].join(", "))),
-        "{m}"
-    );
+    assert!(m.contains(&format!("self.a = ({})\n", vec!["0.0"; 16].join(", "))), "{m}");
     assert!(m.contains("self.b = (False, False)\n"), "{m}");
     assert!(m.contains("self.big = _np.zeros((17,), _np.int8)\n"), "{m}");
-    assert!(
-        m.contains("self.m = _np.zeros((2, 2,), _np.float64)\n"),
-        "{m}"
-    );
+    assert!(m.contains("self.m = _np.zeros((2, 2,), _np.float64)\n"), "{m}");
     assert!(m.contains("self.y = bytes(2)\n"), "{m}");
     // decode: the small ones are slices of one unpack_from with the scalar before them
     assert!(m.contains("t = _nv_S0.unpack_from(data, off)\n"), "{m}");
@@ -126,13 +82,7 @@ fn small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
     assert!(m.contains("o.a = t[1:17]\n"), "{m}");
     assert!(m.contains("o.b = t[17:19]\n"), "{m}");
     assert!(m.contains("_nv_S0 = _struct.Struct(\">i16f2?\")"), "{m}");
-    assert!(
-        m.contains("o.big = _nv_frombuffer(data, _nv_i1, 17, off)"),
-        "{m}"
-    );
-    assert!(
-        m.contains("o.m = _nv_ndarray((c0, c1,), _nv_f8, data, off)"),
-        "{m}"
-    );
+    assert!(m.contains("o.big = _nv_frombuffer(data, _nv_i1, 17, off)"), "{m}");
+    assert!(m.contains("o.m = _nv_ndarray((c0, c1,), _nv_f8, data, off)"), "{m}");
     assert!(m.contains("o.y = data[off:e]"), "{m}");
 }

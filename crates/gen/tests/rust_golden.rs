@@ -11,6 +11,8 @@ use nerve_codec::{DecodeErrorKind, EncodeError, Message};
 use nerve_gen::{rust, Input, Options};
 use nerve_types::Source;
 
+// Generated output, kept byte for byte as the generator writes it: rustfmt must not touch it.
+#[rustfmt::skip]
 #[path = "../test_data/rust/basic/out/mod.rs"]
 #[allow(dead_code)]
 mod lcmtypes;
@@ -33,10 +35,7 @@ fn generated_code_matches_the_golden_files() {
     inputs.sort();
     let sources: Vec<Source> = inputs
         .iter()
-        .map(|p| Source {
-            path: p.file_name().unwrap().into(),
-            text: std::fs::read_to_string(p).unwrap(),
-        })
+        .map(|p| Source { path: p.file_name().unwrap().into(), text: std::fs::read_to_string(p).unwrap() })
         .collect();
     let checked = nerve_types::check(&sources, &[]).unwrap();
     let files = rust::generate(&Input::new(&checked), &Options::default()).unwrap();
@@ -66,14 +65,8 @@ fn scan() -> ScanT {
         utime: -2,
         n: 2,
         points: vec![
-            PointT {
-                position: [1.0, -2.5, 0.0],
-                intensity: 7,
-            },
-            PointT {
-                position: [f32::INFINITY, 0.5, 3.0],
-                intensity: 255,
-            },
+            PointT { position: [1.0, -2.5, 0.0], intensity: 7 },
+            PointT { position: [f32::INFINITY, 0.5, 3.0], intensity: 255 },
         ],
         name: "hé".into(),
         nrows: 1,
@@ -89,10 +82,7 @@ fn scan() -> ScanT {
 
 #[test]
 fn encodes_lcm_bytes() {
-    let p = PointT {
-        position: [1.0, -2.5, 0.0],
-        intensity: 7,
-    };
+    let p = PointT { position: [1.0, -2.5, 0.0], intensity: 7 };
     let bytes = p.encode().unwrap();
     let mut want = PointT::FINGERPRINT.to_be_bytes().to_vec();
     want.extend_from_slice(&[0x3f, 0x80, 0, 0, 0xc0, 0x20, 0, 0, 0, 0, 0, 0, 7]);
@@ -148,41 +138,15 @@ fn consts_defaults_and_keywords() {
 fn length_mismatch_and_negative_counts_are_encode_errors() {
     let mut s = scan();
     s.n = 3;
-    assert_eq!(
-        s.encode().unwrap_err(),
-        EncodeError::LengthMismatch {
-            field: "points",
-            expected: 3,
-            actual: 2
-        }
-    );
+    assert_eq!(s.encode().unwrap_err(), EncodeError::LengthMismatch { field: "points", expected: 3, actual: 2 });
     let mut s = scan();
     s.nrows = 0;
-    assert_eq!(
-        s.encode().unwrap_err(),
-        EncodeError::LengthMismatch {
-            field: "grid",
-            expected: 0,
-            actual: 1
-        }
-    );
+    assert_eq!(s.encode().unwrap_err(), EncodeError::LengthMismatch { field: "grid", expected: 0, actual: 1 });
     let mut s = scan();
     s.n = -1;
-    assert_eq!(
-        s.encode().unwrap_err(),
-        EncodeError::NegativeCount {
-            field: "points",
-            count: -1
-        }
-    );
-    let mut u = UsesT {
-        n: 1,
-        ..Default::default()
-    };
-    assert!(matches!(
-        u.encode().unwrap_err(),
-        EncodeError::LengthMismatch { field: "scans", .. }
-    ));
+    assert_eq!(s.encode().unwrap_err(), EncodeError::NegativeCount { field: "points", count: -1 });
+    let mut u = UsesT { n: 1, ..Default::default() };
+    assert!(matches!(u.encode().unwrap_err(), EncodeError::LengthMismatch { field: "scans", .. }));
     u.scans.push(scan());
     assert_eq!(UsesT::decode(&u.encode().unwrap()).unwrap(), u);
 }
@@ -191,19 +155,11 @@ fn length_mismatch_and_negative_counts_are_encode_errors() {
 fn every_truncation_is_a_decode_error_and_views_never_panic() {
     let bytes = scan().encode().unwrap();
     for n in 0..bytes.len() {
-        assert!(
-            ScanT::decode(&bytes[..n]).is_err(),
-            "accepted {n} of {} bytes",
-            bytes.len()
-        );
+        assert!(ScanT::decode(&bytes[..n]).is_err(), "accepted {n} of {} bytes", bytes.len());
         if let Ok(v) = ScanTView::new(&bytes[..n]) {
             // Whatever is still there reads; the rest is an error, never a panic.
             let _ = v.utime();
-            let _ = v
-                .points()
-                .and_then(|p| p.get(1))
-                .and_then(|p| p.position())
-                .and_then(|a| a.get(2));
+            let _ = v.points().and_then(|p| p.get(1)).and_then(|p| p.position()).and_then(|a| a.get(2));
             let _ = v.name();
             let _ = v.grid().and_then(|g| g.get(0)).and_then(|r| r.get(1));
             let _ = v.r#type();
@@ -223,10 +179,7 @@ fn hostile_counts_fail_before_allocating() {
     let e = ScanT::decode(&bytes).unwrap_err();
     assert!(matches!(e.kind, DecodeErrorKind::Truncated { .. }), "{e}");
     bytes[16..20].copy_from_slice(&(-5i32).to_be_bytes());
-    assert_eq!(
-        ScanT::decode(&bytes).unwrap_err().kind,
-        DecodeErrorKind::NegativeCount { count: -5 }
-    );
+    assert_eq!(ScanT::decode(&bytes).unwrap_err().kind, DecodeErrorKind::NegativeCount { count: -5 });
     assert!(ScanTView::new(&bytes).unwrap().points().is_err());
     // A string length of 2^31-1.
     let mut bytes = scan().encode().unwrap();
@@ -245,16 +198,10 @@ fn views_read_the_same_values_as_decode() {
     assert_eq!(v.n().unwrap(), 2);
     let pts = v.points().unwrap();
     assert_eq!(pts.len(), 2);
-    assert_eq!(
-        pts.get(1).unwrap().position().unwrap().get(0).unwrap(),
-        f32::INFINITY
-    );
+    assert_eq!(pts.get(1).unwrap().position().unwrap().get(0).unwrap(), f32::INFINITY);
     assert_eq!(pts.get(1).unwrap().intensity().unwrap(), 255);
     assert!(pts.get(2).is_err());
-    let all: Vec<u8> = pts
-        .iter()
-        .map(|p| p.unwrap().intensity().unwrap())
-        .collect();
+    let all: Vec<u8> = pts.iter().map(|p| p.unwrap().intensity().unwrap()).collect();
     assert_eq!(all, [7, 255]);
     assert_eq!(v.name().unwrap(), "hé");
     assert_eq!(v.grid().unwrap().get(0).unwrap().to_vec(), vec![0.25, -1.0]);
@@ -264,16 +211,10 @@ fn views_read_the_same_values_as_decode() {
     use nerve_codec::json::WriteJson;
     assert_eq!(v.to_json().unwrap(), s.to_json().unwrap());
 
-    let p = PointTView::new(&s.points[0].encode().unwrap())
-        .unwrap()
-        .position()
-        .unwrap()
-        .to_vec();
+    let p = PointTView::new(&s.points[0].encode().unwrap()).unwrap().position().unwrap().to_vec();
     assert_eq!(p, vec![1.0, -2.5, 0.0]);
     assert!(matches!(
-        ScanTView::new(&s.points[0].encode().unwrap())
-            .unwrap_err()
-            .kind,
+        ScanTView::new(&s.points[0].encode().unwrap()).unwrap_err().kind,
         DecodeErrorKind::WrongFingerprint { .. }
     ));
 
@@ -293,10 +234,7 @@ fn views_read_the_same_values_as_decode() {
 fn chain(depth: usize) -> NodeT {
     let mut n = NodeT::default();
     for _ in 0..depth {
-        n = NodeT {
-            n: 1,
-            children: vec![n],
-        };
+        n = NodeT { n: 1, children: vec![n] };
     }
     n
 }
@@ -304,14 +242,8 @@ fn chain(depth: usize) -> NodeT {
 #[test]
 fn recursion_is_bounded() {
     let ok = chain(nerve_codec::MAX_DEPTH as usize - 1).encode().unwrap();
-    assert_eq!(
-        NodeT::decode(&ok).unwrap(),
-        chain(nerve_codec::MAX_DEPTH as usize - 1)
-    );
-    assert_eq!(
-        NodeTView::new(&ok).unwrap().body_len().unwrap(),
-        ok.len() - 8
-    );
+    assert_eq!(NodeT::decode(&ok).unwrap(), chain(nerve_codec::MAX_DEPTH as usize - 1));
+    assert_eq!(NodeTView::new(&ok).unwrap().body_len().unwrap(), ok.len() - 8);
     // A hostile buffer: 100,000 levels of one child each. It must fail, not overflow the stack.
     let mut deep = NodeT::FINGERPRINT.to_be_bytes().to_vec();
     for _ in 0..100_000 {
@@ -336,12 +268,7 @@ fn decode_into_matches_decode_and_reuses_memory() {
     big.scans[1].name = "a much longer scan name than before".into();
     big.scans[2].points.clear();
     big.scans[2].n = 0;
-    let small = UsesT {
-        p: PointT::default(),
-        n: 1,
-        scans: vec![scan()],
-        names: ["".into(), "é".into()],
-    };
+    let small = UsesT { p: PointT::default(), n: 1, scans: vec![scan()], names: ["".into(), "é".into()] };
     let (big_bytes, small_bytes) = (big.encode().unwrap(), small.encode().unwrap());
     let mut v = UsesT::default();
     for bytes in [&big_bytes, &small_bytes, &big_bytes, &small_bytes, &small_bytes] {

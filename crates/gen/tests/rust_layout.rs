@@ -5,14 +5,7 @@ use nerve_gen::{rust, GenError, GeneratedFile, Input, Options};
 use nerve_types::Source;
 
 fn gen_with(text: &str, opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
-    let checked = nerve_types::check(
-        &[Source {
-            path: "t.lcm".into(),
-            text: text.into(),
-        }],
-        &[],
-    )
-    .unwrap();
+    let checked = nerve_types::check(&[Source { path: "t.lcm".into(), text: text.into() }], &[]).unwrap();
     rust::generate(&Input::new(&checked), opts)
 }
 
@@ -27,11 +20,7 @@ fn paths(files: &[GeneratedFile]) -> Vec<String> {
 }
 
 fn file<'a>(files: &'a [GeneratedFile], path: &str) -> &'a str {
-    &files
-        .iter()
-        .find(|f| f.path.display().to_string() == path)
-        .unwrap_or_else(|| panic!("no {path}"))
-        .contents
+    &files.iter().find(|f| f.path.display().to_string() == path).unwrap_or_else(|| panic!("no {path}")).contents
 }
 
 #[test]
@@ -50,21 +39,17 @@ fn package_less_types_go_to_root_and_the_prefix_nests_everything() {
     let files = gen("struct image_t { int32_t n; }").unwrap();
     assert_eq!(paths(&files), ["mod.rs", "root.rs"]);
     assert!(file(&files, "root.rs").contains("pub struct ImageT {"));
-    let opts = Options {
-        package_prefix: "robot".into(),
-        ..Options::default()
-    };
+    let opts = Options { package_prefix: "robot".into(), ..Options::default() };
     let files = gen_with("package x; struct image_t { int32_t n; }", &opts).unwrap();
     assert_eq!(paths(&files), ["mod.rs", "robot.rs", "robot/x.rs"]);
 }
 
 #[test]
 fn type_members_and_consts_names() {
-    let files = gen(
-        "package k; struct lidar_point_t { const int32_t MAX = 0x10; int8_t type; int32_t fn; double r[2][3]; \
-         int32_t n; string s[n][2]; }",
-    )
-    .unwrap();
+    let files =
+        gen("package k; struct lidar_point_t { const int32_t MAX = 0x10; int8_t type; int32_t fn; double r[2][3]; \
+         int32_t n; string s[n][2]; }")
+        .unwrap();
     let k = file(&files, "k.rs");
     assert!(k.contains("pub struct LidarPointT {"));
     assert!(k.contains("pub r#type: i8,") && k.contains("pub r#fn: i32,"));
@@ -77,16 +62,11 @@ fn type_members_and_consts_names() {
 
 #[test]
 fn doc_comments_are_carried_over_without_becoming_doctests() {
-    let files = gen(
-        "package d;\n/// A thing.\n///     indented\n/// ```\nstruct t { /// the x\n int32_t x; }",
-    )
-    .unwrap();
+    let files =
+        gen("package d;\n/// A thing.\n///     indented\n/// ```\nstruct t { /// the x\n int32_t x; }").unwrap();
     let d = file(&files, "d.rs");
     assert!(d.contains("/// A thing.") && d.contains("/// the x"));
-    assert!(
-        d.contains("/// indented") && d.contains("/// ```text"),
-        "{d}"
-    );
+    assert!(d.contains("/// indented") && d.contains("/// ```text"), "{d}");
 }
 
 #[test]
@@ -122,14 +102,20 @@ fn long_fixed_arrays_get_a_written_out_default() {
 
 #[test]
 fn no_unsafe_when_asked_for_crates_that_forbid_it() {
-    let text = "package l; struct point_t { float position[3]; byte intensity; } struct cloud_t { int32_t n; point_t p[n]; }";
+    let text =
+        "package l; struct point_t { float position[3]; byte intensity; } struct cloud_t { int32_t n; point_t p[n]; }";
     let fast = gen(text).unwrap();
     // (The keyword is split so that the repository's check for unsafe blocks without a SAFETY comment skips it.)
     let unsafe_kw = concat!("un", "safe");
-    assert!(file(&fast, "l.rs").contains(&format!("{unsafe_kw} {{ __nc::fixed::Shuffle::new(13,")), "the fast path by default");
+    assert!(
+        file(&fast, "l.rs").contains(&format!("{unsafe_kw} {{ __nc::fixed::Shuffle::new(13,")),
+        "the fast path by default"
+    );
     let opts = Options { rust_unsafe: false, ..Options::default() };
     let safe = gen_with(text, &opts).unwrap();
     let l = file(&safe, "l.rs");
     assert!(!l.contains(unsafe_kw), "{l}");
-    assert!(l.contains("pub const __NERVE_SHUFFLE: ::core::option::Option<__nc::fixed::Shuffle<Self>> = ::core::option::Option::None;"));
+    assert!(l.contains(
+        "pub const __NERVE_SHUFFLE: ::core::option::Option<__nc::fixed::Shuffle<Self>> = ::core::option::Option::None;"
+    ));
 }

@@ -84,11 +84,18 @@ impl<W: Write> LogWriter<W> {
             return Err(LogError::ChannelLength { channel: shown, len: channel.len() });
         }
         if data.len() > i32::MAX as usize {
-            return Err(LogError::DataTooLong { channel: String::from_utf8_lossy(channel).into_owned(), len: data.len() });
+            return Err(LogError::DataTooLong {
+                channel: String::from_utf8_lossy(channel).into_owned(),
+                len: data.len(),
+            });
         }
         let mut header = [0u8; HEADER_LEN];
         encode_header(&mut header, number, utime, channel.len(), data.len());
-        let r = self.out.write_all(&header).and_then(|_| self.out.write_all(channel)).and_then(|_| self.out.write_all(data));
+        let r = self
+            .out
+            .write_all(&header)
+            .and_then(|_| self.out.write_all(channel))
+            .and_then(|_| self.out.write_all(data));
         r.map_err(|e| LogError::io(self.path.as_deref(), "writing", e))?;
         self.next_number = number.wrapping_add(1);
         self.bytes += (HEADER_LEN + channel.len() + data.len()) as u64;

@@ -248,7 +248,8 @@ impl Channel {
             }
             let slice = remaining.min(crate::WAIT_SLICE);
             if ready().is_none() {
-                let pairs: Vec<_> = sleepers.iter().zip(&words).map(|((c, _), &w)| (&c.shared.header().wake, w)).collect();
+                let pairs: Vec<_> =
+                    sleepers.iter().zip(&words).map(|((c, _), &w)| (&c.shared.header().wake, w)).collect();
                 if crate::sys::futex_waitv(&pairs, slice).is_err() {
                     // No futex_waitv (Linux before 5.16): sleep on the first channel only, briefly.
                     channels[0].0.shared.memory.wait(words[0], slice.min(Duration::from_millis(1)));

@@ -149,7 +149,11 @@ impl fmt::Display for ShmError {
                 requested.1
             ),
             ShmError::PermissionDenied { path, op } => {
-                write!(f, "{}: permission denied ({op}; readers and writers both need read and write access)", path.display())
+                write!(
+                    f,
+                    "{}: permission denied ({op}; readers and writers both need read and write access)",
+                    path.display()
+                )
             }
             ShmError::NotAChannel { path, found } => {
                 write!(f, "{}: not a Nerve channel (starts with {:02x?}, not \"NERVESHM\")", path.display(), found)

@@ -138,8 +138,6 @@ impl Channel {
     pub fn in_memory(frames: u64, frame_size: u64) -> Result<Channel, ShmError> {
         let geometry = Geometry::new(frames, frame_size)?;
         let memory = Memory::new(geometry);
-        Ok(Channel {
-            shared: Arc::new(Shared { memory, name: "loom".into(), path: PathBuf::from("(loom heap)") }),
-        })
+        Ok(Channel { shared: Arc::new(Shared { memory, name: "loom".into(), path: PathBuf::from("(loom heap)") }) })
     }
 }

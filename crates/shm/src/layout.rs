@@ -163,7 +163,8 @@ impl Geometry {
         let data_offset = align_up(index_offset + entries * size_of::<Entry>() as u64, 64);
         let file_size = data_offset + data_bytes;
         let to_usize = |x: u64| {
-            usize::try_from(x).map_err(|_| ShmError::InvalidConfig { reason: format!("{x} bytes do not fit in memory") })
+            usize::try_from(x)
+                .map_err(|_| ShmError::InvalidConfig { reason: format!("{x} bytes do not fit in memory") })
         };
         Ok(Geometry {
             entries,
@@ -259,7 +260,9 @@ mod tests {
 
     #[test]
     fn bad_sizes_are_refused() {
-        for (n, m) in [(0, 8), (1, 8), (4, 0), (MAX_FRAMES + 1, 8), (4, MAX_FRAME_SIZE + 1), (MAX_FRAMES, MAX_FRAME_SIZE)] {
+        for (n, m) in
+            [(0, 8), (1, 8), (4, 0), (MAX_FRAMES + 1, 8), (4, MAX_FRAME_SIZE + 1), (MAX_FRAMES, MAX_FRAME_SIZE)]
+        {
             assert!(matches!(Geometry::new(n, m), Err(ShmError::InvalidConfig { .. })), "{n} x {m}");
         }
     }
@@ -277,7 +280,9 @@ mod tests {
         let len = g.file_size as u64;
         let mut p = g.prefix(5);
         p[0] = b'X';
-        assert!(matches!(Geometry::from_prefix(path(), &p, len), Err(ShmError::NotAChannel { found, .. }) if found[0] == b'X'));
+        assert!(
+            matches!(Geometry::from_prefix(path(), &p, len), Err(ShmError::NotAChannel { found, .. }) if found[0] == b'X')
+        );
         let mut p = g.prefix(5);
         p[8..12].copy_from_slice(&99u32.to_ne_bytes());
         assert!(matches!(
@@ -301,7 +306,10 @@ mod tests {
         for (offset, value) in cases {
             let mut p = g.prefix(5);
             p[offset..offset + 8].copy_from_slice(&value.to_ne_bytes());
-            assert!(matches!(Geometry::from_prefix(path(), &p, len), Err(ShmError::Corrupt { .. })), "{offset}={value}");
+            assert!(
+                matches!(Geometry::from_prefix(path(), &p, len), Err(ShmError::Corrupt { .. })),
+                "{offset}={value}"
+            );
         }
         let mut p = g.prefix(5);
         p[12..16].copy_from_slice(&1u32.to_ne_bytes());

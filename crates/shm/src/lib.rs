@@ -83,8 +83,8 @@ use heap as memory;
 use sys as memory;
 
 pub use channel::{
-    channel_dir, channel_path, Channel, ChannelConfig, ChannelStats, ListedChannel, DEFAULT_DIR, DEFAULT_MODE,
-    DIR_ENV, FILE_PREFIX,
+    channel_dir, channel_path, Channel, ChannelConfig, ChannelStats, ListedChannel, DEFAULT_DIR, DEFAULT_MODE, DIR_ENV,
+    FILE_PREFIX,
 };
 pub use error::ShmError;
 pub use layout::{MAGIC, MAX_DATA_BYTES, MAX_FRAMES, MAX_FRAME_SIZE, VERSION};

@@ -226,7 +226,7 @@ impl Writer {
             }
         }
         fence(Ordering::Release); // W3: the tail store is ordered before the data stores of W5.
-        // W4: invalidate the index entry this put reuses (it described seq - N).
+                                  // W4: invalidate the index entry this put reuses (it described seq - N).
         shared.memory.entry(seq).seq.store(0, Ordering::Relaxed);
         fence(Ordering::Release); // W4
         Ok((guard, Slot { pos, seq, len: l }))
@@ -263,7 +263,8 @@ impl Writer {
     pub fn put_and_die_after(&mut self, bytes: &[u8], step: u32) {
         let (guard, slot) = self.begin(bytes.len()).expect("begin");
         if step >= 5 {
-            self.shared.memory.write_data(slot.pos % self.shared.geometry().data_bytes, bytes); // W5
+            self.shared.memory.write_data(slot.pos % self.shared.geometry().data_bytes, bytes);
+            // W5
         }
         let h = self.shared.header();
         let e = self.shared.memory.entry(slot.seq);
@@ -278,7 +279,8 @@ impl Writer {
             h.newest.store(slot.seq, Ordering::Release); // W7
         }
         if step >= 8 {
-            h.data_head.store(align_up(slot.pos + slot.len, FRAME_ALIGN), Ordering::Relaxed); // W8
+            h.data_head.store(align_up(slot.pos + slot.len, FRAME_ALIGN), Ordering::Relaxed);
+            // W8
         }
         if step >= 9 {
             h.next_seq.store(slot.seq + 1, Ordering::Relaxed); // W8

@@ -112,7 +112,15 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     // relative (FUTEX_WAIT), and the unused arguments are null/0 as FUTEX_WAIT requires. EAGAIN, EINTR and
     // ETIMEDOUT all mean "look again", so the result is not needed.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec, 0usize, 0u32);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            0usize,
+            0u32,
+        );
     }
 }
 
@@ -185,7 +193,9 @@ pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Duration) -> io:
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
     let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
     let deadline = libc::timespec {
-        tv_sec: now.tv_sec.saturating_add(timeout.as_secs().min(i32::MAX as u64) as libc::time_t + (nanos / 1_000_000_000) as libc::time_t),
+        tv_sec: now.tv_sec.saturating_add(
+            timeout.as_secs().min(i32::MAX as u64) as libc::time_t + (nanos / 1_000_000_000) as libc::time_t,
+        ),
         tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: `waiters` is a live array of `len` futex_waitv entries whose addresses are live, aligned u32 words (the

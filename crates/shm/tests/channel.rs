@@ -220,13 +220,19 @@ fn a_wait_with_timeout_returns_after_a_bounded_time() {
     let mut r = ch.reader();
     let mut buf = [0u8; 64];
     let t0 = Instant::now();
-    assert_eq!(r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_millis(60))).unwrap(), GetOutcome::TimedOut);
+    assert_eq!(
+        r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_millis(60))).unwrap(),
+        GetOutcome::TimedOut
+    );
     let waited = t0.elapsed();
     assert!(waited >= Duration::from_millis(60), "returned early: {waited:?}");
     assert!(waited < Duration::from_secs(10), "did not return: {waited:?}");
     // With a spin asked for, the same.
     r.set_spin(Duration::from_millis(5));
-    assert_eq!(r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_millis(10))).unwrap(), GetOutcome::TimedOut);
+    assert_eq!(
+        r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_millis(10))).unwrap(),
+        GetOutcome::TimedOut
+    );
     assert!(!ch.wait_for_newer(0, Duration::from_millis(10)));
     assert_eq!(ch.stats().waiting_readers, 0);
 }
@@ -241,7 +247,10 @@ fn time_spent_spinning_comes_off_the_sleep() {
     // spinning and then a slice (20 ms) asleep.
     r.set_spin(Duration::from_secs(1));
     let t0 = Instant::now();
-    assert_eq!(r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_millis(60))).unwrap(), GetOutcome::TimedOut);
+    assert_eq!(
+        r.get(&mut buf, ReadMode::Next, Wait::Timeout(Duration::from_millis(60))).unwrap(),
+        GetOutcome::TimedOut
+    );
     let waited = t0.elapsed();
     assert!(waited >= Duration::from_millis(60), "returned early: {waited:?}");
     assert!(waited < Duration::from_millis(76), "spun, then slept past the deadline: {waited:?}");
@@ -349,7 +358,9 @@ fn create_refuses_an_existing_channel_and_open_or_create_reuses_one_of_the_same_
 #[test]
 fn open_reports_a_missing_channel_and_bad_names() {
     let dir = TestDir::new("missing");
-    assert!(matches!(Channel::open("nope", Some(dir.path())), Err(ShmError::NotFound { path }) if path.ends_with("nerve-nope")));
+    assert!(
+        matches!(Channel::open("nope", Some(dir.path())), Err(ShmError::NotFound { path }) if path.ends_with("nerve-nope"))
+    );
     for name in ["", "a/b", "..", "x\0y"] {
         assert!(matches!(Channel::open(name, Some(dir.path())), Err(ShmError::InvalidName { .. })), "{name:?}");
     }
@@ -362,7 +373,8 @@ fn open_reports_a_missing_channel_and_bad_names() {
 fn foreign_old_and_truncated_files_are_refused_with_clear_errors() {
     let dir = TestDir::new("foreign");
     let path = |n: &str| dir.path().join(format!("nerve-{n}"));
-    std::fs::write(path("foreign"), b"PK\x03\x04 this is a zip file, not a channel, and it is long enough......").unwrap();
+    std::fs::write(path("foreign"), b"PK\x03\x04 this is a zip file, not a channel, and it is long enough......")
+        .unwrap();
     let err = Channel::open("foreign", Some(dir.path())).unwrap_err();
     assert!(matches!(err, ShmError::NotAChannel { .. }), "{err}");
     assert!(err.to_string().contains("not a Nerve channel"), "{err}");
@@ -397,7 +409,15 @@ fn foreign_old_and_truncated_files_are_refused_with_clear_errors() {
     let names: Vec<_> = listed.iter().map(|c| (c.name.as_str(), c.stats.is_ok())).collect();
     assert_eq!(
         names,
-        [("adir", false), ("empty", false), ("foreign", false), ("good", true), ("old", false), ("short", false), ("sizes", false)]
+        [
+            ("adir", false),
+            ("empty", false),
+            ("foreign", false),
+            ("good", true),
+            ("old", false),
+            ("short", false),
+            ("sizes", false)
+        ]
     );
 }
 

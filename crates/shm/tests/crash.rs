@@ -156,7 +156,11 @@ fn processes_killed_at_random_instants_leave_the_channel_usable_and_never_show_a
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(status.is_some_and(|s| s.success()), "persistent reader {k} failed: {status:?}: {:?}", violations(dir.path()));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "persistent reader {k} failed: {status:?}: {:?}",
+            violations(dir.path())
+        );
         summaries.push(std::fs::read_to_string(dir.path().join(format!("summary-{k}"))).unwrap());
     }
     let found = violations(dir.path());
@@ -275,7 +279,9 @@ impl Checker {
             None => Some(format!("message {seq} is torn")),
             Some(_) if seq <= self.last_seq => Some(format!("sequence went back from {} to {seq}", self.last_seq)),
             Some((writer, counter)) => match self.counters.insert(writer, counter) {
-                Some(prev) if prev >= counter => Some(format!("writer {writer}'s counter went back {prev} -> {counter}")),
+                Some(prev) if prev >= counter => {
+                    Some(format!("writer {writer}'s counter went back {prev} -> {counter}"))
+                }
                 _ => None,
             },
         };

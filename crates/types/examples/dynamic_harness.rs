@@ -40,42 +40,21 @@ fn hex_encode(b: &[u8]) -> String {
 
 /// One input line to one output line.
 fn answer(registry: &Registry, line: &str) -> Result<String, String> {
-    let (ty, hex) = line
-        .trim()
-        .split_once(' ')
-        .ok_or("expected `<type> <hex>`")?;
+    let (ty, hex) = line.trim().split_once(' ').ok_or("expected `<type> <hex>`")?;
     let bytes = hex_decode(hex.trim())?;
     let name = TypeName::parse(ty);
-    let value = registry
-        .decode_as(&name, &bytes)
-        .map_err(|e| e.to_string())?;
-    let fingerprint =
-        nerve_codec::fingerprint_of(&bytes).ok_or("decoded a message without a fingerprint")?;
-    if !registry
-        .candidates(fingerprint)
-        .iter()
-        .any(|s| s.name == name)
-    {
-        return Err(format!(
-            "registry: {ty} is not among the types with fingerprint 0x{fingerprint:016x}"
-        ));
+    let value = registry.decode_as(&name, &bytes).map_err(|e| e.to_string())?;
+    let fingerprint = nerve_codec::fingerprint_of(&bytes).ok_or("decoded a message without a fingerprint")?;
+    if !registry.candidates(fingerprint).iter().any(|s| s.name == name) {
+        return Err(format!("registry: {ty} is not among the types with fingerprint 0x{fingerprint:016x}"));
     }
     if let Some(found) = registry.lookup(fingerprint) {
         if found.name != name {
-            return Err(format!(
-                "registry: fingerprint 0x{fingerprint:016x} looked up as {}, not {ty}",
-                found.name
-            ));
+            return Err(format!("registry: fingerprint 0x{fingerprint:016x} looked up as {}, not {ty}", found.name));
         }
     }
-    let reencoded = registry
-        .encode(&name, &value)
-        .map_err(|e| format!("re-encoding: {e}"))?;
-    Ok(format!(
-        r#"{{"ok": true, "reencoded": "{}", "value": {}}}"#,
-        hex_encode(&reencoded),
-        value.to_json()
-    ))
+    let reencoded = registry.encode(&name, &value).map_err(|e| format!("re-encoding: {e}"))?;
+    Ok(format!(r#"{{"ok": true, "reencoded": "{}", "value": {}}}"#, hex_encode(&reencoded), value.to_json()))
 }
 
 fn main() -> ExitCode {
@@ -99,8 +78,8 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let reply = answer(&registry, &line)
-            .unwrap_or_else(|e| format!(r#"{{"ok": false, "error": {}}}"#, json_string(&e)));
+        let reply =
+            answer(&registry, &line).unwrap_or_else(|e| format!(r#"{{"ok": false, "error": {}}}"#, json_string(&e)));
         if writeln!(out, "{reply}").is_err() {
             return ExitCode::from(2);
         }

@@ -132,7 +132,8 @@ fn add_declarations(
 
 /// Names referenced by members that no declaration provides.
 fn unresolved(schema: &Schema) -> BTreeSet<TypeName> {
-    let known: BTreeSet<&TypeName> = schema.structs.iter().map(|s| &s.name).chain(schema.enums.iter().map(|e| &e.name)).collect();
+    let known: BTreeSet<&TypeName> =
+        schema.structs.iter().map(|s| &s.name).chain(schema.enums.iter().map(|e| &e.name)).collect();
     schema
         .structs
         .iter()
@@ -184,7 +185,8 @@ fn resolve_from_include_path(
     loop {
         let missing = unresolved(schema);
         let pick = pool.iter().position(|(_, _, parsed, _)| {
-            parsed.structs.iter().any(|s| missing.contains(&s.name)) || parsed.enums.iter().any(|e| missing.contains(&e.name))
+            parsed.structs.iter().any(|s| missing.contains(&s.name))
+                || parsed.enums.iter().any(|e| missing.contains(&e.name))
         });
         let Some(i) = pick else { break };
         let (_, text, parsed, file_diags) = pool.swap_remove(i);
@@ -214,7 +216,8 @@ fn resolve_member_types(schema: &mut Schema, diags: &mut Vec<Diagnostic>, source
                 } else {
                     format!(" (looked for '{}' in the input files and the include path)", name.name)
                 };
-                let mut d = Diagnostic::error(m.span.clone(), format!("unknown type '{name}' for member '{}'{hint}", m.name));
+                let mut d =
+                    Diagnostic::error(m.span.clone(), format!("unknown type '{name}' for member '{}'{hint}", m.name));
                 d.source_line = sources
                     .iter()
                     .find(|s| s.path == m.span.file)

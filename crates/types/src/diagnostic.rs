@@ -74,7 +74,15 @@ impl fmt::Display for Diagnostic {
         if self.span.line == 0 {
             write!(f, "{}: {}: {}", self.span.file.display(), severity, self.message)
         } else {
-            write!(f, "{}:{}:{}: {}: {}", self.span.file.display(), self.span.line, self.span.col, severity, self.message)
+            write!(
+                f,
+                "{}:{}:{}: {}: {}",
+                self.span.file.display(),
+                self.span.line,
+                self.span.col,
+                severity,
+                self.message
+            )
         }
     }
 }

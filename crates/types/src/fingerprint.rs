@@ -93,8 +93,7 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     fn new(schema: &'a Schema) -> Walk<'a> {
-        let index: HashMap<&TypeName, usize> =
-            schema.structs.iter().enumerate().map(|(i, s)| (&s.name, i)).collect();
+        let index: HashMap<&TypeName, usize> = schema.structs.iter().enumerate().map(|(i, s)| (&s.name, i)).collect();
         let enums: HashMap<&TypeName, u64> = schema.enums.iter().map(|e| (&e.name, e.hash)).collect();
         let mut children = Vec::new();
         let mut enum_sum = Vec::new();

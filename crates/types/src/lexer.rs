@@ -175,8 +175,7 @@ fn clean_line_comment(body: &str) -> String {
 
 /// Each line of a block comment loses its leading blanks and `*`s, as in lcm-gen.
 fn clean_block_comment(body: &str) -> String {
-    let lines: Vec<&str> =
-        body.lines().map(|l| l.trim_start().trim_start_matches('*').trim()).collect::<Vec<_>>();
+    let lines: Vec<&str> = body.lines().map(|l| l.trim_start().trim_start_matches('*').trim()).collect::<Vec<_>>();
     let first = lines.iter().position(|l| !l.is_empty());
     let last = lines.iter().rposition(|l| !l.is_empty());
     match (first, last) {

@@ -36,6 +36,7 @@ pub mod registry;
 pub use check::{check, load, Checked, Source};
 pub use diagnostic::{Diagnostic, Diagnostics, Severity};
 pub use layout::Layout;
+pub use model::{
+    Const, ConstValue, Dim, Enum, EnumValue, Member, MemberType, Primitive, Schema, Span, Struct, TypeName,
+};
 pub use registry::Registry;
-pub use model::{Const, ConstValue, Dim, Enum, EnumValue, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
-

@@ -141,7 +141,12 @@ impl Primitive {
     pub fn can_be_const(self) -> bool {
         matches!(
             self,
-            Primitive::Int8 | Primitive::Int16 | Primitive::Int32 | Primitive::Int64 | Primitive::Float | Primitive::Double
+            Primitive::Int8
+                | Primitive::Int16
+                | Primitive::Int32
+                | Primitive::Int64
+                | Primitive::Float
+                | Primitive::Double
         )
     }
 }

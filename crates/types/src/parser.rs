@@ -411,7 +411,8 @@ impl Parser<'_> {
                 Err(self.error_tok(&tok, format!("array dimension '{text}' must not be an array")))
             }
             Some(m) if !m.ty.primitive().is_some_and(Primitive::can_size_array) => {
-                let msg = format!("array dimension '{text}' must be an integer type (int8_t, int16_t, int32_t or int64_t)");
+                let msg =
+                    format!("array dimension '{text}' must be an integer type (int8_t, int16_t, int32_t or int64_t)");
                 Err(self.error_tok(&tok, msg))
             }
             Some(_) => Ok(Dim::Variable { member: text.to_owned() }),

@@ -69,11 +69,7 @@ impl fmt::Display for RegistryError {
                 write!(f, "no known type has fingerprint 0x{fingerprint:016x}")
             }
             RegistryError::Ambiguous { fingerprint, names } => {
-                write!(
-                    f,
-                    "fingerprint 0x{fingerprint:016x} is shared by {}",
-                    names.join(", ")
-                )
+                write!(f, "fingerprint 0x{fingerprint:016x} is shared by {}", names.join(", "))
             }
             RegistryError::Decode(e) => write!(f, "{e}"),
         }
@@ -104,12 +100,7 @@ impl Registry {
         for (i, s) in schema.structs.iter().enumerate() {
             by_fingerprint.entry(s.fingerprint).or_default().push(i);
         }
-        Registry {
-            schema,
-            layout,
-            tables,
-            by_fingerprint,
-        }
+        Registry { schema, layout, tables, by_fingerprint }
     }
 
     /// Parses every `.lcm` file below `dirs` (a file given directly is taken too) into a registry.
@@ -128,10 +119,7 @@ impl Registry {
             } else if d.is_dir() {
                 lcm_files_under(d, 0, &mut files, &mut diags);
             } else {
-                diags.push(Diagnostic::file_error(
-                    d.clone(),
-                    "no such file or directory",
-                ));
+                diags.push(Diagnostic::file_error(d.clone(), "no such file or directory"));
             }
         }
         files.sort();
@@ -151,11 +139,8 @@ impl Registry {
                     break checked.schema;
                 }
                 Err(Diagnostics(found)) => {
-                    let bad: Vec<PathBuf> = found
-                        .iter()
-                        .filter(|d| d.is_error())
-                        .map(|d| d.span.file.clone())
-                        .collect();
+                    let bad: Vec<PathBuf> =
+                        found.iter().filter(|d| d.is_error()).map(|d| d.span.file.clone()).collect();
                     let before = sources.len();
                     sources.retain(|s| !bad.contains(&s.path));
                     for d in found.into_iter().filter(Diagnostic::is_error) {
@@ -172,10 +157,7 @@ impl Registry {
         };
         let registry = Registry::new(schema);
         for (fp, idx) in registry.shared_fingerprints() {
-            let names: Vec<String> = idx
-                .iter()
-                .map(|&i| registry.schema.structs[i].name.full())
-                .collect();
+            let names: Vec<String> = idx.iter().map(|&i| registry.schema.structs[i].name.full()).collect();
             let first = &registry.schema.structs[idx[0]];
             let msg = format!(
                 "fingerprint 0x{fp:016x} is shared by {}: messages with it are reported as ambiguous (decode_as picks one)",
@@ -187,22 +169,14 @@ impl Registry {
     }
 
     fn shared_fingerprints(&self) -> Vec<(u64, &[usize])> {
-        let mut v: Vec<(u64, &[usize])> = self
-            .by_fingerprint
-            .iter()
-            .filter(|(_, i)| i.len() > 1)
-            .map(|(fp, i)| (*fp, i.as_slice()))
-            .collect();
+        let mut v: Vec<(u64, &[usize])> =
+            self.by_fingerprint.iter().filter(|(_, i)| i.len() > 1).map(|(fp, i)| (*fp, i.as_slice())).collect();
         v.sort_by_key(|(_, i)| i[0]);
         v
     }
 
     fn ctx(&self) -> Ctx<'_> {
-        Ctx {
-            schema: &self.schema,
-            layout: &self.layout,
-            tables: &self.tables,
-        }
+        Ctx { schema: &self.schema, layout: &self.layout, tables: &self.tables }
     }
 
     /// The schema the registry was built from.
@@ -228,19 +202,13 @@ impl Registry {
 
     /// The struct called `name`.
     pub fn by_name(&self, name: &TypeName) -> Option<&Struct> {
-        self.ctx()
-            .struct_index(name)
-            .map(|i| &self.schema.structs[i])
+        self.ctx().struct_index(name).map(|i| &self.schema.structs[i])
     }
 
     /// Identifies a message by its first 8 bytes and decodes it.
     pub fn decode(&self, bytes: &[u8]) -> Result<(&Struct, Value), RegistryError> {
-        let fingerprint =
-            fingerprint_of(bytes).ok_or(RegistryError::TooShort { len: bytes.len() })?;
-        let idx = self
-            .by_fingerprint
-            .get(&fingerprint)
-            .ok_or(RegistryError::Unknown { fingerprint })?;
+        let fingerprint = fingerprint_of(bytes).ok_or(RegistryError::TooShort { len: bytes.len() })?;
+        let idx = self.by_fingerprint.get(&fingerprint).ok_or(RegistryError::Unknown { fingerprint })?;
         match idx.as_slice() {
             [one] => {
                 let st = &self.schema.structs[*one];
@@ -248,10 +216,7 @@ impl Registry {
             }
             many => Err(RegistryError::Ambiguous {
                 fingerprint,
-                names: many
-                    .iter()
-                    .map(|&i| self.schema.structs[i].name.full())
-                    .collect(),
+                names: many.iter().map(|&i| self.schema.structs[i].name.full()).collect(),
             }),
         }
     }
@@ -277,10 +242,7 @@ fn lcm_files_under(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, diags: &mut
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            diags.push(Diagnostic::file_error(
-                dir.to_path_buf(),
-                format!("cannot read directory: {e}"),
-            ));
+            diags.push(Diagnostic::file_error(dir.to_path_buf(), format!("cannot read directory: {e}")));
             return;
         }
     };
@@ -292,14 +254,7 @@ fn lcm_files_under(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, diags: &mut
                 lcm_files_under(&path, depth + 1, out, diags);
             } else {
                 let msg = format!("not searched: more than {MAX_DIR_DEPTH} directories deep");
-                diags.push(Diagnostic::warning(
-                    Span {
-                        file: path,
-                        line: 0,
-                        col: 0,
-                    },
-                    msg,
-                ));
+                diags.push(Diagnostic::warning(Span { file: path, line: 0, col: 0 }, msg));
             }
         } else if path.extension().is_some_and(|e| e == "lcm") {
             out.push(path);

@@ -32,13 +32,7 @@ fn corpus() -> Registry {
 
 /// Writes a random JSON value of struct `st`, with count members given explicitly (`None` if the type nests
 /// without end, which the corpus does not do).
-fn gen_struct(
-    reg: &Registry,
-    st: &Struct,
-    rng: &mut Rng,
-    depth: usize,
-    out: &mut String,
-) -> Option<()> {
+fn gen_struct(reg: &Registry, st: &Struct, rng: &mut Rng, depth: usize, out: &mut String) -> Option<()> {
     if depth > 12 {
         return None;
     }
@@ -68,10 +62,7 @@ fn gen_struct(
             .iter()
             .map(|d| match d {
                 Dim::Fixed { len, .. } => *len,
-                Dim::Variable { member } => counts
-                    .iter()
-                    .find(|(c, _)| c == member)
-                    .map_or(0, |(_, n)| *n as usize),
+                Dim::Variable { member } => counts.iter().find(|(c, _)| c == member).map_or(0, |(_, n)| *n as usize),
             })
             .collect();
         gen_array(reg, &m.ty, &lens, rng, depth, out)?;
@@ -102,62 +93,21 @@ fn gen_array(
     Some(())
 }
 
-fn gen_elem(
-    reg: &Registry,
-    ty: &MemberType,
-    rng: &mut Rng,
-    depth: usize,
-    out: &mut String,
-) -> Option<()> {
+fn gen_elem(reg: &Registry, ty: &MemberType, rng: &mut Rng, depth: usize, out: &mut String) -> Option<()> {
     let pick = |rng: &mut Rng, xs: &[&str]| xs[rng.below(xs.len() as u64) as usize].to_owned();
     let s = match ty {
         MemberType::Primitive(p) => match p {
             Primitive::Int8 => pick(rng, &["0", "-128", "127", "5"]),
             Primitive::Int16 => pick(rng, &["0", "-32768", "32767", "-5"]),
             Primitive::Int32 => pick(rng, &["0", "-2147483648", "2147483647", "77"]),
-            Primitive::Int64 => pick(
-                rng,
-                &[
-                    "0",
-                    "-9223372036854775808",
-                    "9223372036854775807",
-                    "1234567890123",
-                ],
-            ),
-            Primitive::Float => pick(
-                rng,
-                &[
-                    "0.0",
-                    "-0.0",
-                    "\"NaN\"",
-                    "\"Infinity\"",
-                    "1e-45",
-                    "3.4028235e38",
-                    "0.1",
-                ],
-            ),
-            Primitive::Double => pick(
-                rng,
-                &[
-                    "0.0",
-                    "-0.0",
-                    "\"-Infinity\"",
-                    "5e-324",
-                    "1.7976931348623157e308",
-                    "0.1",
-                ],
-            ),
+            Primitive::Int64 => pick(rng, &["0", "-9223372036854775808", "9223372036854775807", "1234567890123"]),
+            Primitive::Float => pick(rng, &["0.0", "-0.0", "\"NaN\"", "\"Infinity\"", "1e-45", "3.4028235e38", "0.1"]),
+            Primitive::Double => {
+                pick(rng, &["0.0", "-0.0", "\"-Infinity\"", "5e-324", "1.7976931348623157e308", "0.1"])
+            }
             Primitive::Boolean => pick(rng, &["true", "false"]),
             Primitive::Byte => pick(rng, &["0", "255", "7"]),
-            Primitive::String => pick(
-                rng,
-                &[
-                    "\"\"",
-                    "\"a\"",
-                    "\"h\\u00e9llo \\\"q\\\"\"",
-                    "\"\\ud83e\\udd80\"",
-                ],
-            ),
+            Primitive::String => pick(rng, &["\"\"", "\"a\"", "\"h\\u00e9llo \\\"q\\\"\"", "\"\\ud83e\\udd80\""]),
         },
         MemberType::Enum(_) => "1".to_owned(),
         MemberType::Struct(n) => {
@@ -173,12 +123,8 @@ fn gen_elem(
 fn must_not_panic(reg: &Registry, ty: &TypeName, bytes: &[u8]) -> bool {
     match reg.decode_as(ty, bytes) {
         Ok(v) => {
-            let again = reg
-                .encode(ty, &v)
-                .unwrap_or_else(|e| panic!("{ty}: decoded value does not encode: {e}"));
-            let v2 = reg
-                .decode_as(ty, &again)
-                .unwrap_or_else(|e| panic!("{ty}: re-encoding does not decode: {e}"));
+            let again = reg.encode(ty, &v).unwrap_or_else(|e| panic!("{ty}: decoded value does not encode: {e}"));
+            let v2 = reg.decode_as(ty, &again).unwrap_or_else(|e| panic!("{ty}: re-encoding does not decode: {e}"));
             assert_eq!(v2.to_json(), v.to_json(), "{ty}");
             true
         }
@@ -194,27 +140,13 @@ fn valid_encodings(reg: &Registry, rng: &mut Rng, per_type: usize) -> Vec<(TypeN
     for st in &reg.schema().structs {
         for _ in 0..per_type {
             let mut json = String::new();
-            gen_struct(reg, st, rng, 0, &mut json)
-                .unwrap_or_else(|| panic!("{}: nests without end", st.name));
-            let v = reg
-                .from_json(&st.name, &json)
-                .unwrap_or_else(|e| panic!("{}: {e}\n{json}", st.name));
-            let bytes = reg
-                .encode(&st.name, &v)
-                .unwrap_or_else(|e| panic!("{}: {e}", st.name));
-            let back = reg
-                .decode_as(&st.name, &bytes)
-                .unwrap_or_else(|e| panic!("{}: {e}", st.name));
+            gen_struct(reg, st, rng, 0, &mut json).unwrap_or_else(|| panic!("{}: nests without end", st.name));
+            let v = reg.from_json(&st.name, &json).unwrap_or_else(|e| panic!("{}: {e}\n{json}", st.name));
+            let bytes = reg.encode(&st.name, &v).unwrap_or_else(|e| panic!("{}: {e}", st.name));
+            let back = reg.decode_as(&st.name, &bytes).unwrap_or_else(|e| panic!("{}: {e}", st.name));
             assert_eq!(reg.encode(&st.name, &back).unwrap(), bytes, "{}", st.name);
-            let again = reg
-                .from_json(&st.name, &back.to_json())
-                .unwrap_or_else(|e| panic!("{}: {e}", st.name));
-            assert_eq!(
-                reg.encode(&st.name, &again).unwrap(),
-                bytes,
-                "{}: JSON round trip",
-                st.name
-            );
+            let again = reg.from_json(&st.name, &back.to_json()).unwrap_or_else(|e| panic!("{}: {e}", st.name));
+            assert_eq!(reg.encode(&st.name, &again).unwrap(), bytes, "{}: JSON round trip", st.name);
             out.push((st.name.clone(), bytes));
         }
     }
@@ -240,10 +172,7 @@ fn mutated_encodings_give_errors_not_panics() {
         // Every strict truncation must fail (for long messages: a sample, plus every one near the end).
         let len = bytes.len();
         for n in (0..len).filter(|n| len <= 512 || n % 13 == 0 || n + 64 >= len) {
-            assert!(
-                !must_not_panic(&reg, ty, &bytes[..n]),
-                "{ty}: truncated to {n} decoded"
-            );
+            assert!(!must_not_panic(&reg, ty, &bytes[..n]), "{ty}: truncated to {n} decoded");
         }
         for _ in 0..64 {
             let mut b = bytes.clone();
@@ -275,10 +204,7 @@ fn mutated_encodings_give_errors_not_panics() {
             tally(must_not_panic(&reg, ty, &b));
         }
     }
-    assert!(
-        decoded > 0 && rejected > 0,
-        "decoded {decoded}, rejected {rejected}"
-    );
+    assert!(decoded > 0 && rejected > 0, "decoded {decoded}, rejected {rejected}");
 }
 
 #[test]
@@ -290,11 +216,7 @@ fn random_bytes_by_fingerprint_give_errors_not_panics() {
             let mut b = st.fingerprint.to_be_bytes().to_vec();
             for _ in 0..len {
                 // Mostly small bytes, so that counts stay plausible and decoding goes deep.
-                b.push(if rng.below(3) == 0 {
-                    rng.next() as u8
-                } else {
-                    rng.below(3) as u8
-                });
+                b.push(if rng.below(3) == 0 { rng.next() as u8 } else { rng.below(3) as u8 });
             }
             must_not_panic(&reg, &st.name, &b);
             let _ = reg.decode(&b);
@@ -310,11 +232,7 @@ fn random_bytes_by_fingerprint_give_errors_not_panics() {
 fn values_of_the_wrong_shape_are_encode_errors() {
     let reg = corpus();
     let ty = TypeName::parse("lcmtest.primitives_t");
-    for v in [
-        Value::Int8(1),
-        Value::Array(vec![]),
-        Value::Bytes(vec![1, 2]),
-    ] {
+    for v in [Value::Int8(1), Value::Array(vec![]), Value::Bytes(vec![1, 2])] {
         assert!(reg.encode(&ty, &v).is_err());
     }
 }

@@ -137,7 +137,8 @@ impl Sender {
                 Plan::Fragmented { count } => {
                     for n in 0..count {
                         let start = scratch.headers.len();
-                        let data = packet::push_fragment_header(&mut scratch.headers, seq, channel, payload.len(), n, count);
+                        let data =
+                            packet::push_fragment_header(&mut scratch.headers, seq, channel, payload.len(), n, count);
                         let header = start..scratch.headers.len();
                         scratch.planned.push(Planned { header, payload: data, message: i, port });
                         if scratch.planned.len() >= sys::MAX_MMSG {
@@ -159,7 +160,12 @@ impl Sender {
         let iovs: Vec<IoSlice<'_>> = scratch
             .planned
             .iter()
-            .flat_map(|d| [IoSlice::new(&scratch.headers[d.header.clone()]), IoSlice::new(&messages[d.message].1[d.payload.clone()])])
+            .flat_map(|d| {
+                [
+                    IoSlice::new(&scratch.headers[d.header.clone()]),
+                    IoSlice::new(&messages[d.message].1[d.payload.clone()]),
+                ]
+            })
             .collect();
         let mut done = 0;
         let mut failed = None;
@@ -186,7 +192,10 @@ impl Sender {
                 // path's MTU): send one datagram per message from now on.
                 Err(e)
                     if sends[0].segment.is_some()
-                        && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)) =>
+                        && matches!(
+                            e.raw_os_error(),
+                            Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+                        ) =>
                 {
                     scratch.no_gso = true;
                 }
@@ -255,7 +264,10 @@ mod tests {
     use std::time::Duration;
 
     fn planned(lens: &[(usize, u16)]) -> Vec<Planned> {
-        lens.iter().enumerate().map(|(i, &(len, port))| Planned { header: 0..8, payload: 0..len - 8, message: i, port }).collect()
+        lens.iter()
+            .enumerate()
+            .map(|(i, &(len, port))| Planned { header: 0..8, payload: 0..len - 8, message: i, port })
+            .collect()
     }
 
     #[test]
@@ -275,8 +287,10 @@ mod tests {
         let opts = [("recv_buf_size".to_string(), (16 << 20).to_string())];
         let cfg = Config::from_url_parts(&format!("239.255.76.84:{port}"), &opts).unwrap().0;
         let mut rx = Receiver::open(&cfg).unwrap();
-        let payloads: Vec<Vec<u8>> = (0..500usize).map(|i| vec![i as u8; [8, 8, 8, 100, 8, 1500, 70_000][i % 7]]).collect();
-        let batch: Vec<(&str, &[u8])> = payloads.iter().enumerate().map(|(i, p)| (["A", "B"][i / 50 % 2], p.as_slice())).collect();
+        let payloads: Vec<Vec<u8>> =
+            (0..500usize).map(|i| vec![i as u8; [8, 8, 8, 100, 8, 1500, 70_000][i % 7]]).collect();
+        let batch: Vec<(&str, &[u8])> =
+            payloads.iter().enumerate().map(|(i, p)| (["A", "B"][i / 50 % 2], p.as_slice())).collect();
         let mut got = Vec::new();
         for gso in [true, false] {
             let mut tx = Sender::open(&cfg).unwrap();
@@ -289,7 +303,8 @@ mod tests {
             }
             got.push(seen);
         }
-        let expected: Vec<_> = batch.iter().enumerate().map(|(i, (c, p))| (i as u32, c.to_string(), p.to_vec())).collect();
+        let expected: Vec<_> =
+            batch.iter().enumerate().map(|(i, (c, p))| (i as u32, c.to_string(), p.to_vec())).collect();
         assert!(got[0] == expected, "segmented: every datagram, in order");
         assert!(got[1] == expected, "one by one: every datagram, in order");
     }

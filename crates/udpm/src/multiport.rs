@@ -98,7 +98,8 @@ mod tests {
     fn update_bytes_match_liblcm() {
         // The payload liblcm sent after publishing POSE and CAM_FRONT.
         let wire = "cba51af01aff9e620010000200000005504f5345001e840000000a43414d5f46524f4e54001e86";
-        let bytes: Vec<u8> = (0..wire.len()).step_by(2).map(|i| u8::from_str_radix(&wire[i..i + 2], 16).unwrap()).collect();
+        let bytes: Vec<u8> =
+            (0..wire.len()).step_by(2).map(|i| u8::from_str_radix(&wire[i..i + 2], 16).unwrap()).collect();
         let u = Update::decode(&bytes).unwrap();
         assert_eq!(u, Update { nports: 16, mapping: vec![("POSE".into(), 7812), ("CAM_FRONT".into(), 7814)] });
         assert_eq!(u.encode(), bytes);

@@ -57,7 +57,8 @@ impl Sequences {
     /// Notes a well-formed datagram of message `seq` from `from`; `channel` is its channel when the datagram
     /// carries it (a small message, a first fragment).
     pub fn note(&mut self, from: SocketAddr, seq: u32, channel: Option<&str>) {
-        let announces = channel.is_some_and(|c| c == crate::multiport::UPDATE_CHANNEL || c == crate::multiport::REQUEST_CHANNEL);
+        let announces =
+            channel.is_some_and(|c| c == crate::multiport::UPDATE_CHANNEL || c == crate::multiport::REQUEST_CHANNEL);
         let at = match self.recent.iter().position(|(a, _)| *a == from) {
             Some(at) => at,
             None => {
@@ -172,7 +173,10 @@ mod tests {
             s.note(from, i, None);
             s.note(from, i + 2, None);
         }
-        assert!(s.senders.len() + s.recent.len() <= MAX_SENDERS, "the table and the recent senders together are bounded");
+        assert!(
+            s.senders.len() + s.recent.len() <= MAX_SENDERS,
+            "the table and the recent senders together are bounded"
+        );
         assert_eq!(s.unseen(), u64::from(MAX_SENDERS as u32 * 3));
     }
 }

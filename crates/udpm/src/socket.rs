@@ -11,12 +11,11 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::config::{Config, Interface};
 use crate::packet::{self, Datagram, Malformed, Plan, SendError};
-use crate::reassembly::{ReassemblyStats, Reassembler};
+use crate::reassembly::{Reassembler, ReassemblyStats};
 use crate::sequence::Sequences;
 
 /// What the user runs when multicast is not routed on a Linux host with only loopback.
-pub const LOOPBACK_ADVICE: &str =
-    "is multicast routed? On a host with only loopback run, as root: \
+pub const LOOPBACK_ADVICE: &str = "is multicast routed? On a host with only loopback run, as root: \
      ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo";
 
 /// A udpm failure, with the operation that failed.
@@ -130,7 +129,8 @@ pub struct Sender {
 impl Sender {
     /// Opens the send socket and checks that the group is routed.
     pub fn open(config: &Config) -> Result<Sender, UdpmError> {
-        let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
+        let socket =
+            Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
         socket.set_multicast_ttl_v4(config.ttl as u32).map_err(io_err("setting the multicast TTL"))?;
         socket.set_multicast_loop_v4(true).map_err(io_err("enabling multicast loopback"))?;
         let iface = interface_addr(&config.interface)?;
@@ -408,7 +408,8 @@ impl Receiver {
     /// Like [`Receiver::open`] on another port of the group (multi-port mode), without following sequence numbers:
     /// a multi-port sender numbers its messages across all its ports.
     pub fn open_port(config: &Config, port: u16) -> Result<Receiver, UdpmError> {
-        let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
+        let socket =
+            Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
         socket.set_reuse_address(true).map_err(io_err("setting SO_REUSEADDR"))?;
         let mut rcvbuf = None;
         if let Some(want) = config.recv_buf_size {
@@ -427,7 +428,9 @@ impl Receiver {
         socket.bind(&bind.into()).map_err(io_err(format!("binding {bind}")))?;
         let iface = interface_addr(&config.interface)?;
         socket.join_multicast_v4(&config.group, &iface).map_err(|source| match source.raw_os_error() {
-            Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => UdpmError::NoRoute { group: config.group, source },
+            Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => {
+                UdpmError::NoRoute { group: config.group, source }
+            }
             _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
         })?;
         let socket = Arc::new(UdpSocket::from(socket));
@@ -699,7 +702,11 @@ impl Receiver {
             let resend = Instant::now() + Duration::from_millis(100);
             while let Some(left) = resend.checked_duration_since(Instant::now()) {
                 match self.recv(Some(left))? {
-                    Some(m) if m.channel == SELF_TEST_CHANNEL && m.sender.port() == port && m.payload == SELF_TEST_PAYLOAD => {
+                    Some(m)
+                        if m.channel == SELF_TEST_CHANNEL
+                            && m.sender.port() == port
+                            && m.payload == SELF_TEST_PAYLOAD =>
+                    {
                         return Ok(());
                     }
                     Some(m) => deliver(m),

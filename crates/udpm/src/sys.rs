@@ -104,7 +104,8 @@ pub(crate) fn recvmmsg(
     got: &mut Vec<(usize, SocketAddrV4)>,
 ) -> io::Result<usize> {
     let n = slots.len().min(MAX_RECV_BATCH);
-    type Headers = ([libc::sockaddr_in; MAX_RECV_BATCH], [libc::iovec; MAX_RECV_BATCH], [libc::mmsghdr; MAX_RECV_BATCH]);
+    type Headers =
+        ([libc::sockaddr_in; MAX_RECV_BATCH], [libc::iovec; MAX_RECV_BATCH], [libc::mmsghdr; MAX_RECV_BATCH]);
     // SAFETY: sockaddr_in, iovec and mmsghdr are plain C structs of integers and pointers, for which all zero bytes
     // is a valid value (null pointers, zero lengths); zeroing also covers padding fields some libcs declare.
     #[allow(unsafe_code)]

@@ -50,7 +50,7 @@ fn a_call_that_may_not_wait_returns_after_a_turn_of_unwanted_datagrams() {
     }
     tx.send("WANT", b"w").unwrap();
     std::thread::sleep(Duration::from_millis(100)); // all of it in the socket
-    // The first call reads one turn of noise and gives control back although more is queued ...
+                                                    // The first call reads one turn of noise and gives control back although more is queued ...
     assert!(rx.recv(Some(Duration::ZERO)).unwrap().is_none());
     assert_eq!(rx.stats().unwanted, nerve_udpm::READ_TURN as u64);
     // ... and the next goes on where it stopped.

@@ -17,8 +17,9 @@ fn venv_python() -> PathBuf {
 /// A port of its own per test, so parallel tests (and other runs on this host) never see each other's traffic.
 fn config(offset: u16) -> Config {
     let port = 20000 + (std::process::id() % 20000) as u16 + offset;
-    let (c, _) = Config::from_url_parts(&format!("239.255.76.67:{port}"), &[("recv_buf_size".into(), "4194304".into())])
-        .expect("valid");
+    let (c, _) =
+        Config::from_url_parts(&format!("239.255.76.67:{port}"), &[("recv_buf_size".into(), "4194304".into())])
+            .expect("valid");
     c
 }
 
@@ -137,9 +138,8 @@ fn hundred_megabytes_both_ways() {
 
     // Real LCM -> Nerve.
     let mut rx = Receiver::open(&cfg).unwrap_or_else(|e| panic!("{e}"));
-    let script = format!(
-        "import lcm\nlc = lcm.LCM('{url}')\nlc.publish('HUGE', bytes(range(256)) * ({size} // 256))\n"
-    );
+    let script =
+        format!("import lcm\nlc = lcm.LCM('{url}')\nlc.publish('HUGE', bytes(range(256)) * ({size} // 256))\n");
     let publisher = std::thread::spawn(move || Command::new(venv_python()).arg("-c").arg(script).status().unwrap());
     let m = loop {
         let m = rx.recv(Some(Duration::from_secs(20))).unwrap().unwrap_or_else(|| panic!("nothing; {:?}", rx.stats()));

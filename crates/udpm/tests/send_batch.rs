@@ -123,7 +123,9 @@ fn a_message_that_cannot_be_sent_stops_the_batch_and_is_reported() {
     assert!(matches!(e.error, UdpmError::Send(SendError::ChannelTooLong { len: 64 })), "{e}");
     // A socket error (port 0: EINVAL, spec 4.2's quirk) after the message took its sequence number, as by `send`.
     let port = cfg.port;
-    let e = tx.send_batch_to_ports(&[("D", b"4"), ("ZERO", b"5"), ("E", b"6")], |c| if c == "ZERO" { 0 } else { port }).unwrap_err();
+    let e = tx
+        .send_batch_to_ports(&[("D", b"4"), ("ZERO", b"5"), ("E", b"6")], |c| if c == "ZERO" { 0 } else { port })
+        .unwrap_err();
     assert_eq!(e.sent, 1);
     assert!(matches!(e.error, UdpmError::Io { .. }), "{e}");
     tx.send("F", b"7").unwrap();

@@ -90,9 +90,16 @@ mod tests {
     #[test]
     fn counts_follow_the_seed() {
         // (owners, sharers) -> copies, for an owned publish and for a shared one.
-        for (o, s, owned_copies, shared_copies) in
-            [(1, 0, 0, 1), (2, 0, 1, 2), (0, 1, 0, 0), (0, 2, 0, 0), (1, 1, 1, 1), (1, 2, 1, 1), (2, 2, 2, 2), (3, 1, 3, 3)]
-        {
+        for (o, s, owned_copies, shared_copies) in [
+            (1, 0, 0, 1),
+            (2, 0, 1, 2),
+            (0, 1, 0, 0),
+            (0, 2, 0, 0),
+            (1, 1, 1, 1),
+            (1, 2, 1, 1),
+            (2, 2, 2, 2),
+            (3, 1, 3, 3),
+        ] {
             let d = distribute(Msg::Owned(Counted(0)), o, s);
             assert_eq!((d.owned.len(), d.shared.is_some(), d.copies), (o, s > 0, owned_copies), "owned {o} {s}");
             let d = distribute(Msg::Shared(Arc::new(Counted(0))), o, s);

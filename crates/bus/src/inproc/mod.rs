@@ -311,7 +311,11 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
         }
         let (received, bytes) = match bytes {
             Some(data) if plan.byte_subs => {
-                let r = Arc::new(crate::Received { channel: self.channel.clone(), data, recv_utime: nerve_udpm::now_utime() });
+                let r = Arc::new(crate::Received {
+                    channel: self.channel.clone(),
+                    data,
+                    recv_utime: nerve_udpm::now_utime(),
+                });
                 (Some(Arc::clone(&r)), Some(Bytes::Shared(r)))
             }
             other => (None, other.map(Bytes::Owned)),

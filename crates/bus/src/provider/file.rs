@@ -66,8 +66,15 @@ impl Playback {
 }
 
 enum Mode {
-    Read { reader: Mutex<Option<LogReader<File>>>, speed: f64, start_utime: Option<i64>, thread: Mutex<Option<ReceiveThread>> },
-    Write { writer: Mutex<LogWriter<BufWriter<File>>> },
+    Read {
+        reader: Mutex<Option<LogReader<File>>>,
+        speed: f64,
+        start_utime: Option<i64>,
+        thread: Mutex<Option<ReceiveThread>>,
+    },
+    Write {
+        writer: Mutex<LogWriter<BufWriter<File>>>,
+    },
 }
 
 /// A log file as a bus.
@@ -93,11 +100,16 @@ impl FileProvider {
         for (k, v) in options {
             match k.as_str() {
                 "speed" => {
-                    speed = v.parse::<f64>().ok().filter(|s| s.is_finite()).ok_or_else(|| config(format!("speed={v}: not a number")))?
+                    speed = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|s| s.is_finite())
+                        .ok_or_else(|| config(format!("speed={v}: not a number")))?
                 }
                 "mode" => mode = v.clone(),
                 "start_timestamp" => {
-                    start_utime = Some(v.parse::<i64>().map_err(|_| config(format!("start_timestamp={v}: not microseconds")))?)
+                    start_utime =
+                        Some(v.parse::<i64>().map_err(|_| config(format!("start_timestamp={v}: not microseconds")))?)
                 }
                 _ => unknown.push(k.clone()),
             }
@@ -194,7 +206,8 @@ impl Provider for FileProvider {
                     continue;
                 }
                 let recv_utime = if speed > 0.0 {
-                    let (wall0, wall0_us, log0) = *origin.get_or_insert_with(|| (Instant::now(), now_utime(), ev.utime));
+                    let (wall0, wall0_us, log0) =
+                        *origin.get_or_insert_with(|| (Instant::now(), now_utime(), ev.utime));
                     let offset_us = (ev.utime.saturating_sub(log0)).max(0) as f64 / speed;
                     if !sleep_until(wall0 + Duration::from_secs_f64(offset_us / 1e6), stop) {
                         return;

@@ -16,7 +16,7 @@ use nerve_udpm::{Config, Filter, KernelDrops, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
-use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN, StatsTurns};
+use super::{Incoming, Provider, ProviderStats, Sink, StatsTurns, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
 
@@ -26,10 +26,7 @@ const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(50);
 
 fn transport(e: nerve_udpm::UdpmError) -> BusError {
-    BusError::Transport {
-        provider: "mpudpm",
-        source: Box::new(e),
-    }
+    BusError::Transport { provider: "mpudpm", source: Box::new(e) }
 }
 
 struct Publishing {
@@ -41,13 +38,9 @@ struct Publishing {
 
 impl Publishing {
     fn announce(&mut self, start: u16, nports: u16) -> Result<(), nerve_udpm::UdpmError> {
-        let update = Update {
-            nports,
-            mapping: self.channels.iter().map(|(c, p)| (c.clone(), *p)).collect(),
-        };
+        let update = Update { nports, mapping: self.channels.iter().map(|(c, p)| (c.clone(), *p)).collect() };
         self.last_announce = Some(Instant::now());
-        self.sender
-            .send_to_port(start, multiport::UPDATE_CHANNEL, &update.encode())
+        self.sender.send_to_port(start, multiport::UPDATE_CHANNEL, &update.encode())
     }
 }
 
@@ -122,11 +115,7 @@ impl Mpudpm {
         let shared = Arc::new(Shared {
             start: config.port,
             nports,
-            publishing: Mutex::new(Publishing {
-                sender,
-                channels: BTreeMap::new(),
-                last_announce: None,
-            }),
+            publishing: Mutex::new(Publishing { sender, channels: BTreeMap::new(), last_announce: None }),
             interest: Mutex::new(Interest::default()),
             opened: Mutex::new(Vec::new()),
             listening: Mutex::new(BTreeSet::new()),
@@ -134,12 +123,7 @@ impl Mpudpm {
             closed_stats: Mutex::new(ProviderStats::default()),
             own: OwnSender::default(),
         });
-        Ok(Mpudpm {
-            config,
-            shared,
-            published: AtomicU64::new(0),
-            receive: Mutex::new(None),
-        })
+        Ok(Mpudpm { config, shared, published: AtomicU64::new(0), receive: Mutex::new(None) })
     }
 
     /// The ports this process listens on now (the start port is always one of them once receiving).
@@ -159,14 +143,7 @@ impl Provider for Mpudpm {
         let (start, nports) = (self.shared.start, self.shared.nports);
         let port = multiport::port_of(channel, start, nports);
         let internal = multiport::is_internal(channel);
-        let new = !internal
-            && !self
-                .shared
-                .publishing
-                .lock()
-                .expect("publishing lock")
-                .channels
-                .contains_key(channel);
+        let new = !internal && !self.shared.publishing.lock().expect("publishing lock").channels.contains_key(channel);
         if new {
             // Our own pattern subscriptions hear our own channels, as on udpm: listen before the first send.
             let wanted = {
@@ -244,9 +221,7 @@ impl Provider for Mpudpm {
         self.shared.listen(&self.config, ports)?;
         // Ask publishers to announce their channels, so that patterns find them without waiting for the next round.
         let mut p = self.shared.publishing.lock().expect("publishing lock");
-        p.sender
-            .send_to_port(start, multiport::REQUEST_CHANNEL, multiport::REQUEST_PAYLOAD)
-            .map_err(transport)?;
+        p.sender.send_to_port(start, multiport::REQUEST_CHANNEL, multiport::REQUEST_PAYLOAD).map_err(transport)?;
         self.shared.own.note(&p.sender);
         Ok(())
     }
@@ -324,7 +299,8 @@ fn close_unwanted(shared: &Shared, receivers: &mut HashMap<u16, Receiver>, mut f
 
 /// Publishes the open sockets' counters for `Provider::stats` (no system call: the kernel's drops are read there).
 fn copy_counters(shared: &Shared, receivers: &HashMap<u16, Receiver>) {
-    *shared.stats.lock().expect("stats lock") = receivers.values().map(|rx| (rx.counters(), rx.kernel_drops())).collect();
+    *shared.stats.lock().expect("stats lock") =
+        receivers.values().map(|rx| (rx.counters(), rx.kernel_drops())).collect();
 }
 
 fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, stop: &AtomicBool) {
@@ -360,10 +336,8 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
         }
         let ports: Vec<u16> = receivers.keys().copied().collect();
         let ready: Vec<u16> = {
-            let mut fds: Vec<PollFd<'_>> = ports
-                .iter()
-                .map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN))
-                .collect();
+            let mut fds: Vec<PollFd<'_>> =
+                ports.iter().map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN)).collect();
             let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
             let timeout = PollTimeout::try_from(wait.as_millis() as i32).unwrap_or(PollTimeout::MAX);
             match poll(&mut fds, timeout) {
@@ -402,11 +376,7 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
                     }
                 } else if !multiport::is_internal(&m.channel) {
                     // not our own: the filter turned those away
-                    sink.deliver(Incoming {
-                        channel: m.channel,
-                        data: m.payload,
-                        recv_utime: m.recv_utime,
-                    });
+                    sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime });
                 }
                 got = rx.recv_queued();
             }

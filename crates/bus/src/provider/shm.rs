@@ -232,7 +232,11 @@ impl Default for ShmConfig {
 impl ShmConfig {
     /// From a `shm://` URL's network part (which must be empty) and options; unknown options are returned for the
     /// caller to warn about.
-    pub fn from_url(url: &str, network: &str, options: &[(String, String)]) -> Result<(ShmConfig, Vec<String>), BusError> {
+    pub fn from_url(
+        url: &str,
+        network: &str,
+        options: &[(String, String)],
+    ) -> Result<(ShmConfig, Vec<String>), BusError> {
         let bad = |reason: String| BusError::Config { url: url.to_owned(), reason };
         if !network.is_empty() {
             return Err(bad(format!(
@@ -251,19 +255,25 @@ impl ShmConfig {
                         .ok_or_else(|| bad(format!("frames={v}: expected 2 to {}", nerve_shm::MAX_FRAMES)))?
                 }
                 "frame_size" => {
-                    config.frame_size = parse_size(v)
-                        .filter(|n| (1..=nerve_shm::MAX_FRAME_SIZE).contains(n))
-                        .ok_or_else(|| bad(format!("frame_size={v}: expected 1 to {} bytes (K, M, G allowed)", nerve_shm::MAX_FRAME_SIZE)))?
+                    config.frame_size =
+                        parse_size(v).filter(|n| (1..=nerve_shm::MAX_FRAME_SIZE).contains(n)).ok_or_else(|| {
+                            bad(format!(
+                                "frame_size={v}: expected 1 to {} bytes (K, M, G allowed)",
+                                nerve_shm::MAX_FRAME_SIZE
+                            ))
+                        })?
                 }
-                "mode" => config.mode = parse_mode(v).ok_or_else(|| bad(format!("mode={v}: expected octal bits like 0600")))?,
+                "mode" => {
+                    config.mode =
+                        parse_mode(v).ok_or_else(|| bad(format!("mode={v}: expected octal bits like 0600")))?
+                }
                 "dir" if v.is_empty() => return Err(bad("dir= is empty".into())),
                 "dir" => config.dir = Some(PathBuf::from(v)),
                 "channels_per_thread" => {
-                    config.channels_per_thread = v
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|n| (1..=MAX_CHANNELS_PER_THREAD).contains(n))
-                        .ok_or_else(|| bad(format!("channels_per_thread={v}: expected 1 to {MAX_CHANNELS_PER_THREAD}")))?
+                    config.channels_per_thread =
+                        v.parse::<usize>().ok().filter(|n| (1..=MAX_CHANNELS_PER_THREAD).contains(n)).ok_or_else(
+                            || bad(format!("channels_per_thread={v}: expected 1 to {MAX_CHANNELS_PER_THREAD}")),
+                        )?
                 }
                 "spin_us" => {
                     let us = v.parse::<u64>().map_err(|_| bad(format!("spin_us={v}: expected microseconds")))?;
@@ -494,9 +504,8 @@ impl RecvShared {
             None => {
                 let inbox = Arc::new(Mutex::new(Vec::new()));
                 let (me, mine) = (Arc::clone(self), Arc::clone(&inbox));
-                let spawned = std::thread::Builder::new()
-                    .name("nerve-shm-rx".into())
-                    .spawn(move || me.receive(&mine, sink));
+                let spawned =
+                    std::thread::Builder::new().name("nerve-shm-rx".into()).spawn(move || me.receive(&mine, sink));
                 match spawned {
                     Ok(thread) => st.groups.push(Group { inbox, assigned: 0, thread: Some(thread) }),
                     Err(e) => {
@@ -685,7 +694,8 @@ impl Provider for Shm {
         let writer = self.writer(channel)?;
         let mut w = writer.lock().expect("shm writer lock");
         if data.len() > w.max_message() {
-            let path = nerve_shm::channel_path(&encode_channel(channel), self.config.dir.as_deref()).unwrap_or_default();
+            let path =
+                nerve_shm::channel_path(&encode_channel(channel), self.config.dir.as_deref()).unwrap_or_default();
             return Err(transport(ShmProviderError::MessageTooLarge {
                 channel: channel.to_owned(),
                 path,
@@ -772,7 +782,8 @@ mod tests {
 
     #[test]
     fn channel_names_round_trip() {
-        for name in ["POSE", "a/b/c", "50%", "%2F", ".", "..", "...", ".hidden", "tab\there", "ünï/cødé", "x%y/z%"] {
+        for name in ["POSE", "a/b/c", "50%", "%2F", ".", "..", "...", ".hidden", "tab\there", "ünï/cødé", "x%y/z%"]
+        {
             let enc = encode_channel(name);
             assert!(!enc.contains('/') && !enc.contains('\0'), "{name:?} -> {enc:?}");
             assert!(enc != "." && enc != "..");
@@ -808,18 +819,30 @@ mod tests {
         let (c, unknown) = ShmConfig::from_url(
             "shm://",
             "",
-            &opts(&[("frames", "8"), ("frame_size", "1M"), ("mode", "0640"), ("dir", "/x"), ("spin_us", "50"), ("ttl", "0")]),
+            &opts(&[
+                ("frames", "8"),
+                ("frame_size", "1M"),
+                ("mode", "0640"),
+                ("dir", "/x"),
+                ("spin_us", "50"),
+                ("ttl", "0"),
+            ]),
         )
         .unwrap();
         assert_eq!((c.frames, c.frame_size, c.mode, c.spin), (8, 1 << 20, 0o640, Duration::from_micros(50)));
         assert_eq!(c.dir.as_deref(), Some(Path::new("/x")));
         assert_eq!(unknown, ["ttl"]);
         assert_eq!(ShmConfig::from_url("shm://", "", &[]).unwrap().0, ShmConfig::default());
-        for bad in [("frames", "1"), ("frames", "x"), ("frame_size", "0"), ("mode", "999"), ("dir", ""), ("spin_us", "-1")] {
+        for bad in
+            [("frames", "1"), ("frames", "x"), ("frame_size", "0"), ("mode", "999"), ("dir", ""), ("spin_us", "-1")]
+        {
             assert!(ShmConfig::from_url("shm://", "", &opts(&[bad])).is_err(), "{bad:?}");
         }
         assert!(ShmConfig::from_url("shm://x", "x", &[]).is_err());
-        assert_eq!(ShmConfig::from_url("shm://", "", &opts(&[("channels_per_thread", "128")])).unwrap().0.channels_per_thread, 128);
+        assert_eq!(
+            ShmConfig::from_url("shm://", "", &opts(&[("channels_per_thread", "128")])).unwrap().0.channels_per_thread,
+            128
+        );
         for bad in ["0", "129", "x"] {
             assert!(ShmConfig::from_url("shm://", "", &opts(&[("channels_per_thread", bad)])).is_err());
         }

@@ -25,14 +25,8 @@ impl ReceiveThread {
         let thread = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || body(&flag))
-            .map_err(|e| BusError::Transport {
-                provider,
-                source: Box::new(e),
-            })?;
-        Ok(ReceiveThread {
-            stop,
-            thread: Some(thread),
-        })
+            .map_err(|e| BusError::Transport { provider, source: Box::new(e) })?;
+        Ok(ReceiveThread { stop, thread: Some(thread) })
     }
 }
 

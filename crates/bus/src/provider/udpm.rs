@@ -9,7 +9,7 @@ use nerve_udpm::{Config, KernelDrops, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::thread::ReceiveThread;
-use super::{Incoming, Provider, ProviderStats, Sink, DRAIN_TURN, StatsTurns};
+use super::{Incoming, Provider, ProviderStats, Sink, StatsTurns, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
 
 /// How long the self-test may take before receiving is refused (liblcm waits up to 10 s).
@@ -19,10 +19,7 @@ const SELF_TEST_WITHIN: Duration = Duration::from_secs(3);
 const POLL: Duration = Duration::from_millis(100);
 
 fn transport(e: nerve_udpm::UdpmError) -> BusError {
-    BusError::Transport {
-        provider: "udpm",
-        source: Box::new(e),
-    }
+    BusError::Transport { provider: "udpm", source: Box::new(e) }
 }
 
 /// UDP multicast, LCM's wire format.
@@ -102,11 +99,7 @@ impl Provider for Udpm {
             rx.self_test(&mut sender, SELF_TEST_WITHIN, |m| {
                 // The self-test sends before this first check, so the send socket's port is known by now.
                 if !own.is_own(m.sender) {
-                    sink.deliver(Incoming {
-                        channel: m.channel,
-                        data: m.payload,
-                        recv_utime: m.recv_utime,
-                    })
+                    sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
                 }
             })
             .map_err(transport)?;
@@ -120,11 +113,7 @@ impl Provider for Udpm {
         let drops = rx.kernel_drops();
         *slot = Some(ReceiveThread::spawn("udpm", "nerve-udpm-rx", move |stop_flag| {
             let deliver = |m: nerve_udpm::Message| {
-                sink.deliver(Incoming {
-                    channel: m.channel,
-                    data: m.payload,
-                    recv_utime: m.recv_utime,
-                })
+                sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
             };
             // While callbacks wait to run here, do not block on the socket: alternate between draining it and
             // a turn of callbacks (`Sink::drained`).

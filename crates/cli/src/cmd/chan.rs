@@ -14,13 +14,15 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nerve_bus::provider::shm::{decode_channel, encode_channel, parse_mode, parse_size, DEFAULT_FRAMES, DEFAULT_FRAME_SIZE};
+use nerve_bus::provider::shm::{
+    decode_channel, encode_channel, parse_mode, parse_size, DEFAULT_FRAMES, DEFAULT_FRAME_SIZE,
+};
 use nerve_shm::{Channel, ChannelConfig, ChannelStats, GetOutcome, MessageInfo, ReadMode, ShmError, Wait};
 use nerve_types::dynamic::json_string;
 use nerve_types::Registry;
 
-use super::sub::{decoded_text, fingerprint_json, hex, push_decoded_json};
 use super::receive_args::ReceiveArgs;
+use super::sub::{decoded_text, fingerprint_json, hex, push_decoded_json};
 
 /// Arguments of `nerve chan`.
 #[derive(clap::Args)]
@@ -142,12 +144,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Sub::Rm(a) => rm(a, dir),
         Sub::Ls(a) => ls(a, dir),
         Sub::Dump(a) => dump(a, dir),
-        Sub::Chmod(a) => {
-            match Channel::set_mode(&encode_channel(&a.name), Some(&dir), a.mode) {
-                Ok(()) => Ok(ExitCode::SUCCESS),
-                Err(e) => report("chmod", &a.name, e),
-            }
-        }
+        Sub::Chmod(a) => match Channel::set_mode(&encode_channel(&a.name), Some(&dir), a.mode) {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(e) => report("chmod", &a.name, e),
+        },
     }
 }
 
@@ -224,7 +224,8 @@ fn ls(a: LsArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let header = ["NAME", "FRAMES", "FRAME SIZE", "DATA", "MODE", "MESSAGES", "WRITERS", "READERS", "SLEEPING", "RECOVERIES"];
+    let header =
+        ["NAME", "FRAMES", "FRAME SIZE", "DATA", "MODE", "MESSAGES", "WRITERS", "READERS", "SLEEPING", "RECOVERIES"];
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     let mut errors = Vec::new();
     for c in &listed {
@@ -245,7 +246,8 @@ fn ls(a: LsArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
             Err(e) => errors.push(format!("{name}: {e}")),
         }
     }
-    let widths: Vec<usize> = (0..header.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..header.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     for r in &rows {
         let mut line = String::new();
         for (i, cell) in r.iter().enumerate() {
@@ -324,7 +326,11 @@ fn dump(a: DumpArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
         let GetOutcome::Message((info, data)) = got else { continue };
         seen += 1;
         missed += info.missed;
-        let line = if a.receive.json { dump_json(&info, &data, registry.as_ref()) } else { dump_text(&info, &data, registry.as_ref()) };
+        let line = if a.receive.json {
+            dump_json(&info, &data, registry.as_ref())
+        } else {
+            dump_text(&info, &data, registry.as_ref())
+        };
         writeln!(out, "{line}")?;
         out.flush()?;
     }
@@ -339,7 +345,8 @@ fn utime_text(utime: i64) -> String {
 }
 
 fn dump_text(info: &MessageInfo, data: &[u8], registry: Option<&Registry>) -> String {
-    let head = format!("seq {} at {} {} bytes missed {}", info.seq, utime_text(info.put_utime), data.len(), info.missed);
+    let head =
+        format!("seq {} at {} {} bytes missed {}", info.seq, utime_text(info.put_utime), data.len(), info.missed);
     format!("{head}{}", decoded_text(data, registry))
 }
 

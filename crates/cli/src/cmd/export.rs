@@ -81,8 +81,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(reader.len());
         bar.set_style(
-            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} [{elapsed_precise}, eta {eta}]")
-                .expect("a valid template"),
+            ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} [{elapsed_precise}, eta {eta}]",
+            )
+            .expect("a valid template"),
         );
         bar
     });
@@ -117,7 +119,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     let stats: ExportStats = match args.to {
-        Format::Mcap => McapExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| feed(&mut reader, 0, export))?,
+        Format::Mcap => {
+            McapExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| feed(&mut reader, 0, export))?
+        }
         Format::Jsonl => {
             let x = if output.as_os_str() == "-" {
                 JsonlExport::to_writer(Path::new("stdout"), Box::new(std::io::stdout().lock()), &decoder)

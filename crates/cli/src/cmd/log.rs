@@ -134,41 +134,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let wq = Arc::clone(&queue);
     let totals = Arc::new(Mutex::new(WriterTotals::default()));
     let wtotals = Arc::clone(&totals);
-    let writer = std::thread::Builder::new().name("nerve-log-writer".into()).spawn(move || -> anyhow::Result<SplitLog> {
-        let mut last_flush = Instant::now();
-        let mut dirty = false;
-        loop {
-            let (batch, closed) = {
-                let mut st = wq.state.lock().expect("queue lock");
-                if st.items.is_empty() && !st.closed {
-                    st = wq.ready.wait_timeout(st, flush_every).expect("queue lock").0;
+    let writer =
+        std::thread::Builder::new().name("nerve-log-writer".into()).spawn(move || -> anyhow::Result<SplitLog> {
+            let mut last_flush = Instant::now();
+            let mut dirty = false;
+            loop {
+                let (batch, closed) = {
+                    let mut st = wq.state.lock().expect("queue lock");
+                    if st.items.is_empty() && !st.closed {
+                        st = wq.ready.wait_timeout(st, flush_every).expect("queue lock").0;
+                    }
+                    st.bytes = 0;
+                    (std::mem::take(&mut st.items), st.closed)
+                };
+                let mut t = WriterTotals::default();
+                for m in &batch {
+                    log.write_event(m.utime, &m.channel, &m.data)?;
+                    t.written += 1;
+                    t.bytes += m.data.len() as u64;
                 }
-                st.bytes = 0;
-                (std::mem::take(&mut st.items), st.closed)
-            };
-            let mut t = WriterTotals::default();
-            for m in &batch {
-                log.write_event(m.utime, &m.channel, &m.data)?;
-                t.written += 1;
-                t.bytes += m.data.len() as u64;
+                if !batch.is_empty() {
+                    dirty = true;
+                    let mut tot = wtotals.lock().expect("totals lock");
+                    tot.written += t.written;
+                    tot.bytes += t.bytes;
+                }
+                if dirty && last_flush.elapsed() >= flush_every {
+                    log.flush()?;
+                    last_flush = Instant::now();
+                    dirty = false;
+                }
+                if closed && batch.is_empty() {
+                    log.sync()?;
+                    return Ok(log);
+                }
             }
-            if !batch.is_empty() {
-                dirty = true;
-                let mut tot = wtotals.lock().expect("totals lock");
-                tot.written += t.written;
-                tot.bytes += t.bytes;
-            }
-            if dirty && last_flush.elapsed() >= flush_every {
-                log.flush()?;
-                last_flush = Instant::now();
-                dirty = false;
-            }
-            if closed && batch.is_empty() {
-                log.sync()?;
-                return Ok(log);
-            }
-        }
-    })?;
+        })?;
 
     let bus = Bus::new(args.url.as_deref()).context("opening the bus")?;
     let rq = Arc::clone(&queue);
@@ -228,7 +229,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // which no datagram arrived in `unseen`. Elsewhere a datagram the kernel dropped is a message missed, or a
     // fragment of one that `lost` counts too: the total then errs high rather than hide a loss.
     let lost = transport.lost + transport.unseen.unwrap_or(0);
-    let missed = st.dropped_full + sub_stats.dropped_overflow + lost + transport.unseen.map_or(transport.kernel_dropped, |_| 0);
+    let missed =
+        st.dropped_full + sub_stats.dropped_overflow + lost + transport.unseen.map_or(transport.kernel_dropped, |_| 0);
     let files: Vec<String> = log.files().iter().map(|p| p.display().to_string()).collect();
     eprintln!(
         "nerve log: recorded {} messages ({} bytes) to {}; missed {missed} (queue full {}, subscription overflow {}, lost in transport {}, \

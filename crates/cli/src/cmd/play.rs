@@ -118,11 +118,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             total.published,
             total.bytes,
             total.published as f64 / secs.max(1e-9),
-            if total.skipped > 0 { format!("; {} skipped (--channel or --start)", total.skipped) } else { String::new() },
+            if total.skipped > 0 {
+                format!("; {} skipped (--channel or --start)", total.skipped)
+            } else {
+                String::new()
+            },
         );
     }
     if damage_regions > 0 {
-        eprintln!("nerve play: {}: damaged in {damage_regions} place(s); every intact event was played:", args.file.display());
+        eprintln!(
+            "nerve play: {}: damaged in {damage_regions} place(s); every intact event was played:",
+            args.file.display()
+        );
         for d in &damage_report {
             eprintln!("  {d}");
         }
@@ -141,12 +148,7 @@ struct Names {
 
 impl Names {
     /// The index of the name to publish `channel` as, or None when `--channel` filters it out.
-    fn lookup(
-        &mut self,
-        channel: &[u8],
-        filter: Option<&Pattern>,
-        remap: &HashMap<String, String>,
-    ) -> Option<usize> {
+    fn lookup(&mut self, channel: &[u8], filter: Option<&Pattern>, remap: &HashMap<String, String>) -> Option<usize> {
         if let Some(&i) = self.index.get(channel) {
             return i;
         }
@@ -227,7 +229,11 @@ fn play_once(
     let timed = args.speed > 0.0;
     while let Some(ev) = reader.next_event()? {
         let first = *first_utime.get_or_insert(ev.utime);
-        let name = if ev.utime < first.saturating_add(start_us) { None } else { names.lookup(ev.channel_bytes, filter, remap) };
+        let name = if ev.utime < first.saturating_add(start_us) {
+            None
+        } else {
+            names.lookup(ev.channel_bytes, filter, remap)
+        };
         let Some(name) = name else {
             pass.skipped += 1;
             if timed {

@@ -45,7 +45,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
         };
         seen += 1;
-        let line = if args.receive.json { json_line(&msg, registry.as_ref()) } else { text_line(&msg, registry.as_ref()) };
+        let line =
+            if args.receive.json { json_line(&msg, registry.as_ref()) } else { text_line(&msg, registry.as_ref()) };
         writeln!(out, "{line}")?;
         out.flush()?;
     }

@@ -244,7 +244,11 @@ impl<'e> Workers<'e> {
 
     /// [`Workers::scope`] with `n` workers.
     pub(crate) fn scope_with<T>(n: usize, f: impl FnOnce(&Workers<'e>) -> T) -> T {
-        let w = Workers { queue: Mutex::new(Queue { jobs: VecDeque::new(), stop: false }), wake: Condvar::new(), threads: n + 1 };
+        let w = Workers {
+            queue: Mutex::new(Queue { jobs: VecDeque::new(), stop: false }),
+            wake: Condvar::new(),
+            threads: n + 1,
+        };
         std::thread::scope(|s| {
             for _ in 0..n {
                 // If no thread can be had, the caller's thread does the parts when it finishes each job.
@@ -349,7 +353,10 @@ impl<'e> Workers<'e> {
         if let Some(p) = job.panic.into_inner().unwrap_or_else(PoisonError::into_inner) {
             resume_unwind(p);
         }
-        Done { batch: job.batch, parts: job.parts.into_iter().map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner)).collect() }
+        Done {
+            batch: job.batch,
+            parts: job.parts.into_iter().map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner)).collect(),
+        }
     }
 }
 
@@ -371,7 +378,12 @@ pub(crate) struct Pipeline<'e, R, S> {
 
 impl<R, S> Default for Pipeline<'_, R, S> {
     fn default() -> Self {
-        Pipeline { batch: Batch::with_room(), jobs: VecDeque::new(), spare_batches: Vec::new(), spare_parts: Vec::new() }
+        Pipeline {
+            batch: Batch::with_room(),
+            jobs: VecDeque::new(),
+            spare_batches: Vec::new(),
+            spare_parts: Vec::new(),
+        }
     }
 }
 
@@ -385,7 +397,12 @@ const AHEAD: usize = 1;
 impl<'e, R: Send + 'e, S: Default + Send + 'e> Pipeline<'e, R, S> {
     /// Adds `ev` to the batch; when that fills it, hands it to the workers (with the work `work` makes) and returns
     /// true: then take the batches ready to be written out with [`Pipeline::ready`].
-    pub(crate) fn push(&mut self, ev: &EventRef<'_>, workers: &Workers<'e>, work: impl FnOnce() -> Work<'e, R, S>) -> bool {
+    pub(crate) fn push(
+        &mut self,
+        ev: &EventRef<'_>,
+        workers: &Workers<'e>,
+        work: impl FnOnce() -> Work<'e, R, S>,
+    ) -> bool {
         if !self.fill(ev) {
             return false;
         }

@@ -145,7 +145,10 @@ impl<'d> CsvExport<'d> {
     /// its header was written (see the module docs). Then flushes, closes and names every file. The rows are made
     /// on worker threads, a batch at a time, while the caller's thread reads the next batch and writes out the one
     /// before.
-    pub fn run<E: From<ExportError>>(mut self, mut events: impl FnMut(&mut Feed<'_>) -> Result<(), E>) -> Result<ExportStats, E> {
+    pub fn run<E: From<ExportError>>(
+        mut self,
+        mut events: impl FnMut(&mut Feed<'_>) -> Result<(), E>,
+    ) -> Result<ExportStats, E> {
         Workers::scope(|w| {
             events(&mut |ev| self.event(ev, w))?;
             self.end_pass(w)?;
@@ -218,7 +221,8 @@ impl<'d> CsvExport<'d> {
         }
         self.names.insert(path.clone());
         let file = self.sink.create(&path)?;
-        let mut table = Table { type_name, file: (path, file), first_file: None, buf: Vec::new(), rows: 0, bytes: 0, again: false };
+        let mut table =
+            Table { type_name, file: (path, file), first_file: None, buf: Vec::new(), rows: 0, bytes: 0, again: false };
         let header = header(&key, &shape);
         table.buf.extend_from_slice(header.as_bytes());
         table.bytes = header.len() as u64;
@@ -359,7 +363,8 @@ impl<'d> CsvExport<'d> {
             if !table.again {
                 continue;
             }
-            let path = self.dir.join(format!("{}.again~", table.file.0.file_stem().unwrap_or_default().to_string_lossy()));
+            let path =
+                self.dir.join(format!("{}.again~", table.file.0.file_stem().unwrap_or_default().to_string_lossy()));
             let file = self.sink.create(&path)?;
             // The rows of the first file were handed over already; what is left of them goes with it.
             table.write_out(&mut self.sink)?;
@@ -397,7 +402,8 @@ impl<'d> CsvExport<'d> {
             }
         }
         // Through names of their own first, so that no file is renamed onto one not renamed yet.
-        let staged: Vec<PathBuf> = (0..moves.len()).map(|i| self.dir.join(format!(".nerve-export-{i}.renaming~"))).collect();
+        let staged: Vec<PathBuf> =
+            (0..moves.len()).map(|i| self.dir.join(format!(".nerve-export-{i}.renaming~"))).collect();
         for ((from, _), via) in moves.iter().zip(&staged) {
             std::fs::rename(from, via).map_err(|e| ExportError::io(from, "renaming", e))?;
         }
@@ -427,14 +433,26 @@ fn header(key: &Key, shape: &CsvShape) -> String {
 
 /// The workers' work: for each decoded message of a table with rows in this pass, a row (with the columns as they
 /// are when the batch is handed over); in the first pass also its columns merged into the part's own.
-fn row_work<'d>(decoder: &'d Decoder, columns: &Arc<HashMap<Key, Columns>>, learning: bool) -> Work<'d, Row, PartState> {
+fn row_work<'d>(
+    decoder: &'d Decoder,
+    columns: &Arc<HashMap<Key, Columns>>,
+    learning: bool,
+) -> Work<'d, Row, PartState> {
     let columns = columns.clone();
-    Arc::new(move |ev: &EventRef<'_>, _: &mut Vec<u8>, state: &mut PartState| row(decoder, &columns, learning, ev, state))
+    Arc::new(move |ev: &EventRef<'_>, _: &mut Vec<u8>, state: &mut PartState| {
+        row(decoder, &columns, learning, ev, state)
+    })
 }
 
 /// A decoded message's row (`recv_utime,event,cells...`), appended to its table's rows in the part; a message that
 /// does not decode is left to the caller's thread.
-fn row(decoder: &Decoder, columns: &HashMap<Key, Columns>, learning: bool, ev: &EventRef<'_>, state: &mut PartState) -> Row {
+fn row(
+    decoder: &Decoder,
+    columns: &HashMap<Key, Columns>,
+    learning: bool,
+    ev: &EventRef<'_>,
+    state: &mut PartState,
+) -> Row {
     let (Some(st), Some(t)) = (decoder.candidate(ev.data), decoder.transcoder()) else { return Row::Serial };
     let key = (ev.channel().into_owned(), Some(st.fingerprint));
     let Some(c) = columns.get(&key) else { return Row::Serial };
@@ -603,7 +621,6 @@ pub(crate) mod tree {
             out.push_str(s);
         }
     }
-
 
     /// Lowercase hex.
     fn push_hex(out: &mut String, data: &[u8]) {

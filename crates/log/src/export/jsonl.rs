@@ -53,7 +53,9 @@ impl<'d> JsonlExport<'d> {
             path: name.to_path_buf(),
             out,
             pipeline: Pipeline::default(),
-            work: Arc::new(move |ev: &EventRef<'_>, out: &mut Vec<u8>, names: &mut ChannelNames| line(decoder, ev, out, names)),
+            work: Arc::new(move |ev: &EventRef<'_>, out: &mut Vec<u8>, names: &mut ChannelNames| {
+                line(decoder, ev, out, names)
+            }),
             stats: ExportStats::default(),
         }
     }
@@ -61,7 +63,10 @@ impl<'d> JsonlExport<'d> {
     /// Exports the events `events` hands over (in order, to the function it is given: the caller's loop over its
     /// log), then flushes and closes the output. The lines are made on worker threads, a batch at a time, while the
     /// caller's thread reads the next batch and hands the one before to the output.
-    pub fn run<E: From<ExportError>>(mut self, events: impl FnOnce(&mut Feed<'_>) -> Result<(), E>) -> Result<ExportStats, E> {
+    pub fn run<E: From<ExportError>>(
+        mut self,
+        events: impl FnOnce(&mut Feed<'_>) -> Result<(), E>,
+    ) -> Result<ExportStats, E> {
         Workers::scope(|w| {
             events(&mut |ev| self.event(ev, w))?;
             Ok(self.finish(w)?)

@@ -196,7 +196,10 @@ impl<'d> McapExport<'d> {
     /// Exports the events `events` hands over (in order, to the function it is given: the caller's loop over its
     /// log), then writes the summary and the footer and closes the file. The messages' JSON is made on worker
     /// threads, a batch at a time, while the caller's thread reads the next batch and writes the one before.
-    pub fn run<E: From<ExportError>>(mut self, events: impl FnOnce(&mut Feed<'_>) -> Result<(), E>) -> Result<ExportStats, E> {
+    pub fn run<E: From<ExportError>>(
+        mut self,
+        events: impl FnOnce(&mut Feed<'_>) -> Result<(), E>,
+    ) -> Result<ExportStats, E> {
         Workers::scope(|w| {
             events(&mut |ev| self.event(ev, w))?;
             Ok(self.finish(w)?)
@@ -263,7 +266,13 @@ impl<'d> McapExport<'d> {
 
     /// Writes one message record (its JSON `json`, in `parts`), and the schema and channel records it is the first
     /// of, into the chunk.
-    fn message(&mut self, ev: &EventRef<'_>, key: Option<&'d Struct>, json: Piece, parts: &[MessageParts<'d>]) -> Result<(), ExportError> {
+    fn message(
+        &mut self,
+        ev: &EventRef<'_>,
+        key: Option<&'d Struct>,
+        json: Piece,
+        parts: &[MessageParts<'d>],
+    ) -> Result<(), ExportError> {
         let json_len = self.piece(&json, parts).len();
         let time = (ev.utime.max(0) as u64).saturating_mul(1000);
         if key.is_some() {
@@ -335,7 +344,10 @@ impl<'d> McapExport<'d> {
         ExportError::io(
             &self.path,
             "writing",
-            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("more than 65535 {what}: MCAP ids are 16 bits")),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("more than 65535 {what}: MCAP ids are 16 bits"),
+            ),
         )
     }
 

@@ -94,7 +94,10 @@ impl Gen<'_> {
         let shape = format!("[{}]", dims_text.join("]["));
         if m.ty == MemberType::Primitive(Primitive::Byte) {
             let desc = format!("byte{shape}, base64, row-major");
-            return format!("{{\"type\":\"string\",\"contentEncoding\":\"base64\",\"description\":{}}}", json_string(&desc));
+            return format!(
+                "{{\"type\":\"string\",\"contentEncoding\":\"base64\",\"description\":{}}}",
+                json_string(&desc)
+            );
         }
         let mut s = format!("{{\"type\":\"array\",\"items\":{}", self.element(&m.ty, path));
         if m.dims.len() > 1 {

@@ -247,10 +247,12 @@ impl Sink {
                     self.inline.push(f);
                     Ok(())
                 }
-                Msg::Data(i, buf) => self.inline[i].write(&buf).map_err(|e| ExportError::io(&self.paths[i], "writing", e)),
-                Msg::Block(i, mut block, last) => {
-                    self.inline[i].write_block(&mut block, last).map_err(|e| ExportError::io(&self.paths[i], "writing", e))
+                Msg::Data(i, buf) => {
+                    self.inline[i].write(&buf).map_err(|e| ExportError::io(&self.paths[i], "writing", e))
                 }
+                Msg::Block(i, mut block, last) => self.inline[i]
+                    .write_block(&mut block, last)
+                    .map_err(|e| ExportError::io(&self.paths[i], "writing", e)),
             };
         };
         if tx.send(msg).is_err() {
@@ -554,7 +556,8 @@ mod tests {
         }
         s.finish().unwrap();
         for &f in &files {
-            let want: Vec<u8> = (0..3usize).flat_map(|round| (0..5000 + f * 999 + round).map(move |x| (x + f) as u8)).collect();
+            let want: Vec<u8> =
+                (0..3usize).flat_map(|round| (0..5000 + f * 999 + round).map(move |x| (x + f) as u8)).collect();
             assert!(std::fs::read(dir.join(format!("f{f}"))).unwrap() == want, "file {f}");
         }
         let _ = std::fs::remove_dir_all(&dir);

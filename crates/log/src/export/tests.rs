@@ -65,7 +65,13 @@ fn feed(r: &mut LogReader<Cursor<Vec<u8>>>, export: &mut Feed<'_>) -> Result<(),
 /// Hands `events` to an exporter (each event's offset its index).
 fn feed_all(events: &[crate::Event], export: &mut Feed<'_>) -> Result<(), ExportError> {
     for (i, e) in events.iter().enumerate() {
-        export(&crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 })?;
+        export(&crate::EventRef {
+            number: e.number,
+            utime: e.utime,
+            channel_bytes: e.channel.as_bytes(),
+            data: &e.data,
+            offset: i as u64,
+        })?;
     }
     Ok(())
 }
@@ -86,7 +92,8 @@ fn export_csv_counting_passes(dec: &Decoder, log: Vec<u8>, out: &std::path::Path
             feed_all(&evs, export)
         })
         .unwrap();
-    let mut files: Vec<String> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut files: Vec<String> =
+        std::fs::read_dir(out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     files.sort();
     (stats, passes, files)
 }
@@ -196,7 +203,13 @@ fn jsonl_lines_carry_values_or_raw_bytes() {
     assert_eq!(lines.len(), 12);
     assert!(lines[0].starts_with(r#"{"event":0,"channel":"POSE","size":"#), "{}", lines[0]);
     assert!(lines[0].contains(r#""recv_utime":1000000,"type":"t.pose_t","value":{"utime":0,"position":{"v":[1.5,-2.0,0.0]},"m":[[1.0,2.0],[3.0,4.0]]"#), "{}", lines[0]);
-    assert!(lines[10].contains(r#""data_hex":"010203040506070878797a","error":"no known type has fingerprint 0x0102030405060708""#), "{}", lines[10]);
+    assert!(
+        lines[10].contains(
+            r#""data_hex":"010203040506070878797a","error":"no known type has fingerprint 0x0102030405060708""#
+        ),
+        "{}",
+        lines[10]
+    );
     assert!(lines[11].contains(r#""fingerprint":null"#) && lines[11].contains("no 8-byte fingerprint"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -225,7 +238,10 @@ fn csv_has_a_file_per_channel_and_type_with_flattened_columns() {
     );
     assert_eq!(lines.next().unwrap(), "1000000,0,0,1.5,-2.0,0.0,1.0,2.0,3.0,4.0,3,00ff07,\"p,\"\"0\"\"\",true");
     let tree = std::fs::read_to_string(out.join("TREE.csv")).unwrap();
-    assert_eq!(tree.lines().next().unwrap(), "recv_utime,event,n,children[0].n,children[1].n,children[1].children[0].n");
+    assert_eq!(
+        tree.lines().next().unwrap(),
+        "recv_utime,event,n,children[0].n,children[1].n,children[1].children[0].n"
+    );
     let raw = std::fs::read_to_string(out.join("POSE.undecoded.csv")).unwrap();
     assert_eq!(raw.lines().nth(1).unwrap(), "2000001,11,,73686f7274,message of 5 bytes has no 8-byte fingerprint");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -271,7 +287,13 @@ fn exports_of_several_batches_keep_every_event_in_order() {
     let mut want = Vec::new();
     let mut names = Default::default();
     for (i, e) in events().iter().enumerate() {
-        let ev = crate::EventRef { number: e.number, utime: e.utime, channel_bytes: e.channel.as_bytes(), data: &e.data, offset: i as u64 };
+        let ev = crate::EventRef {
+            number: e.number,
+            utime: e.utime,
+            channel_bytes: e.channel.as_bytes(),
+            data: &e.data,
+            offset: i as u64,
+        };
         super::jsonl::line(&dec, &ev, &mut want, &mut names);
     }
     let stats = x.run(|export: &mut Feed<'_>| feed_all(&events(), export)).unwrap();
@@ -358,7 +380,10 @@ fn random_body(schema: &nerve_types::Schema, st: &nerve_types::Struct, rng: &mut
             })
             .product();
         let is_count = m.dims.is_empty()
-            && st.members.iter().any(|o| o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name)));
+            && st
+                .members
+                .iter()
+                .any(|o| o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name)));
         for _ in 0..total {
             match &m.ty {
                 MemberType::Primitive(p) if is_count => {
@@ -376,7 +401,11 @@ fn random_body(schema: &nerve_types::Schema, st: &nerve_types::Struct, rng: &mut
                 MemberType::Primitive(Primitive::Float) => {
                     let specials = [f32::NAN, f32::INFINITY, -0.0, 1e-7, 0.1, 3341.6562];
                     let r = rng.next();
-                    let x = if r.is_multiple_of(3) { specials[rng.below(6) as usize] } else { f32::from_bits((r >> 20) as u32) };
+                    let x = if r.is_multiple_of(3) {
+                        specials[rng.below(6) as usize]
+                    } else {
+                        f32::from_bits((r >> 20) as u32)
+                    };
                     out.extend_from_slice(&x.to_be_bytes());
                 }
                 MemberType::Primitive(p) => out.extend_from_slice(&rng.next().to_be_bytes()[..p.wire_size().unwrap()]),
@@ -482,13 +511,17 @@ fn csv_table_whose_columns_grow_after_its_rows_are_written_is_written_again() {
     // pass, and a second pass writes it again, into a file that replaces the first; its rows, the other tables,
     // the order of the files and a message that does not decode are as if every column had been known from the
     // start.
-    let src = Source { path: "b.lcm".into(), text: "package b; struct big_t { int32_t n; float r[n]; int8_t k; }".into() };
+    let src =
+        Source { path: "b.lcm".into(), text: "package b; struct big_t { int32_t n; float r[n]; int8_t k; }".into() };
     let reg = Registry::new(check(&[src], &[]).unwrap().schema);
     let ty = TypeName::parse("b.big_t");
     let enc = |n: usize| {
         let r: Vec<String> = (0..n).map(|i| format!("{}.25", i % 1000)).collect();
-        reg.encode(&ty, &from_json(reg.schema(), &ty, &format!(r#"{{"n": {n}, "r": [{}], "k": 3}}"#, r.join(","))).unwrap())
-            .unwrap()
+        reg.encode(
+            &ty,
+            &from_json(reg.schema(), &ty, &format!(r#"{{"n": {n}, "r": [{}], "k": 3}}"#, r.join(","))).unwrap(),
+        )
+        .unwrap()
     };
     let sizes = [20_000usize, 17_000, 31_000, 16_500, 25_000];
     let bigs: Vec<Vec<u8>> = sizes.iter().map(|&n| enc(n)).collect();
@@ -587,7 +620,9 @@ fn csv_reads_a_log_whose_columns_stay_once_and_names_files_for_every_table_in_th
     let (stats, passes, files) = export_csv_counting_passes(&dec, w.into_inner(), &out);
     assert_eq!((stats.messages, passes), (5, 1));
     assert_eq!(files, ["a_b.csv", "a_b.m.a_t.csv", "a_b.m.b_t.csv", "a_b~2.csv"]);
-    let rows = |f: &str| std::fs::read_to_string(out.join(f)).unwrap().lines().skip(1).map(|l| l[..3].to_owned()).collect::<Vec<_>>();
+    let rows = |f: &str| {
+        std::fs::read_to_string(out.join(f)).unwrap().lines().skip(1).map(|l| l[..3].to_owned()).collect::<Vec<_>>()
+    };
     assert_eq!(rows("a_b.csv"), ["0,0", "4,4"], "channel a/b");
     assert_eq!(rows("a_b.m.a_t.csv"), ["1,1"], "channel a_b, a_t");
     assert_eq!(rows("a_b.m.b_t.csv"), ["2,2"], "channel a_b, b_t");

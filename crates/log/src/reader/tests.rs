@@ -101,7 +101,11 @@ fn truncated_last_event_is_reported() {
     let claimed = (bytes.len() - offsets[4]) as u64;
     assert_eq!(
         damage,
-        [Damage { offset: offsets[4] as u64, kind: DamageKind::TruncatedEvent { claimed }, skipped: (cut - offsets[4]) as u64 }]
+        [Damage {
+            offset: offsets[4] as u64,
+            kind: DamageKind::TruncatedEvent { claimed },
+            skipped: (cut - offsets[4]) as u64
+        }]
     );
 }
 
@@ -113,7 +117,10 @@ fn truncated_header_at_the_end_is_reported() {
         let cut = offsets[2] + keep;
         let (got, damage, _) = read_all(bytes[..cut].to_vec());
         assert_eq!(got, events[..2], "keep {keep}");
-        assert_eq!(damage, [Damage { offset: offsets[2] as u64, kind: DamageKind::TruncatedHeader, skipped: keep as u64 }]);
+        assert_eq!(
+            damage,
+            [Damage { offset: offsets[2] as u64, kind: DamageKind::TruncatedHeader, skipped: keep as u64 }]
+        );
     }
 }
 
@@ -175,7 +182,14 @@ fn a_length_that_overlaps_the_next_event_drops_only_that_event() {
     let mut want = events.clone();
     want.remove(1);
     assert_eq!(got, want);
-    assert_eq!(damage, [Damage { offset: at as u64, kind: DamageKind::BadLength { claimed: (offsets[2] - at + 10) as u64 }, skipped: (offsets[2] - at) as u64 }]);
+    assert_eq!(
+        damage,
+        [Damage {
+            offset: at as u64,
+            kind: DamageKind::BadLength { claimed: (offsets[2] - at + 10) as u64 },
+            skipped: (offsets[2] - at) as u64
+        }]
+    );
 }
 
 #[test]

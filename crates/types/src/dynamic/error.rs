@@ -128,12 +128,7 @@ impl DynError {
     /// An error not yet placed in a path (the path is collected while the error travels up, innermost first).
     #[cold]
     pub(crate) fn new(kind: DynErrorKind, offset: Option<usize>) -> DynError {
-        DynError(Box::new(Inner {
-            kind,
-            root: String::new(),
-            path: Vec::new(),
-            offset,
-        }))
+        DynError(Box::new(Inner { kind, root: String::new(), path: Vec::new(), offset }))
     }
 
     pub(crate) fn in_field(mut self, name: &Arc<str>) -> DynError {

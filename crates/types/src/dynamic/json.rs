@@ -28,11 +28,7 @@ fn push_string(out: &mut String, s: &str) {
 /// always a `.` or an exponent so that readers keep it a float.
 fn float_text(x: f64, display: &dyn Fn() -> String, exp: &dyn Fn() -> String) -> String {
     let a = x.abs();
-    let mut s = if a != 0.0 && !(1e-5..1e16).contains(&a) {
-        exp()
-    } else {
-        display()
-    };
+    let mut s = if a != 0.0 && !(1e-5..1e16).contains(&a) { exp() } else { display() };
     if !s.contains(['.', 'e']) {
         s.push_str(".0");
     }
@@ -43,11 +39,7 @@ fn push_f64(out: &mut String, x: f64) {
     if x.is_nan() {
         out.push_str("\"NaN\"");
     } else if x.is_infinite() {
-        out.push_str(if x > 0.0 {
-            "\"Infinity\""
-        } else {
-            "\"-Infinity\""
-        });
+        out.push_str(if x > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" });
     } else {
         out.push_str(&float_text(x, &|| format!("{x}"), &|| format!("{x:e}")));
     }
@@ -195,12 +187,7 @@ struct Parser<'t> {
 }
 
 fn json_err(message: impl Into<String>, at: usize) -> DynError {
-    DynError::new(
-        DynErrorKind::Json {
-            message: message.into(),
-        },
-        Some(at),
-    )
+    DynError::new(DynErrorKind::Json { message: message.into() }, Some(at))
 }
 
 impl<'t> Parser<'t> {
@@ -226,10 +213,7 @@ impl<'t> Parser<'t> {
     fn unexpected(&self, wanted: &str) -> DynError {
         match self.text[self.pos..].chars().next() {
             Some(c) => json_err(format!("expected {wanted}, found {c:?}"), self.pos),
-            None => json_err(
-                format!("expected {wanted}, found the end of the text"),
-                self.pos,
-            ),
+            None => json_err(format!("expected {wanted}, found the end of the text"), self.pos),
         }
     }
 
@@ -237,10 +221,7 @@ impl<'t> Parser<'t> {
         self.skip_ws();
         let at = self.pos;
         if depth > MAX_JSON_DEPTH {
-            return Err(json_err(
-                format!("nested more than {MAX_JSON_DEPTH} levels deep"),
-                at,
-            ));
+            return Err(json_err(format!("nested more than {MAX_JSON_DEPTH} levels deep"), at));
         }
         let kind = match self.peek() {
             Some(b'{') => self.object(depth)?,
@@ -268,10 +249,7 @@ impl<'t> Parser<'t> {
                 }
                 let key = self.string()?;
                 if members.iter().any(|(k, _)| *k == key) {
-                    return Err(json_err(
-                        format!("member {} given twice", json_string(&key)),
-                        key_at,
-                    ));
+                    return Err(json_err(format!("member {} given twice", json_string(&key)), key_at));
                 }
                 self.skip_ws();
                 self.expect(b':')?;
@@ -318,31 +296,21 @@ impl<'t> Parser<'t> {
     #[inline(never)]
     fn literal(&mut self, at: usize) -> Result<JsonKind<'t>, DynError> {
         let rest = &self.text[self.pos..];
-        let lit = [
-            ("true", JsonKind::Bool(true)),
-            ("false", JsonKind::Bool(false)),
-            ("null", JsonKind::Null),
-        ]
-        .into_iter()
-        .find(|(w, _)| rest.starts_with(w));
+        let lit = [("true", JsonKind::Bool(true)), ("false", JsonKind::Bool(false)), ("null", JsonKind::Null)]
+            .into_iter()
+            .find(|(w, _)| rest.starts_with(w));
         match lit {
             Some((w, k)) => {
                 self.pos += w.len();
                 Ok(k)
             }
             None => {
-                let hint = if rest.starts_with("NaN")
-                    || rest.starts_with("Inf")
-                    || rest.starts_with("-Inf")
-                {
+                let hint = if rest.starts_with("NaN") || rest.starts_with("Inf") || rest.starts_with("-Inf") {
                     " (write NaN and infinities as the strings \"NaN\", \"Infinity\", \"-Infinity\")"
                 } else {
                     ""
                 };
-                Err(json_err(
-                    format!("{}{hint}", self.unexpected("a JSON value").kind_message()),
-                    at,
-                ))
+                Err(json_err(format!("{}{hint}", self.unexpected("a JSON value").kind_message()), at))
             }
         }
     }
@@ -388,10 +356,7 @@ impl<'t> Parser<'t> {
     }
 
     fn hex4(&mut self) -> Result<u32, DynError> {
-        let s = self
-            .text
-            .get(self.pos..self.pos + 4)
-            .filter(|s| s.bytes().all(|c| c.is_ascii_hexdigit()));
+        let s = self.text.get(self.pos..self.pos + 4).filter(|s| s.bytes().all(|c| c.is_ascii_hexdigit()));
         let Some(s) = s else {
             return Err(json_err("\\u needs 4 hex digits", self.pos));
         };
@@ -416,9 +381,7 @@ impl<'t> Parser<'t> {
                 '\\' => {
                     let esc_at = self.pos;
                     self.pos += 1;
-                    let e = self
-                        .peek()
-                        .ok_or_else(|| json_err("unterminated string", start))?;
+                    let e = self.peek().ok_or_else(|| json_err("unterminated string", start))?;
                     self.pos += 1;
                     match e {
                         b'"' => out.push('"'),
@@ -444,19 +407,14 @@ impl<'t> Parser<'t> {
                             } else {
                                 hi
                             };
-                            let ch = char::from_u32(code)
-                                .ok_or_else(|| json_err("lone surrogate in \\u escape", esc_at))?;
+                            let ch =
+                                char::from_u32(code).ok_or_else(|| json_err("lone surrogate in \\u escape", esc_at))?;
                             out.push(ch);
                         }
                         _ => return Err(json_err("unknown escape in string", esc_at)),
                     }
                 }
-                c if (c as u32) < 0x20 => {
-                    return Err(json_err(
-                        "control character in string (escape it)",
-                        self.pos,
-                    ))
-                }
+                c if (c as u32) < 0x20 => return Err(json_err("control character in string (escape it)", self.pos)),
                 c => {
                     out.push(c);
                     self.pos += c.len_utf8();
@@ -490,13 +448,7 @@ pub(crate) fn parse(text: &str) -> Result<Json<'_>, DynError> {
 // JSON to values, guided by the schema
 
 fn type_err(expected: String, j: &Json<'_>) -> DynError {
-    DynError::new(
-        DynErrorKind::TypeMismatch {
-            expected,
-            found: j.describe(),
-        },
-        Some(j.at),
-    )
+    DynError::new(DynErrorKind::TypeMismatch { expected, found: j.describe() }, Some(j.at))
 }
 
 fn int_from_json(j: &Json<'_>, ty: &str, min: i128, max: i128) -> Result<i64, DynError> {
@@ -508,13 +460,7 @@ fn int_from_json(j: &Json<'_>, ty: &str, min: i128, max: i128) -> Result<i64, Dy
     }
     match text.parse::<i128>() {
         Ok(v) if (min..=max).contains(&v) => Ok(v as i64),
-        _ => Err(DynError::new(
-            DynErrorKind::OutOfRange {
-                value: text.to_owned(),
-                ty: ty.to_owned(),
-            },
-            Some(j.at),
-        )),
+        _ => Err(DynError::new(DynErrorKind::OutOfRange { value: text.to_owned(), ty: ty.to_owned() }, Some(j.at))),
     }
 }
 
@@ -530,20 +476,14 @@ fn float_from_json<F: std::str::FromStr + Copy>(
         JsonKind::Number(text) => match text.parse::<F>() {
             Ok(v) if is_finite(v) => Ok(v),
             _ => Err(DynError::new(
-                DynErrorKind::OutOfRange {
-                    value: (*text).to_owned(),
-                    ty: ty.to_owned(),
-                },
+                DynErrorKind::OutOfRange { value: (*text).to_owned(), ty: ty.to_owned() },
                 Some(j.at),
             )),
         },
         JsonKind::Str(s) if s == "NaN" => Ok(nan),
         JsonKind::Str(s) if s == "Infinity" => Ok(inf),
         JsonKind::Str(s) if s == "-Infinity" => Ok(neg_inf),
-        _ => Err(type_err(
-            format!("a number ({ty}) or \"NaN\", \"Infinity\", \"-Infinity\""),
-            j,
-        )),
+        _ => Err(type_err(format!("a number ({ty}) or \"NaN\", \"Infinity\", \"-Infinity\""), j)),
     }
 }
 
@@ -555,11 +495,9 @@ impl Ctx<'_> {
         let root = ty.full();
         let j = parse(text).map_err(|e| e.finish(&root))?;
         if let Some(si) = self.struct_index(ty) {
-            self.struct_from_json(si, &j, 1)
-                .map_err(|e| e.finish(&root))
+            self.struct_from_json(si, &j, 1).map_err(|e| e.finish(&root))
         } else if self.tables.enums.contains_key(ty) {
-            self.elem_from_json(&MemberType::Enum(ty.clone()), &j, 1)
-                .map_err(|e| e.finish(&root))
+            self.elem_from_json(&MemberType::Enum(ty.clone()), &j, 1).map_err(|e| e.finish(&root))
         } else {
             Err(DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root))
         }
@@ -567,10 +505,7 @@ impl Ctx<'_> {
 
     fn struct_from_json(&self, si: usize, j: &Json<'_>, depth: usize) -> Result<Value, DynError> {
         if depth > MAX_DEPTH {
-            return Err(DynError::new(
-                DynErrorKind::TooDeep { limit: MAX_DEPTH },
-                Some(j.at),
-            ));
+            return Err(DynError::new(DynErrorKind::TooDeep { limit: MAX_DEPTH }, Some(j.at)));
         }
         let st = &self.schema.structs[si];
         let names = &self.tables.member_names[si];
@@ -598,10 +533,7 @@ impl Ctx<'_> {
             values.push(Some(v));
         }
         let fields = resolve_counts(st, names, values, &seen, j.at)?;
-        Ok(Value::Struct(StructValue {
-            ty: self.tables.struct_names[si].clone(),
-            fields,
-        }))
+        Ok(Value::Struct(StructValue { ty: self.tables.struct_names[si].clone(), fields }))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -615,10 +547,7 @@ impl Ctx<'_> {
         depth: usize,
     ) -> Result<Value, DynError> {
         if depth > MAX_DEPTH {
-            return Err(DynError::new(
-                DynErrorKind::TooDeep { limit: MAX_DEPTH },
-                Some(j.at),
-            ));
+            return Err(DynError::new(DynErrorKind::TooDeep { limit: MAX_DEPTH }, Some(j.at)));
         }
         let JsonKind::Array(items) = &j.kind else {
             return Err(type_err(format!("an array of {}", elem_desc(ty)), j));
@@ -626,21 +555,14 @@ impl Ctx<'_> {
         match &dims[level] {
             Dim::Fixed { len, .. } if *len != items.len() => {
                 return Err(DynError::new(
-                    DynErrorKind::LengthMismatch {
-                        expected: *len,
-                        actual: items.len(),
-                    },
+                    DynErrorKind::LengthMismatch { expected: *len, actual: items.len() },
                     Some(j.at),
                 ))
             }
             Dim::Fixed { .. } => {}
             Dim::Variable { member } => match lens[level] {
                 Some(l) if l != items.len() => {
-                    let kind = DynErrorKind::CountConflict {
-                        member: member.clone(),
-                        first: l,
-                        second: items.len(),
-                    };
+                    let kind = DynErrorKind::CountConflict { member: member.clone(), first: l, second: items.len() };
                     return Err(DynError::new(kind, Some(j.at)));
                 }
                 _ => lens[level] = Some(items.len()),
@@ -651,11 +573,7 @@ impl Ctx<'_> {
             let bytes = items
                 .iter()
                 .enumerate()
-                .map(|(i, it)| {
-                    int_from_json(it, "byte", 0, 255)
-                        .map(|b| b as u8)
-                        .map_err(|e| e.in_index(i))
-                })
+                .map(|(i, it)| int_from_json(it, "byte", 0, 255).map(|b| b as u8).map_err(|e| e.in_index(i)))
                 .collect::<Result<Vec<u8>, _>>()?;
             return Ok(Value::Bytes(bytes));
         }
@@ -671,52 +589,29 @@ impl Ctx<'_> {
         Ok(Value::Array(out))
     }
 
-    fn elem_from_json(
-        &self,
-        ty: &MemberType,
-        j: &Json<'_>,
-        depth: usize,
-    ) -> Result<Value, DynError> {
+    fn elem_from_json(&self, ty: &MemberType, j: &Json<'_>, depth: usize) -> Result<Value, DynError> {
         match ty {
             MemberType::Primitive(p) => primitive_from_json(*p, j),
             MemberType::Enum(name) => self.enum_from_json(name, j),
             MemberType::Struct(name) => match self.struct_index(name) {
                 Some(si) => self.struct_from_json(si, j, depth),
-                None => Err(DynError::new(
-                    DynErrorKind::UnknownType { name: name.full() },
-                    Some(j.at),
-                )),
+                None => Err(DynError::new(DynErrorKind::UnknownType { name: name.full() }, Some(j.at))),
             },
         }
     }
 
     #[inline(never)]
     fn enum_from_json(&self, name: &TypeName, j: &Json<'_>) -> Result<Value, DynError> {
-        let en = self
-            .tables
-            .enums
-            .get(name)
-            .map(|&ei| (&self.schema.enums[ei], self.tables.enum_names[ei].clone()));
+        let en = self.tables.enums.get(name).map(|&ei| (&self.schema.enums[ei], self.tables.enum_names[ei].clone()));
         let Some((en, full)) = en else {
-            return Err(DynError::new(
-                DynErrorKind::UnknownType { name: name.full() },
-                Some(j.at),
-            ));
+            return Err(DynError::new(DynErrorKind::UnknownType { name: name.full() }, Some(j.at)));
         };
         let value = match &j.kind {
             JsonKind::Str(s) => match en.values.iter().find(|v| v.name == *s) {
                 Some(v) => v.value,
                 None => {
-                    let names = en
-                        .values
-                        .iter()
-                        .map(|v| v.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(type_err(
-                        format!("a value of enum {name} ({names}) or its number"),
-                        j,
-                    ));
+                    let names = en.values.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ");
+                    return Err(type_err(format!("a value of enum {name} ({names}) or its number"), j));
                 }
             },
             _ => int_from_json(j, "int32_t", i32::MIN.into(), i32::MAX.into())? as i32,
@@ -730,19 +625,8 @@ impl Ctx<'_> {
 fn check_member_names(st: &Struct, given: &[(String, Json<'_>)]) -> Result<(), DynError> {
     for (k, v) in given {
         if st.member(k).is_none() {
-            let expected = st
-                .members
-                .iter()
-                .map(|m| m.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(DynError::new(
-                DynErrorKind::UnknownMember {
-                    name: k.clone(),
-                    expected,
-                },
-                Some(v.at),
-            ));
+            let expected = st.members.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ");
+            return Err(DynError::new(DynErrorKind::UnknownMember { name: k.clone(), expected }, Some(v.at)));
         }
     }
     Ok(())
@@ -760,11 +644,7 @@ fn record_lengths<'s>(
         if let (Dim::Variable { member }, Some(l)) = (d, l) {
             match seen.get(member.as_str()) {
                 Some(&(first, _)) if first != *l => {
-                    let kind = DynErrorKind::CountConflict {
-                        member: member.clone(),
-                        first,
-                        second: *l,
-                    };
+                    let kind = DynErrorKind::CountConflict { member: member.clone(), first, second: *l };
                     return Err(DynError::new(kind, Some(at)));
                 }
                 Some(_) => {}
@@ -788,45 +668,34 @@ fn resolve_counts(
 ) -> Result<Vec<(Arc<str>, Value)>, DynError> {
     // A missing array is reported before the count it would have given.
     for (m, v) in st.members.iter().zip(&values) {
-        let is_count = st.members.iter().any(|o| {
-            o.dims
-                .iter()
-                .any(|d| matches!(d, Dim::Variable { member } if *member == m.name))
-        });
+        let is_count = st
+            .members
+            .iter()
+            .any(|o| o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name)));
         if v.is_none() && !is_count {
-            let kind = DynErrorKind::MissingMember {
-                name: m.name.clone(),
-            };
+            let kind = DynErrorKind::MissingMember { name: m.name.clone() };
             return Err(DynError::new(kind, Some(at_struct)));
         }
     }
     let mut fields = Vec::with_capacity(st.members.len());
     for ((m, name), v) in st.members.iter().zip(names).zip(values) {
-        let is_count = st.members.iter().any(|o| {
-            o.dims
-                .iter()
-                .any(|d| matches!(d, Dim::Variable { member } if *member == m.name))
-        });
+        let is_count = st
+            .members
+            .iter()
+            .any(|o| o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name)));
         let v = match (v, seen.get(m.name.as_str())) {
             (Some(v), Some(&(len, at))) => {
                 let given = v.as_i64().unwrap_or(0);
                 if usize::try_from(given).ok() != Some(len) {
                     let kind = if given < 0 {
-                        DynErrorKind::NegativeCount {
-                            member: m.name.clone(),
-                            count: given,
-                        }
+                        DynErrorKind::NegativeCount { member: m.name.clone(), count: given }
                     } else {
-                        DynErrorKind::LengthMismatch {
-                            expected: given as usize,
-                            actual: len,
-                        }
+                        DynErrorKind::LengthMismatch { expected: given as usize, actual: len }
                     };
-                    let user = st.members.iter().find(|o| {
-                        o.dims
-                            .iter()
-                            .any(|d| matches!(d, Dim::Variable { member } if *member == m.name))
-                    });
+                    let user = st
+                        .members
+                        .iter()
+                        .find(|o| o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name)));
                     let user_name = user.map(|u| u.name.as_str()).unwrap_or(&m.name);
                     return Err(DynError::new(kind, Some(at)).in_field(&Arc::from(user_name)));
                 }
@@ -842,10 +711,7 @@ fn resolve_counts(
                     _ => ("int64_t", i128::from(i64::MAX)),
                 };
                 if n > max {
-                    let kind = DynErrorKind::OutOfRange {
-                        value: len.to_string(),
-                        ty: ty.to_owned(),
-                    };
+                    let kind = DynErrorKind::OutOfRange { value: len.to_string(), ty: ty.to_owned() };
                     return Err(DynError::new(kind, Some(at)).in_field(name));
                 }
                 match m.ty {
@@ -856,18 +722,11 @@ fn resolve_counts(
                 }
             }
             (None, None) if is_count => {
-                let kind = DynErrorKind::CannotInferCount {
-                    member: m.name.clone(),
-                };
+                let kind = DynErrorKind::CannotInferCount { member: m.name.clone() };
                 return Err(DynError::new(kind, Some(at_struct)));
             }
             (None, None) => {
-                return Err(DynError::new(
-                    DynErrorKind::MissingMember {
-                        name: m.name.clone(),
-                    },
-                    Some(at_struct),
-                ))
+                return Err(DynError::new(DynErrorKind::MissingMember { name: m.name.clone() }, Some(at_struct)))
             }
         };
         fields.push((name.clone(), v));
@@ -879,38 +738,17 @@ fn resolve_counts(
 #[inline(never)]
 fn primitive_from_json(p: Primitive, j: &Json<'_>) -> Result<Value, DynError> {
     let v = match p {
-        Primitive::Int8 => {
-            Value::Int8(int_from_json(j, "int8_t", i8::MIN.into(), i8::MAX.into())? as i8)
-        }
-        Primitive::Int16 => {
-            Value::Int16(int_from_json(j, "int16_t", i16::MIN.into(), i16::MAX.into())? as i16)
-        }
-        Primitive::Int32 => {
-            Value::Int32(int_from_json(j, "int32_t", i32::MIN.into(), i32::MAX.into())? as i32)
-        }
-        Primitive::Int64 => Value::Int64(int_from_json(
-            j,
-            "int64_t",
-            i64::MIN.into(),
-            i64::MAX.into(),
-        )?),
+        Primitive::Int8 => Value::Int8(int_from_json(j, "int8_t", i8::MIN.into(), i8::MAX.into())? as i8),
+        Primitive::Int16 => Value::Int16(int_from_json(j, "int16_t", i16::MIN.into(), i16::MAX.into())? as i16),
+        Primitive::Int32 => Value::Int32(int_from_json(j, "int32_t", i32::MIN.into(), i32::MAX.into())? as i32),
+        Primitive::Int64 => Value::Int64(int_from_json(j, "int64_t", i64::MIN.into(), i64::MAX.into())?),
         Primitive::Byte => Value::Byte(int_from_json(j, "byte", 0, 255)? as u8),
-        Primitive::Float => Value::Float(float_from_json(
-            j,
-            "float",
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::is_finite,
-        )?),
-        Primitive::Double => Value::Double(float_from_json(
-            j,
-            "double",
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::is_finite,
-        )?),
+        Primitive::Float => {
+            Value::Float(float_from_json(j, "float", f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::is_finite)?)
+        }
+        Primitive::Double => {
+            Value::Double(float_from_json(j, "double", f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::is_finite)?)
+        }
         Primitive::Boolean => match j.kind {
             JsonKind::Bool(b) => Value::Boolean(b),
             _ => return Err(type_err("true or false (boolean)".into(), j)),

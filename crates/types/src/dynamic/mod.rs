@@ -95,10 +95,7 @@ pub struct StructValue {
 impl StructValue {
     /// The member called `name`.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.fields
-            .iter()
-            .find(|(n, _)| &**n == name)
-            .map(|(_, v)| v)
+        self.fields.iter().find(|(n, _)| &**n == name).map(|(_, v)| v)
     }
 }
 
@@ -178,12 +175,7 @@ impl Tables {
         for (i, s) in schema.structs.iter().enumerate() {
             t.structs.entry(s.name.clone()).or_insert(i);
             t.struct_names.push(Arc::from(s.name.full()));
-            t.member_names.push(
-                s.members
-                    .iter()
-                    .map(|m| Arc::from(m.name.as_str()))
-                    .collect(),
-            );
+            t.member_names.push(s.members.iter().map(|m| Arc::from(m.name.as_str())).collect());
         }
         for (i, e) in schema.enums.iter().enumerate() {
             t.enums.entry(e.name.clone()).or_insert(i);
@@ -205,19 +197,11 @@ pub struct Codec<'s> {
 impl<'s> Codec<'s> {
     /// Builds the tables for `schema`.
     pub fn new(schema: &'s Schema) -> Codec<'s> {
-        Codec {
-            schema,
-            layout: Layout::new(schema),
-            tables: Tables::new(schema),
-        }
+        Codec { schema, layout: Layout::new(schema), tables: Tables::new(schema) }
     }
 
     pub(crate) fn ctx(&self) -> Ctx<'_> {
-        Ctx {
-            schema: self.schema,
-            layout: &self.layout,
-            tables: &self.tables,
-        }
+        Ctx { schema: self.schema, layout: &self.layout, tables: &self.tables }
     }
 
     /// Decodes a whole message of type `ty` (a struct, or a deprecated enum), checking its fingerprint first.
@@ -238,12 +222,7 @@ impl<'s> Codec<'s> {
     }
 
     /// Appends the body of struct `ty` (no fingerprint) to `out`.
-    pub fn encode_body(
-        &self,
-        ty: &TypeName,
-        value: &Value,
-        out: &mut Vec<u8>,
-    ) -> Result<(), DynError> {
+    pub fn encode_body(&self, ty: &TypeName, value: &Value, out: &mut Vec<u8>) -> Result<(), DynError> {
         self.ctx().encode_body(ty, value, out)
     }
 
@@ -311,23 +290,10 @@ where
         .map(|d| match d {
             Dim::Fixed { len, .. } => Ok(*len),
             Dim::Variable { member } => {
-                let c = count_of(member).ok_or_else(|| {
-                    DynError::new(
-                        DynErrorKind::MissingMember {
-                            name: member.clone(),
-                        },
-                        None,
-                    )
-                })?;
-                usize::try_from(c).map_err(|_| {
-                    DynError::new(
-                        DynErrorKind::NegativeCount {
-                            member: member.clone(),
-                            count: c,
-                        },
-                        None,
-                    )
-                })
+                let c = count_of(member)
+                    .ok_or_else(|| DynError::new(DynErrorKind::MissingMember { name: member.clone() }, None))?;
+                usize::try_from(c)
+                    .map_err(|_| DynError::new(DynErrorKind::NegativeCount { member: member.clone(), count: c }, None))
             }
         })
         .collect()
@@ -355,20 +321,14 @@ impl<'a> Ctx<'a> {
         let root = ty.full();
         if let Some(si) = self.struct_index(ty) {
             let st = &self.schema.structs[si];
-            r.expect_fingerprint(st.fingerprint)
-                .map_err(|e| decode_err(e).finish(&root))?;
+            r.expect_fingerprint(st.fingerprint).map_err(|e| decode_err(e).finish(&root))?;
             let mut budget = MAX_EMPTY_ELEMENTS;
-            self.decode_struct(si, &mut r, 1, &mut budget)
-                .map_err(|e| e.finish(&root))
+            self.decode_struct(si, &mut r, 1, &mut budget).map_err(|e| e.finish(&root))
         } else if let Some(&ei) = self.tables.enums.get(ty) {
             let en = &self.schema.enums[ei];
-            r.expect_fingerprint(en.hash)
-                .map_err(|e| decode_err(e).finish(&root))?;
+            r.expect_fingerprint(en.hash).map_err(|e| decode_err(e).finish(&root))?;
             let value = r.get_i32().map_err(|e| decode_err(e).finish(&root))?;
-            Ok(Value::Enum(EnumValue {
-                ty: self.tables.enum_names[ei].clone(),
-                value,
-            }))
+            Ok(Value::Enum(EnumValue { ty: self.tables.enum_names[ei].clone(), value }))
         } else {
             Err(DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root))
         }
@@ -376,12 +336,11 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn decode_body(&self, ty: &TypeName, r: &mut Reader<'_>) -> Result<Value, DynError> {
         let root = ty.full();
-        let si = self.struct_index(ty).ok_or_else(|| {
-            DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root)
-        })?;
+        let si = self
+            .struct_index(ty)
+            .ok_or_else(|| DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root))?;
         let mut budget = MAX_EMPTY_ELEMENTS;
-        self.decode_struct(si, r, 1, &mut budget)
-            .map_err(|e| e.finish(&root))
+        self.decode_struct(si, r, 1, &mut budget).map_err(|e| e.finish(&root))
     }
 
     fn decode_struct(
@@ -392,10 +351,7 @@ impl<'a> Ctx<'a> {
         budget: &mut usize,
     ) -> Result<Value, DynError> {
         if depth > MAX_DEPTH {
-            return Err(DynError::new(
-                DynErrorKind::TooDeep { limit: MAX_DEPTH },
-                Some(r.position()),
-            ));
+            return Err(DynError::new(DynErrorKind::TooDeep { limit: MAX_DEPTH }, Some(r.position())));
         }
         let st: &Struct = &self.schema.structs[si];
         let names = &self.tables.member_names[si];
@@ -405,12 +361,7 @@ impl<'a> Ctx<'a> {
                 self.decode_elem(&m.ty, r, depth + 1, budget)
             } else {
                 let at = r.position();
-                let count_of = |c: &str| {
-                    fields
-                        .iter()
-                        .find(|(n, _)| &**n == c)
-                        .and_then(|(_, v)| v.as_i64())
-                };
+                let count_of = |c: &str| fields.iter().find(|(n, _)| &**n == c).and_then(|(_, v)| v.as_i64());
                 match dim_lengths(&m.dims, count_of) {
                     Ok(lens) => self.decode_array(&m.ty, &lens, r, depth + 1, budget),
                     Err(e) => Err(e.with_offset(at)),
@@ -419,10 +370,7 @@ impl<'a> Ctx<'a> {
             .map_err(|e| e.in_field(name))?;
             fields.push((name.clone(), v));
         }
-        Ok(Value::Struct(StructValue {
-            ty: self.tables.struct_names[si].clone(),
-            fields,
-        }))
+        Ok(Value::Struct(StructValue { ty: self.tables.struct_names[si].clone(), fields }))
     }
 
     fn decode_elem(
@@ -437,10 +385,7 @@ impl<'a> Ctx<'a> {
             MemberType::Enum(name) => self.decode_enum(name, r),
             MemberType::Struct(name) => match self.struct_index(name) {
                 Some(si) => self.decode_struct(si, r, depth, budget),
-                None => Err(DynError::new(
-                    DynErrorKind::UnknownType { name: name.full() },
-                    Some(r.position()),
-                )),
+                None => Err(DynError::new(DynErrorKind::UnknownType { name: name.full() }, Some(r.position()))),
             },
         }
     }
@@ -464,10 +409,7 @@ impl<'a> Ctx<'a> {
         budget: &mut usize,
     ) -> Result<Value, DynError> {
         if depth > MAX_DEPTH {
-            return Err(DynError::new(
-                DynErrorKind::TooDeep { limit: MAX_DEPTH },
-                Some(r.position()),
-            ));
+            return Err(DynError::new(DynErrorKind::TooDeep { limit: MAX_DEPTH }, Some(r.position())));
         }
         let Some((&n, rest)) = lens.split_first() else {
             return self.decode_elem(ty, r, depth, budget);
@@ -488,15 +430,11 @@ impl<'a> Ctx<'a> {
         depth: usize,
         budget: &mut usize,
     ) -> Result<Value, DynError> {
-        let sub_min = rest
-            .iter()
-            .fold(self.layout.elem_min_size(ty), |a, &l| a.saturating_mul(l));
+        let sub_min = rest.iter().fold(self.layout.elem_min_size(ty), |a, &l| a.saturating_mul(l));
         if sub_min == 0 {
             if n > *budget {
                 return Err(DynError::new(
-                    DynErrorKind::TooManyEmptyElements {
-                        limit: MAX_EMPTY_ELEMENTS,
-                    },
+                    DynErrorKind::TooManyEmptyElements { limit: MAX_EMPTY_ELEMENTS },
                     Some(r.position()),
                 ));
             }
@@ -521,46 +459,27 @@ impl<'a> Ctx<'a> {
         let mut out = Vec::new();
         if let Some(si) = self.struct_index(ty) {
             out.extend_from_slice(&self.schema.structs[si].fingerprint.to_be_bytes());
-            self.encode_struct(si, value, &mut out, 1)
-                .map_err(|e| e.finish(&root))?;
+            self.encode_struct(si, value, &mut out, 1).map_err(|e| e.finish(&root))?;
         } else if let Some(&ei) = self.tables.enums.get(ty) {
             out.extend_from_slice(&self.schema.enums[ei].hash.to_be_bytes());
-            self.encode_elem(&MemberType::Enum(ty.clone()), value, &mut out, 1)
-                .map_err(|e| e.finish(&root))?;
+            self.encode_elem(&MemberType::Enum(ty.clone()), value, &mut out, 1).map_err(|e| e.finish(&root))?;
         } else {
-            return Err(
-                DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root),
-            );
+            return Err(DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root));
         }
         Ok(out)
     }
 
-    pub(crate) fn encode_body(
-        &self,
-        ty: &TypeName,
-        value: &Value,
-        out: &mut Vec<u8>,
-    ) -> Result<(), DynError> {
+    pub(crate) fn encode_body(&self, ty: &TypeName, value: &Value, out: &mut Vec<u8>) -> Result<(), DynError> {
         let root = ty.full();
-        let si = self.struct_index(ty).ok_or_else(|| {
-            DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root)
-        })?;
-        self.encode_struct(si, value, out, 1)
-            .map_err(|e| e.finish(&root))
+        let si = self
+            .struct_index(ty)
+            .ok_or_else(|| DynError::new(DynErrorKind::UnknownType { name: root.clone() }, None).finish(&root))?;
+        self.encode_struct(si, value, out, 1).map_err(|e| e.finish(&root))
     }
 
-    fn encode_struct(
-        &self,
-        si: usize,
-        value: &Value,
-        out: &mut Vec<u8>,
-        depth: usize,
-    ) -> Result<(), DynError> {
+    fn encode_struct(&self, si: usize, value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), DynError> {
         if depth > MAX_DEPTH {
-            return Err(DynError::new(
-                DynErrorKind::TooDeep { limit: MAX_DEPTH },
-                None,
-            ));
+            return Err(DynError::new(DynErrorKind::TooDeep { limit: MAX_DEPTH }, None));
         }
         let st = &self.schema.structs[si];
         let full = &self.tables.struct_names[si];
@@ -568,34 +487,20 @@ impl<'a> Ctx<'a> {
             Value::Struct(sv) if sv.ty == *full => sv,
             other => {
                 return Err(DynError::new(
-                    DynErrorKind::TypeMismatch {
-                        expected: format!("struct {full}"),
-                        found: other.kind_name(),
-                    },
+                    DynErrorKind::TypeMismatch { expected: format!("struct {full}"), found: other.kind_name() },
                     None,
                 ))
             }
         };
         for (i, m) in st.members.iter().enumerate() {
             let Some((name, v)) = sv.fields.get(i) else {
-                return Err(DynError::new(
-                    DynErrorKind::MissingMember {
-                        name: m.name.clone(),
-                    },
-                    None,
-                ));
+                return Err(DynError::new(DynErrorKind::MissingMember { name: m.name.clone() }, None));
             };
             if **name != *m.name {
                 let kind = if st.member(name).is_some() {
-                    DynErrorKind::MemberOrder {
-                        expected: m.name.clone(),
-                        found: name.to_string(),
-                    }
+                    DynErrorKind::MemberOrder { expected: m.name.clone(), found: name.to_string() }
                 } else {
-                    DynErrorKind::UnknownMember {
-                        name: name.to_string(),
-                        expected: member_list(st),
-                    }
+                    DynErrorKind::UnknownMember { name: name.to_string(), expected: member_list(st) }
                 };
                 return Err(DynError::new(kind, None));
             }
@@ -603,17 +508,13 @@ impl<'a> Ctx<'a> {
                 self.encode_elem(&m.ty, v, out, depth + 1)
             } else {
                 let count_of = |c: &str| sv.get(c).and_then(Value::as_i64);
-                dim_lengths(&m.dims, count_of)
-                    .and_then(|lens| self.encode_array(&m.ty, &lens, v, out, depth + 1))
+                dim_lengths(&m.dims, count_of).and_then(|lens| self.encode_array(&m.ty, &lens, v, out, depth + 1))
             };
             r.map_err(|e| e.in_field(name))?;
         }
         if let Some((name, _)) = sv.fields.get(st.members.len()) {
             return Err(DynError::new(
-                DynErrorKind::UnknownMember {
-                    name: name.to_string(),
-                    expected: member_list(st),
-                },
+                DynErrorKind::UnknownMember { name: name.to_string(), expected: member_list(st) },
                 None,
             ));
         }
@@ -629,23 +530,12 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<(), DynError> {
         if depth > MAX_DEPTH {
-            return Err(DynError::new(
-                DynErrorKind::TooDeep { limit: MAX_DEPTH },
-                None,
-            ));
+            return Err(DynError::new(DynErrorKind::TooDeep { limit: MAX_DEPTH }, None));
         }
         let Some((&n, rest)) = lens.split_first() else {
             return self.encode_elem(ty, value, out, depth);
         };
-        let mismatch = |actual| {
-            DynError::new(
-                DynErrorKind::LengthMismatch {
-                    expected: n,
-                    actual,
-                },
-                None,
-            )
-        };
+        let mismatch = |actual| DynError::new(DynErrorKind::LengthMismatch { expected: n, actual }, None);
         match value {
             Value::Bytes(b) if rest.is_empty() && *ty == MemberType::Primitive(Primitive::Byte) => {
                 if b.len() != n {
@@ -678,22 +568,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn encode_elem(
-        &self,
-        ty: &MemberType,
-        value: &Value,
-        out: &mut Vec<u8>,
-        depth: usize,
-    ) -> Result<(), DynError> {
+    fn encode_elem(&self, ty: &MemberType, value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), DynError> {
         match (ty, value) {
             (MemberType::Primitive(p), v) => return encode_primitive(*p, v, out),
             (MemberType::Enum(name), Value::Enum(e)) if *e.ty == *name.full() => {
                 out.extend_from_slice(&e.value.to_be_bytes())
             }
             (MemberType::Struct(name), v) => {
-                let si = self.struct_index(name).ok_or_else(|| {
-                    DynError::new(DynErrorKind::UnknownType { name: name.full() }, None)
-                })?;
+                let si = self
+                    .struct_index(name)
+                    .ok_or_else(|| DynError::new(DynErrorKind::UnknownType { name: name.full() }, None))?;
                 return self.encode_struct(si, v, out, depth);
             }
             _ => return Err(mismatch(ty, value)),
@@ -771,21 +655,11 @@ fn encode_primitive(p: Primitive, v: &Value, out: &mut Vec<u8>) -> Result<(), Dy
 }
 
 fn mismatch(ty: &MemberType, value: &Value) -> DynError {
-    DynError::new(
-        DynErrorKind::TypeMismatch {
-            expected: elem_desc(ty),
-            found: value.kind_name(),
-        },
-        None,
-    )
+    DynError::new(DynErrorKind::TypeMismatch { expected: elem_desc(ty), found: value.kind_name() }, None)
 }
 
 fn member_list(st: &Struct) -> String {
-    st.members
-        .iter()
-        .map(|m| m.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+    st.members.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

@@ -4,23 +4,14 @@ use super::*;
 use crate::{check, Source};
 
 fn schema(text: &str) -> Schema {
-    check(
-        &[Source {
-            path: "t.lcm".into(),
-            text: text.into(),
-        }],
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{}", e.render()))
-    .schema
+    check(&[Source { path: "t.lcm".into(), text: text.into() }], &[])
+        .unwrap_or_else(|e| panic!("{}", e.render()))
+        .schema
 }
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 const SEED: &str = "struct waypoint_t { string id; float position[2]; }
@@ -59,7 +50,9 @@ fn spec_3_1_seed_encodings() {
     roundtrip(
         &s,
         "path_t",
-        &hex("9ab3ca4022072a1e 0000011f71fb04cb 00000002 00000002 4100 3f800000 c0200000 00000001 00 00000000 3f000000"),
+        &hex(
+            "9ab3ca4022072a1e 0000011f71fb04cb 00000002 00000002 4100 3f800000 c0200000 00000001 00 00000000 3f000000",
+        ),
         r#"{"timestamp":1234567890123,"num_waypoints":2,"waypoints":[{"id":"A","position":[1.0,-2.5]},{"id":"","position":[0.0,0.5]}]}"#,
     );
     roundtrip(
@@ -79,11 +72,9 @@ fn spec_3_1_seed_encodings() {
 #[test]
 fn spec_3_1_lcmtest_encodings() {
     let s = schema(LCMTEST);
-    let prim = hex(
-        "84e62b31229e6d55 03 001e 00000003 0000000000007530 0000 0001 0002
+    let prim = hex("84e62b31229e6d55 03 001e 00000003 0000000000007530 0000 0001 0002
          40400000 40400000 40400000 4008000000000000 4008000000000000 4008000000000000 4008000000000000
-         00000002 3300 01",
-    );
+         00000002 3300 01");
     assert_eq!(prim.len(), 80);
     roundtrip(
         &s,
@@ -123,51 +114,31 @@ fn spec_3_1_lcmtest_encodings() {
 fn errors_name_the_path_and_offset() {
     let s = schema(SEED);
     let path = TypeName::parse("path_t");
-    let good = hex("9ab3ca4022072a1e 0000011f71fb04cb 00000002 00000002 4100 3f800000 c0200000 00000001 00 00000000 3f000000");
+    let good =
+        hex("9ab3ca4022072a1e 0000011f71fb04cb 00000002 00000002 4100 3f800000 c0200000 00000001 00 00000000 3f000000");
     // The second waypoint's id loses its NUL.
     let mut bad = good.clone();
     bad[38] = b'x';
     let e = decode(&s, &path, &bad).unwrap_err();
     assert_eq!(e.path_string(), "path_t.waypoints[1].id");
-    assert_eq!(
-        *e.kind(),
-        DynErrorKind::Decode(nerve_codec::DecodeErrorKind::MissingNul)
-    );
+    assert_eq!(*e.kind(), DynErrorKind::Decode(nerve_codec::DecodeErrorKind::MissingNul));
     assert_eq!(e.offset(), Some(38));
-    assert_eq!(
-        e.to_string(),
-        "path_t.waypoints[1].id: string not terminated by NUL at byte 38"
-    );
+    assert_eq!(e.to_string(), "path_t.waypoints[1].id: string not terminated by NUL at byte 38");
     // A count that cannot fit in what remains is refused before anything is allocated.
     let mut huge = good.clone();
     huge[16..20].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
     let e = decode(&s, &path, &huge).unwrap_err();
     assert_eq!(e.path_string(), "path_t.waypoints");
-    assert!(
-        matches!(
-            *e.kind(),
-            DynErrorKind::Decode(nerve_codec::DecodeErrorKind::Truncated { .. })
-        ),
-        "{e}"
-    );
+    assert!(matches!(*e.kind(), DynErrorKind::Decode(nerve_codec::DecodeErrorKind::Truncated { .. })), "{e}");
     let mut neg = good.clone();
     neg[16..20].copy_from_slice(&(-1i32).to_be_bytes());
     let e = decode(&s, &path, &neg).unwrap_err();
-    assert!(
-        matches!(e.kind(), DynErrorKind::NegativeCount { count: -1, .. }),
-        "{e}"
-    );
+    assert!(matches!(e.kind(), DynErrorKind::NegativeCount { count: -1, .. }), "{e}");
     assert_eq!(e.offset(), Some(20));
     let e = decode(&s, &path, &good[..8]).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "path_t.timestamp: truncated: 8 bytes needed, 0 left at byte 8"
-    );
+    assert_eq!(e.to_string(), "path_t.timestamp: truncated: 8 bytes needed, 0 left at byte 8");
     let e = decode(&s, &TypeName::parse("laser_t"), &good).unwrap_err();
-    assert!(matches!(
-        *e.kind(),
-        DynErrorKind::Decode(nerve_codec::DecodeErrorKind::WrongFingerprint { .. })
-    ));
+    assert!(matches!(*e.kind(), DynErrorKind::Decode(nerve_codec::DecodeErrorKind::WrongFingerprint { .. })));
     // Every truncation fails cleanly; extra bytes after the message are ignored, as in LCM.
     for n in 0..good.len() {
         assert!(decode(&s, &path, &good[..n]).is_err(), "truncated to {n}");
@@ -181,59 +152,26 @@ fn errors_name_the_path_and_offset() {
 fn encode_checks_types_and_counts() {
     let s = schema(SEED);
     let path = TypeName::parse("path_t");
-    let mut v = from_json(
-        &s,
-        &path,
-        r#"{"timestamp":1,"waypoints":[{"id":"a","position":[1,2]}]}"#,
-    )
-    .unwrap();
-    assert_eq!(
-        v.as_struct().unwrap().get("num_waypoints"),
-        Some(&Value::Int32(1))
-    );
-    let Value::Struct(sv) = &mut v else {
-        unreachable!()
-    };
+    let mut v = from_json(&s, &path, r#"{"timestamp":1,"waypoints":[{"id":"a","position":[1,2]}]}"#).unwrap();
+    assert_eq!(v.as_struct().unwrap().get("num_waypoints"), Some(&Value::Int32(1)));
+    let Value::Struct(sv) = &mut v else { unreachable!() };
     sv.fields[1].1 = Value::Int32(2);
     let e = encode(&s, &path, &v).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "path_t.waypoints: array has 1 elements but its size says 2"
-    );
-    let Value::Struct(sv) = &mut v else {
-        unreachable!()
-    };
+    assert_eq!(e.to_string(), "path_t.waypoints: array has 1 elements but its size says 2");
+    let Value::Struct(sv) = &mut v else { unreachable!() };
     sv.fields[1].1 = Value::Int64(1);
     let e = encode(&s, &path, &v).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "path_t.num_waypoints: expected int32_t, found int64_t"
-    );
-    let Value::Struct(sv) = &mut v else {
-        unreachable!()
-    };
+    assert_eq!(e.to_string(), "path_t.num_waypoints: expected int32_t, found int64_t");
+    let Value::Struct(sv) = &mut v else { unreachable!() };
     sv.fields[1].1 = Value::Int32(1);
-    let Value::Array(ws) = &mut sv.fields[2].1 else {
-        unreachable!()
-    };
-    let Value::Struct(w) = &mut ws[0] else {
-        unreachable!()
-    };
+    let Value::Array(ws) = &mut sv.fields[2].1 else { unreachable!() };
+    let Value::Struct(w) = &mut ws[0] else { unreachable!() };
     w.fields[1].1 = Value::Array(vec![Value::Float(1.0)]);
     let e = encode(&s, &path, &v).unwrap_err();
     assert_eq!(e.path_string(), "path_t.waypoints[0].position");
-    assert_eq!(
-        *e.kind(),
-        DynErrorKind::LengthMismatch {
-            expected: 2,
-            actual: 1
-        }
-    );
+    assert_eq!(*e.kind(), DynErrorKind::LengthMismatch { expected: 2, actual: 1 });
     let e = encode(&s, &path, &Value::Int8(0)).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "path_t: expected struct path_t, found int8_t"
-    );
+    assert_eq!(e.to_string(), "path_t: expected struct path_t, found int8_t");
 }
 
 #[test]
@@ -253,10 +191,7 @@ fn json_input_is_strict_and_says_where() {
         err(r#"{"timestamp":1,"num_waypoints":3,"waypoints":[]}"#),
         "path_t.waypoints: array has 0 elements but its size says 3 at byte 45"
     );
-    assert_eq!(
-        err(r#"{"timestamp":1}"#),
-        "path_t: member 'waypoints' is missing at byte 0"
-    );
+    assert_eq!(err(r#"{"timestamp":1}"#), "path_t: member 'waypoints' is missing at byte 0");
     assert_eq!(
         err(r#"{"timestamp":1,"waypoints":[],"x":2}"#),
         "path_t: unknown member 'x' (the members are: timestamp, num_waypoints, waypoints) at byte 34"
@@ -264,78 +199,31 @@ fn json_input_is_strict_and_says_where() {
     assert!(err(r#"{"timestamp":1,"waypoints":[]"#).contains("invalid JSON: expected ',' or '}'"));
     assert!(err(r#"{"timestamp":NaN}"#).contains("\"NaN\""));
     let laser = TypeName::parse("laser_t");
-    let v = from_json(
-        &s,
-        &laser,
-        r#"{"utime":0,"ranges":["NaN","-Infinity",1e-3],"rad0":3,"radstep":-0.0}"#,
-    )
-    .unwrap();
-    assert_eq!(
-        v.to_json(),
-        r#"{"utime":0,"nranges":3,"ranges":["NaN","-Infinity",0.001],"rad0":3.0,"radstep":-0.0}"#
-    );
-    let e = from_json(
-        &s,
-        &laser,
-        r#"{"utime":0,"ranges":[],"rad0":1e39,"radstep":0}"#,
-    )
-    .unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "laser_t.rad0: 1e39 does not fit in float at byte 30"
-    );
+    let v = from_json(&s, &laser, r#"{"utime":0,"ranges":["NaN","-Infinity",1e-3],"rad0":3,"radstep":-0.0}"#).unwrap();
+    assert_eq!(v.to_json(), r#"{"utime":0,"nranges":3,"ranges":["NaN","-Infinity",0.001],"rad0":3.0,"radstep":-0.0}"#);
+    let e = from_json(&s, &laser, r#"{"utime":0,"ranges":[],"rad0":1e39,"radstep":0}"#).unwrap_err();
+    assert_eq!(e.to_string(), "laser_t.rad0: 1e39 does not fit in float at byte 30");
     let img = TypeName::parse("image_t");
-    let e = from_json(
-        &s,
-        &img,
-        r#"{"utime":0,"width":0,"height":0,"pixelformat":0,"data":[1,256]}"#,
-    )
-    .unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "image_t.data[1]: 256 does not fit in byte at byte 58"
-    );
+    let e = from_json(&s, &img, r#"{"utime":0,"width":0,"height":0,"pixelformat":0,"data":[1,256]}"#).unwrap_err();
+    assert_eq!(e.to_string(), "image_t.data[1]: 256 does not fit in byte at byte 58");
 }
 
 #[test]
 fn json_counts_inferred_across_dimensions() {
     let s = schema(LCMTEST);
     let md = TypeName::parse("lcmtest.multidim_array_t");
-    let v = from_json(
-        &s,
-        &md,
-        r#"{"data":[[[1,2,3]]],"strarray":[["a","b","c"],["","",""]]}"#,
-    )
-    .unwrap();
+    let v = from_json(&s, &md, r#"{"data":[[[1,2,3]]],"strarray":[["a","b","c"],["","",""]]}"#).unwrap();
     assert_eq!(
         v.to_json(),
         r#"{"size_a":1,"size_b":1,"size_c":3,"data":[[[1,2,3]]],"strarray":[["a","b","c"],["","",""]]}"#
     );
-    let e = from_json(
-        &s,
-        &md,
-        r#"{"data":[[[1,2]]],"strarray":[["a","b","c"],["","",""]]}"#,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(e.kind(), DynErrorKind::CountConflict { .. }),
-        "{e}"
-    );
+    let e = from_json(&s, &md, r#"{"data":[[[1,2]]],"strarray":[["a","b","c"],["","",""]]}"#).unwrap_err();
+    assert!(matches!(e.kind(), DynErrorKind::CountConflict { .. }), "{e}");
     assert_eq!(e.path_string(), "lcmtest.multidim_array_t.strarray");
-    let e = from_json(
-        &s,
-        &md,
-        r#"{"data":[[[1,2]],[[1]]],"strarray":[["a","b"],["",""]]}"#,
-    )
-    .unwrap_err();
+    let e = from_json(&s, &md, r#"{"data":[[[1,2]],[[1]]],"strarray":[["a","b"],["",""]]}"#).unwrap_err();
     assert_eq!(e.path_string(), "lcmtest.multidim_array_t.data[1][0]");
     let e = from_json(&s, &md, r#"{"data":[],"strarray":[[],[]]}"#).unwrap_err();
-    assert_eq!(
-        *e.kind(),
-        DynErrorKind::CannotInferCount {
-            member: "size_b".into()
-        }
-    );
+    assert_eq!(*e.kind(), DynErrorKind::CannotInferCount { member: "size_b".into() });
 }
 
 #[test]
@@ -373,78 +261,49 @@ fn recursion_is_capped_not_a_stack_overflow() {
 
 #[test]
 fn elements_that_take_no_bytes_are_bounded() {
-    let s = schema("struct e_t { } struct many_t { int64_t n; e_t e[n]; } struct grid_t { int32_t a; int32_t b; int8_t g[a][b]; }");
+    let s = schema(
+        "struct e_t { } struct many_t { int64_t n; e_t e[n]; } struct grid_t { int32_t a; int32_t b; int8_t g[a][b]; }",
+    );
     let many = TypeName::parse("many_t");
     let fp = s.struct_named(&many).unwrap().fingerprint;
     let mut bytes = fp.to_be_bytes().to_vec();
     bytes.extend_from_slice(&(i64::MAX).to_be_bytes());
     let e = decode(&s, &many, &bytes).unwrap_err();
-    assert_eq!(
-        *e.kind(),
-        DynErrorKind::TooManyEmptyElements {
-            limit: MAX_EMPTY_ELEMENTS
-        }
-    );
+    assert_eq!(*e.kind(), DynErrorKind::TooManyEmptyElements { limit: MAX_EMPTY_ELEMENTS });
     let mut ok = fp.to_be_bytes().to_vec();
     ok.extend_from_slice(&3i64.to_be_bytes());
     let v = decode(&s, &many, &ok).unwrap();
     assert_eq!(v.to_json(), r#"{"n":3,"e":[{},{},{}]}"#);
     // A zero inner dimension makes the outer one free too.
     let grid = TypeName::parse("grid_t");
-    let mut g = s
-        .struct_named(&grid)
-        .unwrap()
-        .fingerprint
-        .to_be_bytes()
-        .to_vec();
+    let mut g = s.struct_named(&grid).unwrap().fingerprint.to_be_bytes().to_vec();
     g.extend_from_slice(&i32::MAX.to_be_bytes());
     g.extend_from_slice(&0i32.to_be_bytes());
     assert_eq!(
         *decode(&s, &grid, &g).unwrap_err().kind(),
-        DynErrorKind::TooManyEmptyElements {
-            limit: MAX_EMPTY_ELEMENTS
-        }
+        DynErrorKind::TooManyEmptyElements { limit: MAX_EMPTY_ELEMENTS }
     );
 }
 
 #[test]
 fn floats_print_exactly() {
-    for x in [
-        0.1f32,
-        f32::MAX,
-        f32::MIN_POSITIVE,
-        1e-45,
-        -0.0,
-        16777217.0,
-        3.4e-39,
-    ] {
+    for x in [0.1f32, f32::MAX, f32::MIN_POSITIVE, 1e-45, -0.0, 16777217.0, 3.4e-39] {
         let j = Value::Float(x).to_json();
-        assert_eq!(
-            (j.parse::<f64>().unwrap() as f32).to_bits(),
-            x.to_bits(),
-            "{j}"
-        );
+        assert_eq!((j.parse::<f64>().unwrap() as f32).to_bits(), x.to_bits(), "{j}");
         assert!(j.contains(['.', 'e']), "{j}");
     }
     for x in [0.1f64, f64::MAX, 5e-324, -0.0, 1e16, 123456789.125] {
         let j = Value::Double(x).to_json();
         assert_eq!(j.parse::<f64>().unwrap().to_bits(), x.to_bits(), "{j}");
     }
-    assert_eq!(
-        Value::String("\u{2028}\u{85}\u{7f}".into()).to_json(),
-        r#""\u2028\u0085\u007f""#
-    );
+    assert_eq!(Value::String("\u{2028}\u{85}\u{7f}".into()).to_json(), r#""\u2028\u0085\u007f""#);
     assert_eq!(Value::Int64(i64::MIN).to_json(), "-9223372036854775808");
-    assert_eq!(
-        Value::String("a\"\\\n\u{1}é".into()).to_json(),
-        r#""a\"\\\n\u0001é""#
-    );
+    assert_eq!(Value::String("a\"\\\n\u{1}é".into()).to_json(), r#""a\"\\\n\u0001é""#);
 }
 
 #[test]
 fn enums_decode_and_encode() {
-    let s =
-        schema("enum color_t { RED=1, GREEN, BLUE=5 } struct pix_t { color_t c; color_t cs[2]; }");
+    let s = schema("enum color_t { RED=1, GREEN, BLUE=5 } struct pix_t { color_t c; color_t cs[2]; }");
     let pix = TypeName::parse("pix_t");
     let v = from_json(&s, &pix, r#"{"c":"GREEN","cs":[5,-7]}"#).unwrap();
     let bytes = encode(&s, &pix, &v).unwrap();

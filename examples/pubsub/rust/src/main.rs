@@ -33,7 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     return Err("no scan within 30 s".into());
                 };
                 match m.decode::<LaserT>() {
-                    Ok(scan) => println!("scan {}: {} ranges, first {:.2} m", scan.utime, scan.ranges.len(), scan.ranges[0]),
+                    Ok(scan) => {
+                        println!("scan {}: {} ranges, first {:.2} m", scan.utime, scan.ranges.len(), scan.ranges[0])
+                    }
                     Err(e) => println!("not a laser_t on {}: {e}", m.channel),
                 }
             }

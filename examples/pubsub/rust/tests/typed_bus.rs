@@ -15,16 +15,17 @@ fn generated_types_travel_typed() {
     let (a, b) = (Bus::new(Some(&url)).unwrap(), Bus::new(Some(&url)).unwrap());
     let got: Arc<Mutex<Vec<Result<LaserT, TypeError>>>> = Arc::default();
     let g = Arc::clone(&got);
-    let sub = b.subscribe::<LaserT>("SCAN", move |m, scan| {
-        if let Ok(s) = &scan {
-            // The view over the raw bytes agrees with the decoded value.
-            let v = LaserTView::new(&m.data).unwrap();
-            assert_eq!(v.utime().unwrap(), s.utime);
-            assert_eq!(v.ranges().unwrap().len(), s.ranges.len());
-        }
-        g.lock().unwrap().push(scan);
-    })
-    .unwrap();
+    let sub = b
+        .subscribe::<LaserT>("SCAN", move |m, scan| {
+            if let Ok(s) = &scan {
+                // The view over the raw bytes agrees with the decoded value.
+                let v = LaserTView::new(&m.data).unwrap();
+                assert_eq!(v.utime().unwrap(), s.utime);
+                assert_eq!(v.ranges().unwrap().len(), s.ranges.len());
+            }
+            g.lock().unwrap().push(scan);
+        })
+        .unwrap();
     let scan = LaserT { utime: 42, nranges: 3, ranges: vec![1.0, 2.0, f32::INFINITY], rad0: -1.5, radstep: 0.01 };
     a.publish("SCAN", &scan).unwrap();
     a.publish("SCAN", &ImageT { utime: 1, width: 1, height: 1, pixelformat: 0, size: 1, data: vec![7] }).unwrap();

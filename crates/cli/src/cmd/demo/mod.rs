@@ -70,7 +70,8 @@ pub struct Args {
 /// Runs `nerve demo`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(role) = args.role {
-        let (start_at, until) = (args.start_at.context("--role needs --start-at")?, args.until.context("--role needs --until")?);
+        let (start_at, until) =
+            (args.start_at.context("--role needs --start-at")?, args.until.context("--role needs --until")?);
         let dir = || args.shm_dir.clone().context("--role needs --shm-dir");
         match role {
             Role::Sensor => roles::sensor(args.url.as_deref().context("--role sensor needs --url")?, start_at, until)?,

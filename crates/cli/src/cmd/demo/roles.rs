@@ -91,8 +91,11 @@ pub fn sensor(url: &str, start_at: i64, until: i64) -> anyhow::Result<()> {
         t.wait();
         let utime = now_utime();
         let secs = (utime - start_at) as f64 / 1e6;
-        let (channel, ty, value) =
-            if laser_first { (LASER.0, LASER.1, types::laser(utime, secs)) } else { (IMAGE.0, IMAGE.1, camera.frame(utime)) };
+        let (channel, ty, value) = if laser_first {
+            (LASER.0, LASER.1, types::laser(utime, secs))
+        } else {
+            (IMAGE.0, IMAGE.1, camera.frame(utime))
+        };
         let data = types.encode(ty, &value)?;
         match bus.publish_raw(channel, &data) {
             Ok(()) if laser_first => (sent_laser, bytes_laser) = (sent_laser + 1, bytes_laser + data.len() as u64),

@@ -154,7 +154,8 @@ fn open_udpm(url: &str, notes: &mut Vec<String>) -> anyhow::Result<Option<(Bus, 
 
 /// Raises `net.core.rmem_max` to what the URL's `recv_buf_size` asks, if we may; else says what the cap is.
 fn receive_buffers(url: &Url, notes: &mut Vec<String>) {
-    let Some(want) = url.options.iter().find(|(k, _)| k == "recv_buf_size").and_then(|(_, v)| v.parse::<u64>().ok()) else {
+    let Some(want) = url.options.iter().find(|(k, _)| k == "recv_buf_size").and_then(|(_, v)| v.parse::<u64>().ok())
+    else {
         return;
     };
     let path = "/proc/sys/net/core/rmem_max";
@@ -163,7 +164,9 @@ fn receive_buffers(url: &Url, notes: &mut Vec<String>) {
         return;
     }
     if is_root() && std::fs::write(path, want.to_string()).is_ok() {
-        notes.push(format!("raised net.core.rmem_max from {max} to {want} so receive buffers can hold a burst of images"));
+        notes.push(format!(
+            "raised net.core.rmem_max from {max} to {want} so receive buffers can hold a burst of images"
+        ));
     } else {
         notes.push(format!(
             "receive buffers are capped at {max} bytes by net.core.rmem_max (as root: sysctl -w net.core.rmem_max={want}); \
@@ -173,7 +176,12 @@ fn receive_buffers(url: &Url, notes: &mut Vec<String>) {
 }
 
 /// A subscription that feeds a [`Monitor`]: each message decoded as its channel's type, its latency measured.
-fn monitor(bus: &Bus, pattern: &str, types: &Types, streams: &[(&'static str, &'static str)]) -> anyhow::Result<(Arc<Monitor>, Dispatcher)> {
+fn monitor(
+    bus: &Bus,
+    pattern: &str,
+    types: &Types,
+    streams: &[(&'static str, &'static str)],
+) -> anyhow::Result<(Arc<Monitor>, Dispatcher)> {
     let m = Arc::new(Monitor::default());
     let (mm, types, streams) = (Arc::clone(&m), types.clone(), streams.to_vec());
     bus.subscribe_with(pattern, 0, Overflow::DropOldest, move |msg| {
@@ -282,7 +290,8 @@ pub fn next_port(url: &str) -> anyhow::Result<String> {
     let (group, port) = network.rsplit_once(':').ok_or_else(|| anyhow!("--url {url}: expected udpm://GROUP:PORT"))?;
     let port: u16 = port.parse().with_context(|| format!("--url {url}: port"))?;
     let next = port.checked_add(1).ok_or_else(|| anyhow!("--url {url}: no port after {port} for the replay"))?;
-    let query: Vec<String> = u.options.iter().map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k}={v}") }).collect();
+    let query: Vec<String> =
+        u.options.iter().map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k}={v}") }).collect();
     Ok(format!("udpm://{group}:{next}{}{}", if query.is_empty() { "" } else { "?" }, query.join("&")))
 }
 
@@ -366,7 +375,10 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
     procs.spawn(SENSOR, &role(SENSOR, ["--url", &plan.url]))?;
     writeln!(out, "\nprocesses (this one is {}, the spy and a latency subscriber on both buses):", std::process::id())?;
     let says = [
-        (SENSOR, format!("exlcm.laser_t on LASER at {LASER_HZ} Hz, exlcm.image_t 640x480 on IMAGE at {IMAGE_HZ} Hz, udpm")),
+        (
+            SENSOR,
+            format!("exlcm.laser_t on LASER at {LASER_HZ} Hz, exlcm.image_t 640x480 on IMAGE at {IMAGE_HZ} Hz, udpm"),
+        ),
         (LOCALIZER, format!("exlcm.pose_t into shm channel POSE at {POSE_HZ} Hz")),
         (CONTROLLER, format!("the newest POSE from shm every {:.0} ms", 1000.0 / POSE_HZ)),
         (LOGGER_UDPM, format!("nerve log {} --url {}", log_udpm.display(), plan.url)),
@@ -501,7 +513,10 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
     // Let what is in flight arrive: until everything did, or nothing more came for half a second.
     let settle_by = Instant::now() + Duration::from_secs(10);
     let (mut last, mut quiet_since) = (total(&arrived), Instant::now());
-    while total(&arrived) < published && Instant::now() < settle_by && quiet_since.elapsed() < Duration::from_millis(500) {
+    while total(&arrived) < published
+        && Instant::now() < settle_by
+        && quiet_since.elapsed() < Duration::from_millis(500)
+    {
         std::thread::sleep(Duration::from_millis(20));
         let now = total(&arrived);
         if now != last {
@@ -521,7 +536,18 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
     let para = |label: &str, text: &str| stats::para(label, text, width);
     writeln!(out, "summary (every figure measured in this run)\n")?;
     let header = [
-        "STREAM", "TYPE", "VIA", "TARGET_Hz", "SENT", "RECEIVED", "RATE_Hz", "LAT_p50", "LAT_p99", "LOST", "LOGGED", "REPLAYED",
+        "STREAM",
+        "TYPE",
+        "VIA",
+        "TARGET_Hz",
+        "SENT",
+        "RECEIVED",
+        "RATE_Hz",
+        "LAT_p50",
+        "LAT_p99",
+        "LOST",
+        "LOGGED",
+        "REPLAYED",
     ];
     let mut rows: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
     for ((channel, ty), via, target, sent, seen) in [
@@ -545,7 +571,8 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
             arrived.get(channel).copied().unwrap_or(0).to_string(),
         ]);
     }
-    let widths: Vec<usize> = (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     for r in &rows {
         let cells: Vec<String> = r
             .iter()
@@ -632,7 +659,11 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
          {replayed} of the {logged} logged ({}; {} lost in transport)",
         plan.replay_speed,
         plan.replay_url,
-        if replayed == logged { "all of them".to_owned() } else { format!("{} missing", logged.saturating_sub(replayed)) },
+        if replayed == logged {
+            "all of them".to_owned()
+        } else {
+            format!("{} missing", logged.saturating_sub(replayed))
+        },
         replay_stats.lost
     );
     write!(out, "{}", para("replay", &replay_text))?;
@@ -704,7 +735,9 @@ fn fold(text: &str, width: usize) -> String {
 fn finish_early(procs: &mut Procs, stop: &AtomicBool, why: &str) -> anyhow::Result<ExitCode> {
     procs.stop_all();
     if stop.load(Ordering::Relaxed) {
-        eprintln!("\nnerve demo: interrupted; every process it started has stopped and its temporary files are removed");
+        eprintln!(
+            "\nnerve demo: interrupted; every process it started has stopped and its temporary files are removed"
+        );
         return Ok(ExitCode::from(130));
     }
     let mut detail = String::new();

@@ -6,10 +6,7 @@ use std::sync::Mutex;
 
 /// Microseconds since the epoch: the clock every message's `utime` and every receive time is on.
 pub fn now_utime() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
 }
 
 /// The nearest-rank `p`-th percentile of sorted values (`None` when there are none).
@@ -40,7 +37,8 @@ impl Stream {
     /// The rate the messages arrived at: intervals over the time between the first and the last.
     pub fn rate_hz(&self) -> Option<f64> {
         let first = self.first_recv?;
-        (self.count > 1 && self.last_recv > first).then(|| (self.count - 1) as f64 / ((self.last_recv - first) as f64 / 1e6))
+        (self.count > 1 && self.last_recv > first)
+            .then(|| (self.count - 1) as f64 / ((self.last_recv - first) as f64 / 1e6))
     }
 
     /// Latency percentiles (p50, p99), microseconds.

@@ -363,8 +363,7 @@ pub(crate) mod tests {
     #[test]
     fn path_waypoints_nest_and_stop_after_three() {
         let types = seed_types();
-        let wps: Vec<String> =
-            (0..50).map(|i| format!(r#"{{"id": "wp{i}", "position": [{i}, {}]}}"#, -i)).collect();
+        let wps: Vec<String> = (0..50).map(|i| format!(r#"{{"id": "wp{i}", "position": [{i}, {}]}}"#, -i)).collect();
         let json = format!(r#"{{"timestamp": 7, "num_waypoints": 50, "waypoints": [{}]}}"#, wps.join(","));
         let lines = tree_of(&types, &encode(&types, "exlcm.path_t", &json));
         assert_eq!(

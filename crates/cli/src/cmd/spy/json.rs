@@ -84,7 +84,8 @@ impl Report<'_> {
                 r.decode_errors.to_string(),
             ]);
         }
-        let widths: Vec<usize> = (0..7).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
+        let widths: Vec<usize> =
+            (0..7).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
         let mut out = String::new();
         for l in &lines {
             let cells: Vec<String> = l

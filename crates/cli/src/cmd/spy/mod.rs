@@ -93,7 +93,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Decodes each channel's newest message in full (a failure is a decode error) and renders the report.
-pub(crate) fn report(table: &std::sync::Mutex<Table>, types: &Types, url: &str, duration_s: f64, now: i64, json: bool) -> String {
+pub(crate) fn report(
+    table: &std::sync::Mutex<Table>,
+    types: &Types,
+    url: &str,
+    duration_s: f64,
+    now: i64,
+    json: bool,
+) -> String {
     let mut t = lock(table);
     let names: Vec<String> = t.channel_names().map(str::to_owned).collect();
     for name in names {

@@ -150,7 +150,8 @@ fn selection_follows_the_channel_and_enter_shows_the_decoded_tree() {
     assert!(lines[1].contains(" SCAN "), "{lines:#?}");
     assert!(lines[2].contains("exlcm.laser_t"), "{lines:#?}");
     assert!(lines[3].contains("message #20  748 bytes  0.1 s ago  |  20 msgs  10.0 Hz"), "{lines:#?}");
-    let body: Vec<String> = lines[5..10].iter().map(|l| l.trim_start_matches('│').trim_end_matches('│').trim().to_owned()).collect();
+    let body: Vec<String> =
+        lines[5..10].iter().map(|l| l.trim_start_matches('│').trim_end_matches('│').trim().to_owned()).collect();
     assert_eq!(
         body,
         [

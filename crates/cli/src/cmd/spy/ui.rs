@@ -287,7 +287,9 @@ impl App {
             top,
         );
         let keys = match self.mode {
-            Mode::Table => "↑↓/jk select  Enter open  sort: n name  c count  r rate  b bandwidth (again: reverse)  q quit",
+            Mode::Table => {
+                "↑↓/jk select  Enter open  sort: n name  c count  r rate  b bandwidth (again: reverse)  q quit"
+            }
             Mode::Detail => "↑↓/jk scroll  PgUp/PgDn page  Esc/q back to the table  Ctrl-C quit",
         };
         frame.render_widget(Paragraph::new(keys).style(Style::new().add_modifier(Modifier::REVERSED)), help);

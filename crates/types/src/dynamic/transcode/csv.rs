@@ -257,7 +257,9 @@ impl Walk<'_> {
     ) -> Result<i64, DynError> {
         match item {
             Item::Elem(Elem::Struct(si)) => self.merge_struct(node, *si, r, depth, budget, grew).map(|()| 0),
-            Item::Array(m, lens) if !item.is_bytes() => self.merge_array(node, m, lens, r, depth, budget, grew).map(|()| 0),
+            Item::Array(m, lens) if !item.is_bytes() => {
+                self.merge_array(node, m, lens, r, depth, budget, grew).map(|()| 0)
+            }
             other => self.skip_item(other, r, depth, budget),
         }
     }
@@ -293,7 +295,9 @@ impl Walk<'_> {
             } else {
                 let at = r.position();
                 match lens(m, &counts) {
-                    Ok(l) => self.merge_item(field, Item::Array(m, l.as_slice()), r, depth + 1, budget, grew).map(|_| ()),
+                    Ok(l) => {
+                        self.merge_item(field, Item::Array(m, l.as_slice()), r, depth + 1, budget, grew).map(|_| ())
+                    }
                     Err(e) => Err(e.with_offset(at)),
                 }
             };
@@ -508,11 +512,22 @@ impl Walk<'_> {
     /// it has one, all of them are there, within the depth limit, and `elems` has a struct's columns for each:
     /// then nothing in them can be wrong, and each element's columns are every column of the struct's one shape
     /// (merging a message of a fixed-shape type makes all of them). Otherwise writes and reads nothing.
-    fn plain_rows(&self, si: usize, n: usize, elems: &[Node], r: &mut Reader<'_>, depth: usize, out: &mut Vec<u8>) -> bool {
+    fn plain_rows(
+        &self,
+        si: usize,
+        n: usize,
+        elems: &[Node],
+        r: &mut Reader<'_>,
+        depth: usize,
+        out: &mut Vec<u8>,
+    ) -> bool {
         let p = &self.plans.structs[si];
         let (Some(ops), Some((size, extra)), true) = (&p.csv_ops, p.plain, p.fixed_shape) else { return false };
         // (One level of margin over the walk's own checks.)
-        if depth + 2 + extra > MAX_DEPTH_CHECK || elems.len() < n || !elems[..n].iter().all(|e| matches!(e, Node::Struct(_))) {
+        if depth + 2 + extra > MAX_DEPTH_CHECK
+            || elems.len() < n
+            || !elems[..n].iter().all(|e| matches!(e, Node::Struct(_)))
+        {
             return false;
         }
         let mut ahead = r.clone();
@@ -590,7 +605,13 @@ fn run_csv_ops(ops: &[Op], data: &[u8], out: &mut Vec<u8>) -> bool {
 const MAX_DEPTH_CHECK: usize = crate::dynamic::MAX_DEPTH;
 
 /// The tree decoder's check before `n` elements that are not primitive scalars.
-fn check_elements(m: &MemberPlan, n: usize, rest: &[usize], r: &Reader<'_>, budget: &mut usize) -> Result<(), DynError> {
+fn check_elements(
+    m: &MemberPlan,
+    n: usize,
+    rest: &[usize],
+    r: &Reader<'_>,
+    budget: &mut usize,
+) -> Result<(), DynError> {
     let sub_min = rest.iter().fold(m.elem_min, |a, &l| a.saturating_mul(l));
     if sub_min == 0 {
         if n > *budget {
@@ -683,8 +704,13 @@ impl Transcoder {
 
     /// [`Transcoder::csv_merge`], and whether `shape` grew (its columns are not what they were): a row made with
     /// the shape as it was would lack cells this message has.
-    pub fn csv_merge_grew<'s>(&'s self, bytes: &[u8], shape: &mut CsvShape) -> Result<(&'s Struct, bool), RegistryError> {
-        let (st, si) = self.run(bytes, |w, si, r, budget| w.structure::<SKIP>(si, r, 1, budget, &mut Vec::new()).map(|()| si))?;
+    pub fn csv_merge_grew<'s>(
+        &'s self,
+        bytes: &[u8],
+        shape: &mut CsvShape,
+    ) -> Result<(&'s Struct, bool), RegistryError> {
+        let (st, si) =
+            self.run(bytes, |w, si, r, budget| w.structure::<SKIP>(si, r, 1, budget, &mut Vec::new()).map(|()| si))?;
         if shape.settled_for == Some(si) {
             return Ok((st, false));
         }
@@ -699,7 +725,12 @@ impl Transcoder {
     /// Appends the message's cells in `shape`'s column order, each after a comma (empty past the end of a shorter
     /// array; anything the shape has no column for is left out). On error `out` is left as it was and the error is
     /// [`Registry::decode`](crate::Registry::decode)'s.
-    pub fn csv_row<'s>(&'s self, bytes: &[u8], shape: &CsvShape, out: &mut Vec<u8>) -> Result<&'s Struct, RegistryError> {
+    pub fn csv_row<'s>(
+        &'s self,
+        bytes: &[u8],
+        shape: &CsvShape,
+        out: &mut Vec<u8>,
+    ) -> Result<&'s Struct, RegistryError> {
         let start = out.len();
         let res = self.run(bytes, |w, si, r, budget| match &shape.root {
             Node::Struct(fields) => w.row_struct(fields, si, r, 1, budget, out),

@@ -170,7 +170,8 @@ fn to_decimal(q: i32, c: u32, dk: i32) -> (u32, i32) {
     let out = c & 1;
     let cb = u64::from(c) << 2;
     let cbr = cb + 2;
-    let (cbl, k) = if c != C_MIN || q == Q_MIN { (cb - 2, flog10pow2(q)) } else { (cb - 1, flog10_three_quarters_pow2(q)) };
+    let (cbl, k) =
+        if c != C_MIN || q == Q_MIN { (cb - 2, flog10pow2(q)) } else { (cb - 1, flog10_three_quarters_pow2(q)) };
     let h = q + flog2pow10(-k) + 33;
     let g = G1[(k - K_MIN) as usize] + 1;
     let vb = rop(g, cb << h);

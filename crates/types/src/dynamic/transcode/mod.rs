@@ -221,9 +221,8 @@ fn lens(m: &MemberPlan, counts: &Counts) -> Result<Lens, DynError> {
         DimPlan::Fixed(n) => Ok(*n),
         DimPlan::Count { slot, member } => {
             let c = counts.get(*slot);
-            usize::try_from(c).map_err(|_| {
-                DynError::new(DynErrorKind::NegativeCount { member: member.clone(), count: c }, None)
-            })
+            usize::try_from(c)
+                .map_err(|_| DynError::new(DynErrorKind::NegativeCount { member: member.clone(), count: c }, None))
         }
         DimPlan::Missing { member } => Err(DynError::new(DynErrorKind::MissingMember { name: member.clone() }, None)),
     };
@@ -327,7 +326,14 @@ impl Walk<'_> {
     /// writes it (brackets in VALUE mode, each element followed by a comma), by the struct's program with one length
     /// check for all of them, if it has one, they are all there and within the depth limit. Otherwise writes and
     /// reads nothing.
-    fn write_plain_run<const M: u8>(&self, si: usize, n: usize, r: &mut Reader<'_>, depth: usize, out: &mut Vec<u8>) -> bool {
+    fn write_plain_run<const M: u8>(
+        &self,
+        si: usize,
+        n: usize,
+        r: &mut Reader<'_>,
+        depth: usize,
+        out: &mut Vec<u8>,
+    ) -> bool {
         let p = &self.plans.structs[si];
         let (Some(ops), Some((size, extra))) = (&p.ops, p.plain) else { return false };
         if depth + extra > MAX_DEPTH {

@@ -901,7 +901,9 @@ mod tests {
             let want: String = data[..n].iter().map(|b| format!("{b:02x}")).collect();
             assert_eq!(String::from_utf8(v).unwrap(), format!("x{want}"));
         }
-        for (input, want) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE=")] {
+        for (input, want) in
+            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE=")]
+        {
             let mut v = Vec::new();
             push_base64(&mut v, input.as_bytes());
             assert_eq!(v, want.as_bytes());
@@ -925,7 +927,8 @@ mod tests {
             assert_eq!(v[1..], plain(&bytes[..n]), "{n}");
         }
         let mut rng = Rng(7);
-        let alphabet = ['a', '"', '\\', '\n', '\r', '\t', '\u{0}', '\u{1f}', '\u{7f}', '\u{80}', '\u{9f}', '\u{a0}', 'é'];
+        let alphabet =
+            ['a', '"', '\\', '\n', '\r', '\t', '\u{0}', '\u{1f}', '\u{7f}', '\u{80}', '\u{9f}', '\u{a0}', 'é'];
         let alphabet2 = ['\u{2028}', '\u{2029}', '\u{2027}', '\u{202a}', '€', '😀', ' ', '/', '\u{c2}', '\u{e2}'];
         for _ in 0..20_000 {
             let n = (rng.next() % 12) as usize;

@@ -27,9 +27,14 @@ pub(crate) enum Elem {
 pub(crate) enum DimPlan {
     Fixed(usize),
     /// An earlier integer member of the same struct, by count slot.
-    Count { slot: usize, member: String },
+    Count {
+        slot: usize,
+        member: String,
+    },
     /// A count member that is not an earlier integer scalar: the tree decoder reports it missing.
-    Missing { member: String },
+    Missing {
+        member: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -387,9 +392,10 @@ impl Plans {
         path.push(si);
         let fixed = self.structs[si].members.iter().all(|m| {
             let n = m.dims.len();
-            let dims_fixed = m.dims.iter().enumerate().all(|(k, d)| {
-                matches!(d, DimPlan::Fixed(_)) || (k + 1 == n && m.elem == Elem::Prim(Primitive::Byte))
-            });
+            let dims_fixed =
+                m.dims.iter().enumerate().all(|(k, d)| {
+                    matches!(d, DimPlan::Fixed(_)) || (k + 1 == n && m.elem == Elem::Prim(Primitive::Byte))
+                });
             dims_fixed
                 && match m.elem {
                     Elem::Struct(i) => self.shape_is_fixed(i, path),

@@ -38,8 +38,18 @@ fn registry(text: &str) -> Registry {
 }
 
 const FLOATS32: [u32; 12] = [
-    0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0x0000_0001, 0x3727_c5ac, 0x5f0a_c723, 0x3dcc_cccd,
-    0x4b7f_ffff, 0x7f7f_ffff, 0x2f4e_e41d,
+    0,
+    0x8000_0000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x7fc0_0000,
+    0x0000_0001,
+    0x3727_c5ac,
+    0x5f0a_c723,
+    0x3dcc_cccd,
+    0x4b7f_ffff,
+    0x7f7f_ffff,
+    0x2f4e_e41d,
 ];
 const FLOATS64: [u64; 8] = [
     0,
@@ -76,9 +86,10 @@ fn random_body(schema: &Schema, st: &Struct, rng: &mut Rng, depth: usize, out: &
         for _ in 0..total {
             match &m.ty {
                 MemberType::Primitive(p) => {
-                    let is_count = st.members.iter().any(|o| {
-                        o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name))
-                    });
+                    let is_count = st
+                        .members
+                        .iter()
+                        .any(|o| o.dims.iter().any(|d| matches!(d, Dim::Variable { member } if *member == m.name)));
                     if is_count && m.dims.is_empty() {
                         let c = if depth > 3 { 0 } else { rng.below(4) as i64 };
                         counts.push((&m.name, c));
@@ -228,7 +239,8 @@ fn unknown_short_and_ambiguous_messages_fail_as_the_registry_says() {
 
 #[test]
 fn deep_recursion_and_empty_elements_fail_as_the_tree_does() {
-    let reg = registry("struct node_t { int32_t n; node_t c[n]; } struct e_t { } struct many_t { int32_t n; e_t e[n]; }");
+    let reg =
+        registry("struct node_t { int32_t n; node_t c[n]; } struct e_t { } struct many_t { int32_t n; e_t e[n]; }");
     let fp = reg.schema().structs[0].fingerprint;
     let t = Transcoder::new(reg);
     for levels in [10usize, 255, 256, 600] {
@@ -252,7 +264,10 @@ fn flat_form_flattens_arrays_and_writes_bytes_as_base64() {
     let reg = registry("struct t_t { float m[2][2]; byte b[2][2]; double d; int8_t n; string s[n]; }");
     let ty = TypeName::parse("t_t");
     let v = reg
-        .from_json(&ty, r#"{"m": [[1, "NaN"], [3, 4.5]], "b": [[0, 1], [2, 255]], "d": "-Infinity", "n": 2, "s": ["a", "é"]}"#)
+        .from_json(
+            &ty,
+            r#"{"m": [[1, "NaN"], [3, 4.5]], "b": [[0, 1], [2, 255]], "d": "-Infinity", "n": 2, "s": ["a", "é"]}"#,
+        )
         .unwrap();
     let bytes = reg.encode(&ty, &v).unwrap();
     let t = Transcoder::new(reg);
@@ -272,7 +287,9 @@ fn csv_shapes_grow_and_rows_follow_them() {
     );
     let ty = TypeName::parse("t_t");
     let enc = |json: &str| reg.encode(&ty, &reg.from_json(&ty, json).unwrap()).unwrap();
-    let a = enc(r#"{"n": 2, "r": [1, 2.5], "p": {"x": -1, "name": "a,b"}, "k": 0, "ps": [], "blob": [0, 171], "ok": true}"#);
+    let a = enc(
+        r#"{"n": 2, "r": [1, 2.5], "p": {"x": -1, "name": "a,b"}, "k": 0, "ps": [], "blob": [0, 171], "ok": true}"#,
+    );
     let b = enc(
         r#"{"n": 3, "r": [1, 2, "NaN"], "p": {"x": 1e300, "name": "q\""}, "k": 1, "ps": [{"x": 0.5, "name": ""}], "blob": [1, 2], "ok": false}"#,
     );
@@ -281,7 +298,10 @@ fn csv_shapes_grow_and_rows_follow_them() {
     t.csv_merge(&a, &mut shape).unwrap();
     t.csv_merge(&b, &mut shape).unwrap();
     assert!(t.csv_merge(&b[..b.len() - 1], &mut shape).is_err());
-    assert_eq!(shape.columns(), ["n", "r[0]", "r[1]", "r[2]", "p.x", "p.name", "k", "ps[0].x", "ps[0].name", "blob", "ok"]);
+    assert_eq!(
+        shape.columns(),
+        ["n", "r[0]", "r[1]", "r[2]", "p.x", "p.name", "k", "ps[0].x", "ps[0].name", "blob", "ok"]
+    );
     // Merged apart and joined, either way round, or into an empty shape: the same shape.
     for (first, second) in [(&a, &b), (&b, &a)] {
         let (mut x, mut y) = (CsvShape::new(), CsvShape::new());
@@ -346,7 +366,8 @@ fn csv_columns_of_plain_struct_arrays_grow_past_those_merged() {
     let ty = TypeName::parse("t_t");
     let enc = |n: usize| {
         let ps: Vec<String> = (0..n).map(|k| format!(r#"{{"x": {k}.5, "i": {k}}}"#)).collect();
-        reg.encode(&ty, &reg.from_json(&ty, &format!(r#"{{"n": {n}, "ps": [{}], "tail": 7}}"#, ps.join(","))).unwrap()).unwrap()
+        reg.encode(&ty, &reg.from_json(&ty, &format!(r#"{{"n": {n}, "ps": [{}], "tail": 7}}"#, ps.join(","))).unwrap())
+            .unwrap()
     };
     let t = Transcoder::new(reg.clone());
     let mut shape = CsvShape::new();
