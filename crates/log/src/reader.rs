@@ -51,6 +51,9 @@ pub enum DamageKind {
     },
     /// Fewer than 28 bytes at the end of the file: the start of a header.
     TruncatedHeader,
+    /// The whole file is bytes without one sync word: it is not an LCM event log at all (a text file, random
+    /// bytes, another format). Reported as the only damage, covering the file.
+    NotALog,
 }
 
 /// A damaged region of a log: where it starts, what it is, and how many bytes were skipped.
@@ -83,6 +86,9 @@ impl fmt::Display for Damage {
                 write!(f, "last event truncated: it claims {claimed} bytes, {} remain", self.skipped)
             }
             DamageKind::TruncatedHeader => write!(f, "last event truncated inside its header ({} bytes)", self.skipped),
+            DamageKind::NotALog => {
+                write!(f, "not an LCM event log: no sync word (0xEDA1DA01) in its {} bytes", self.skipped)
+            }
         }
     }
 }
@@ -105,6 +111,8 @@ pub struct LogReader<R> {
     buf: Vec<u8>,
     /// File offset of `buf[0]`; the source's own position is always `buf_off + hi`.
     buf_off: u64,
+    /// Where reading started (the first event's offset in an intact log).
+    start: u64,
     lo: usize,
     hi: usize,
     damage: Vec<Damage>,
@@ -135,6 +143,7 @@ impl<R: Read + Seek> LogReader<R> {
             len: end,
             buf: vec![0; BUF_LEN],
             buf_off: start,
+            start,
             lo: 0,
             hi: 0,
             damage: Vec::new(),
@@ -173,6 +182,12 @@ impl<R: Read + Seek> LogReader<R> {
         self.totals
     }
 
+    /// Whether the file turned out not to be an LCM event log at all (no sync word anywhere in it; known once
+    /// [`LogReader::next_event`] has returned `None`, or earlier). An empty file is an empty log, not this.
+    pub fn is_not_a_log(&self) -> bool {
+        self.damage.first().is_some_and(|d| d.kind == DamageKind::NotALog)
+    }
+
     /// Moves to `offset` and reads on from the first sync word at or after it (bytes skipped to find it are not
     /// damage). Used to seek by time.
     pub fn seek_to(&mut self, offset: u64) -> Result<(), LogError> {
@@ -189,13 +204,19 @@ impl<R: Read + Seek> LogReader<R> {
                 let rest = self.hi - self.lo;
                 if rest > 0 {
                     self.lo = self.hi;
-                    self.record(pos, DamageKind::TruncatedHeader, rest as u64);
+                    let kind = if self.whole_file(pos, rest as u64) {
+                        DamageKind::NotALog
+                    } else {
+                        DamageKind::TruncatedHeader
+                    };
+                    self.record(pos, kind, rest as u64);
                 }
                 return Ok(None);
             }
             if self.buf[self.lo..self.lo + 4] != SYNC_BYTES {
                 let skipped = self.skip_to_sync()?;
-                self.record(pos, DamageKind::Garbage, skipped);
+                let kind = if self.whole_file(pos, skipped) { DamageKind::NotALog } else { DamageKind::Garbage };
+                self.record(pos, kind, skipped);
                 continue;
             }
             if !self.fill(HEADER_LEN)? {
@@ -257,6 +278,11 @@ impl<R: Read + Seek> LogReader<R> {
                 offset: pos,
             }));
         }
+    }
+
+    /// Whether `skipped` bytes of damage at `pos` are the whole file, read from its start with nothing before.
+    fn whole_file(&self, pos: u64, skipped: u64) -> bool {
+        pos == self.start && self.events == 0 && self.totals.regions == 0 && pos + skipped >= self.len
     }
 
     fn io_err(&self, op: &'static str, e: io::Error) -> LogError {

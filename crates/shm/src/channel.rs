@@ -73,17 +73,29 @@ pub struct ChannelConfig {
     pub mode: u32,
     /// The channel directory (see [`channel_dir`]).
     pub dir: Option<PathBuf>,
+    /// Whether every frame carries an xxh3-64 checksum of its bytes, which readers check: a reader is then never
+    /// handed bytes another process scribbled over as a good message ([`crate::Reader::corrupt_frames`] counts
+    /// them). Off by default (a hash of every message on both sides). Fixed when the channel is made: opening an
+    /// existing channel keeps its setting. `put` hashes the caller's bytes; a loaned frame is hashed where it lies
+    /// when it is committed, so a scribble made while the writer fills a loan is not caught.
+    pub checksum: bool,
 }
 
 impl ChannelConfig {
     /// `frames` messages of at most `frame_size` bytes, mode 0600, in the default directory.
     pub fn new(frames: u64, frame_size: u64) -> ChannelConfig {
-        ChannelConfig { frames, frame_size, mode: DEFAULT_MODE, dir: None }
+        ChannelConfig { frames, frame_size, mode: DEFAULT_MODE, dir: None, checksum: false }
     }
 
     /// Sets the file's permission bits.
     pub fn mode(mut self, mode: u32) -> ChannelConfig {
         self.mode = mode;
+        self
+    }
+
+    /// Makes the channel with per-frame checksums (see [`ChannelConfig::checksum`]).
+    pub fn checksum(mut self, checksum: bool) -> ChannelConfig {
+        self.checksum = checksum;
         self
     }
 
@@ -118,6 +130,8 @@ pub struct ChannelStats {
     pub recoveries: u64,
     /// Loans dropped without commit.
     pub aborted_loans: u64,
+    /// Whether frames carry checksums ([`ChannelConfig::checksum`]).
+    pub checksum: bool,
     /// When the channel was made, in microseconds since the Unix epoch.
     pub created_utime: i64,
     /// The file's permission bits.
@@ -261,6 +275,15 @@ impl Channel {
         }
     }
 
+    /// Wakes every reader sleeping on this channel, in any process, to look again (each one that finds nothing new
+    /// sleeps again, after asking its `interrupted` check if it has one: [`Reader::get_interruptible`]). It takes no
+    /// lock and allocates nothing (an atomic increment and a futex wake), so it may be called from a signal handler.
+    pub fn wake_readers(&self) {
+        // G-WAIT's wake word is bumped as a put's W10 bumps it, so a reader between its check and its sleep sees the
+        // word changed and does not sleep.
+        self.shared.wake_readers();
+    }
+
     /// The channel's sizes and counters.
     pub fn stats(&self) -> ChannelStats {
         let h = self.shared.header();
@@ -277,6 +300,7 @@ impl Channel {
             waiting_readers: h.waiters.load(Ordering::Relaxed),
             recoveries: h.recoveries.load(Ordering::Relaxed),
             aborted_loans: h.aborted_loans.load(Ordering::Relaxed),
+            checksum: g.checksum,
             created_utime,
             mode,
         }
@@ -286,6 +310,14 @@ impl Channel {
     #[cfg(loom)]
     fn file_facts(&self) -> (i64, u32) {
         (0, 0)
+    }
+}
+
+/// The channel file's descriptor, open for as long as the channel (Ach's `ach_channel_fd` hands it out).
+#[cfg(not(loom))]
+impl std::os::fd::AsRawFd for Channel {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.shared.file)
     }
 }
 
@@ -321,7 +353,16 @@ impl Channel {
     /// Removes a channel's file. Processes that have it open keep working on it; new ones no longer find it.
     pub fn remove(name: &str, dir: Option<&Path>) -> Result<(), ShmError> {
         let path = channel_path(name, dir)?;
-        fs::remove_file(&path).map_err(|e| ShmError::io(path, "removing the channel", e))
+        fs::remove_file(&path).map_err(|e| match e.raw_os_error() {
+            // unlink(2) needs write access to the directory, whatever the file's own mode: EACCES blames the
+            // directory, EPERM its sticky bit.
+            Some(libc::EACCES) | Some(libc::EPERM) => ShmError::DirectoryNotWritable {
+                dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                op: "removing a channel",
+                sticky: e.raw_os_error() == Some(libc::EPERM),
+            },
+            _ => ShmError::io(path, "removing the channel", e),
+        })
     }
 
     /// Sets a channel file's permission bits (like `chmod`).
@@ -332,7 +373,8 @@ impl Channel {
     }
 
     /// Every channel file in the directory (see [`channel_dir`]), sorted by name, each with its statistics or the
-    /// error that kept it from opening. Other files are skipped.
+    /// error that kept it from opening, or [`ShmError::Corrupt`] when [`Channel::check`] finds it damaged. Other
+    /// files are skipped.
     pub fn list(dir: Option<&Path>) -> Result<Vec<ListedChannel>, ShmError> {
         let dir = channel_dir(dir);
         let op = "listing the channel directory";
@@ -351,7 +393,7 @@ impl Channel {
                 continue;
             }
             let path = entry.path();
-            let stats = Channel::open_path(name, path.clone()).map(|c| c.stats());
+            let stats = Channel::open_path(name, path.clone()).and_then(|c| c.check().map(|()| c.stats()));
             out.push(ListedChannel { name: name.to_string(), path, stats });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -413,7 +455,7 @@ impl Channel {
     fn create_or_existing(name: &str, config: &ChannelConfig) -> Result<(Channel, bool), ShmError> {
         check_mode(config.mode)?;
         let path = channel_path(name, config.dir.as_deref())?;
-        let geometry = Geometry::new(config.frames, config.frame_size)?;
+        let geometry = Geometry::new(config.frames, config.frame_size)?.with_checksum(config.checksum);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let tmp = dir.join(format!(
@@ -447,13 +489,17 @@ impl Channel {
     /// The new channel file under its temporary name: sized, blocks reserved, header initialised, mode set.
     fn make_file(tmp: &Path, geometry: Geometry, mode: u32) -> Result<File, ShmError> {
         let err = |op| move |e| ShmError::io(tmp, op, e);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(tmp)
-            .map_err(err("creating the channel file"))?;
+        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(tmp).map_err(|e| {
+            match e.kind() {
+                // The temporary file is an inner detail: what refused is the directory.
+                io::ErrorKind::PermissionDenied => ShmError::DirectoryNotWritable {
+                    dir: tmp.parent().map(Path::to_path_buf).unwrap_or_default(),
+                    op: "making a channel",
+                    sticky: false,
+                },
+                _ => ShmError::io(tmp, "creating the channel file", e),
+            }
+        })?;
         if !crate::sys::allocate(&file, geometry.file_size).map_err(err("reserving the channel's memory"))? {
             file.set_len(geometry.file_size as u64).map_err(err("sizing the channel file"))?;
         }

@@ -48,6 +48,17 @@ pub enum ShmError {
         /// What was being done.
         op: &'static str,
     },
+    /// The channel directory does not let this process make or remove a channel file there: making and removing
+    /// need write access to the directory (the channel file's own mode does not matter), and in a directory with
+    /// the sticky bit (as `/dev/shm` has) only a file's owner may remove it.
+    DirectoryNotWritable {
+        /// The channel directory.
+        dir: PathBuf,
+        /// What was being done, e.g. "making a channel".
+        op: &'static str,
+        /// Whether the sticky bit is what refused it (the file belongs to another user).
+        sticky: bool,
+    },
     /// The file does not start with the channel magic: it is not a Nerve channel.
     NotAChannel {
         /// The file.
@@ -155,6 +166,18 @@ impl fmt::Display for ShmError {
                     path.display()
                 )
             }
+            ShmError::DirectoryNotWritable { dir, op, sticky: false } => write!(
+                f,
+                "{}: permission denied ({op} needs write access to the channel directory, whatever the channel \
+                 file's own mode)",
+                dir.display()
+            ),
+            ShmError::DirectoryNotWritable { dir, op, sticky: true } => write!(
+                f,
+                "{}: permission denied ({op}: the directory is sticky, so only the channel file's owner or root may \
+                 do it)",
+                dir.display()
+            ),
             ShmError::NotAChannel { path, found } => {
                 write!(f, "{}: not a Nerve channel (starts with {:02x?}, not \"NERVESHM\")", path.display(), found)
             }

@@ -51,7 +51,8 @@ impl Memory {
             max_message: geometry.max_message,
             created_utime: 0,
             file_size: geometry.file_size as u64,
-            _reserved: [0; 9],
+            flags: geometry.flags(),
+            _reserved: [0; 8],
             lock: WriterLock::new(LoomLockState::default()),
             next_seq: AtomicU64::new(1),
             data_head: zero_u64(),
@@ -75,6 +76,7 @@ impl Memory {
                 _reserved: 0,
                 put_utime: AtomicI64::new(0),
                 origin: zero_u64(),
+                checksum: zero_u64(),
             })
             .collect();
         let data = (0..geometry.data_bytes / 8).map(|_| zero_u64()).collect();

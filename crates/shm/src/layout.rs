@@ -11,7 +11,7 @@ use crate::sync::{AtomicI64, AtomicU32, AtomicU64, WriterLock};
 /// The first 8 bytes of every channel file.
 pub const MAGIC: [u8; 8] = *b"NERVESHM";
 /// The layout version this library reads and writes. Any change to the file's layout or protocol bumps it.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// How many bytes of the header are read (with `pread`) and validated before the file is mapped.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) const PREFIX_LEN: usize = 64;
@@ -23,6 +23,11 @@ pub const MAX_FRAMES: u64 = 1 << 24;
 pub const MAX_FRAME_SIZE: u64 = u32::MAX as u64;
 /// The largest data ring (1 TiB: far above any tmpfs, far below overflow of the byte positions' arithmetic).
 pub const MAX_DATA_BYTES: u64 = 1 << 40;
+/// Header flag: every frame carries an xxh3-64 checksum of its bytes in its index entry (`checksum`), checked by
+/// readers (G5). Off by default: it costs a hash of every message on both sides.
+pub(crate) const FLAG_CHECKSUM: u64 = 1;
+/// The flags this layout version knows; a file with others is refused as corrupt.
+pub(crate) const KNOWN_FLAGS: u64 = FLAG_CHECKSUM;
 
 /// Pads the writer's cache line (the lock and the writer state) to 64 bytes: glibc's mutex is 40 bytes on x86-64,
 /// 48 on aarch64 (a larger one fails to compile here).
@@ -55,7 +60,9 @@ pub(crate) struct Header {
     pub(crate) max_message: u64,
     pub(crate) created_utime: i64,
     pub(crate) file_size: u64,
-    pub(crate) _reserved: [u64; 9],
+    /// Channel options fixed at creation ([`FLAG_CHECKSUM`]).
+    pub(crate) flags: u64,
+    pub(crate) _reserved: [u64; 8],
 
     /// The writer lock (a robust process-shared pthread mutex; loom's mutex under loom), in one cache line with
     /// the writer state it protects.
@@ -102,6 +109,8 @@ pub(crate) struct Entry {
     pub(crate) put_utime: AtomicI64,
     /// The writer's origin id.
     pub(crate) origin: AtomicU64,
+    /// The xxh3-64 hash of the frame's bytes, on a channel with [`FLAG_CHECKSUM`] (0 otherwise).
+    pub(crate) checksum: AtomicU64,
 }
 
 #[cfg(not(loom))]
@@ -130,6 +139,8 @@ pub(crate) struct Geometry {
     pub(crate) data_offset: usize,
     /// The whole file's length.
     pub(crate) file_size: usize,
+    /// Whether frames carry a checksum ([`FLAG_CHECKSUM`]).
+    pub(crate) checksum: bool,
 }
 
 pub(crate) fn align_up(x: u64, a: u64) -> u64 {
@@ -173,7 +184,24 @@ impl Geometry {
             index_offset: to_usize(index_offset)?,
             data_offset: to_usize(data_offset)?,
             file_size: to_usize(file_size)?,
+            checksum: false,
         })
+    }
+
+    /// The same sizes, with or without per-frame checksums.
+    pub(crate) fn with_checksum(mut self, checksum: bool) -> Geometry {
+        self.checksum = checksum;
+        self
+    }
+
+    /// The header flags this geometry is written with.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn flags(&self) -> u64 {
+        if self.checksum {
+            FLAG_CHECKSUM
+        } else {
+            0
+        }
     }
 
     #[cfg_attr(loom, allow(dead_code))]
@@ -214,7 +242,11 @@ impl Geometry {
                 "data ring of {data_bytes} bytes for messages of {max_message} (needs a multiple of 8, at least {min_data})"
             ));
         }
-        let g = Geometry::with_data_bytes(entries, data_bytes, max_message)?;
+        let flags = u64_at(56);
+        if flags & !KNOWN_FLAGS != 0 {
+            return corrupt(format!("unknown flags {flags:#x} (this version knows {KNOWN_FLAGS:#x})"));
+        }
+        let g = Geometry::with_data_bytes(entries, data_bytes, max_message)?.with_checksum(flags & FLAG_CHECKSUM != 0);
         if file_size != g.file_size as u64 {
             return corrupt(format!("header says {file_size} bytes, its sizes make {}", g.file_size));
         }
@@ -236,6 +268,7 @@ impl Geometry {
         p[32..40].copy_from_slice(&self.max_message.to_ne_bytes());
         p[40..48].copy_from_slice(&created_utime.to_ne_bytes());
         p[48..56].copy_from_slice(&(self.file_size as u64).to_ne_bytes());
+        p[56..64].copy_from_slice(&self.flags().to_ne_bytes());
         p
     }
 }
@@ -272,6 +305,17 @@ mod tests {
         let g = Geometry::new(7, 1000).unwrap();
         let p = g.prefix(5);
         assert_eq!(Geometry::from_prefix(path(), &p, g.file_size as u64).unwrap(), g);
+        let g = g.with_checksum(true);
+        let p = g.prefix(5);
+        assert_eq!(Geometry::from_prefix(path(), &p, g.file_size as u64).unwrap(), g);
+    }
+
+    #[test]
+    fn unknown_flags_are_corrupt() {
+        let g = Geometry::new(7, 1000).unwrap();
+        let mut p = g.prefix(5);
+        p[56..64].copy_from_slice(&2u64.to_ne_bytes());
+        assert!(matches!(Geometry::from_prefix(path(), &p, g.file_size as u64), Err(ShmError::Corrupt { .. })));
     }
 
     #[test]

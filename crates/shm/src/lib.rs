@@ -61,12 +61,17 @@
 //! # Trust
 //!
 //! Every process that uses a channel needs read and write access to its file (readers register as waiters). Values
-//! read from the file are bounds-checked before use, but a process with write access can still destroy the channel
-//! (or truncate the file, which faults the others): give access only to trusted processes (mode 0600 by default).
+//! read from the file are bounds-checked before use, so a process with write access that scribbles over the file
+//! causes errors and counted misses, never a crash or a hang (a writer waits at most [`LOCK_PATIENCE`] for the
+//! lock); [`Channel::check`] finds the damage, and a channel made with [`ChannelConfig::checksum`] never hands out
+//! scribbled bytes as a message. Such a process can still destroy the channel (or truncate the file, which faults
+//! the others): give access only to trusted processes (mode 0600 by default).
 
 #![deny(missing_docs)]
 
 mod channel;
+#[cfg(not(loom))]
+mod check;
 mod error;
 #[cfg(loom)]
 mod heap;
@@ -89,6 +94,7 @@ pub use channel::{
 pub use error::ShmError;
 pub use layout::{MAGIC, MAX_DATA_BYTES, MAX_FRAMES, MAX_FRAME_SIZE, VERSION};
 pub use ring::{
-    process_origin, GetOutcome, Loan, MessageInfo, ReadMode, Reader, Wait, Writer, RETRY_LIMIT, WAIT_SLICE,
+    process_origin, GetOutcome, Loan, MessageInfo, ReadMode, Reader, Wait, Writer, LOCK_PATIENCE, RETRY_LIMIT,
+    WAIT_SLICE,
 };
 pub use typed::{TypedReader, TypedWriter};

@@ -20,6 +20,17 @@ pub const WAIT_SLICE: Duration = Duration::from_millis(20);
 /// [`GetOutcome::Retry`] instead of trying again.
 pub const RETRY_LIMIT: u32 = 64;
 
+/// How long a writer waits for the writer lock before it gives up with [`ShmError::Lock`]: a lock held longer is
+/// held by a stopped writer or was overwritten by another process, and a put must not hang on it.
+#[cfg_attr(loom, allow(dead_code))]
+pub const LOCK_PATIENCE: Duration = Duration::from_secs(1);
+
+/// The checksum of a frame's bytes on a channel made with checksums (xxh3-64: the fastest well-kept 64-bit hash,
+/// several GB/s, so a 1 MiB frame costs well under a millisecond).
+pub(crate) fn frame_checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
 /// What a channel handle shares with its writers and readers: the memory and the names for error messages.
 pub(crate) struct Shared {
     pub(crate) memory: Memory,
@@ -38,7 +49,7 @@ impl Shared {
         self.memory.geometry()
     }
 
-    fn corrupt(&self, what: String) -> ShmError {
+    pub(crate) fn corrupt(&self, what: String) -> ShmError {
         ShmError::Corrupt { path: self.path.clone(), what }
     }
 
@@ -70,7 +81,7 @@ impl Shared {
     }
 
     /// W10 (also the end of REC): bump the futex word and wake sleeping readers, if any.
-    fn wake_readers(&self) {
+    pub(crate) fn wake_readers(&self) {
         let h = self.header();
         // W10: SeqCst rather than Release, with SeqCst on the reader's `waiters` increment: then either this load
         // sees the reader registered, or the reader's re-check of `newest` sees this put (no lost wake-up).
@@ -146,6 +157,8 @@ struct Slot {
     pos: u64,
     seq: u64,
     len: u64,
+    /// The frame's checksum, on a channel with checksums (computed after W5).
+    sum: u64,
 }
 
 impl Writer {
@@ -172,9 +185,12 @@ impl Writer {
     /// Publishes a copy of `bytes` and returns its sequence number. When the channel is full the oldest messages
     /// are dropped to make room; this never waits for a reader.
     pub fn put(&mut self, bytes: &[u8]) -> Result<u64, ShmError> {
-        let (guard, slot) = self.begin(bytes.len())?;
-        // W5: copy the message into the data ring at pos.
+        let (guard, mut slot) = self.begin(bytes.len())?;
+        // W5: copy the message into the data ring at pos (and hash it, on a channel with checksums).
         self.shared.memory.write_data(slot.pos % self.shared.geometry().data_bytes, bytes);
+        if self.shared.geometry().checksum {
+            slot.sum = frame_checksum(bytes);
+        }
         Ok(self.finish(guard, slot))
     }
 
@@ -229,7 +245,7 @@ impl Writer {
                                   // W4: invalidate the index entry this put reuses (it described seq - N).
         shared.memory.entry(seq).seq.store(0, Ordering::Relaxed);
         fence(Ordering::Release); // W4
-        Ok((guard, Slot { pos, seq, len: l }))
+        Ok((guard, Slot { pos, seq, len: l, sum: 0 }))
     }
 
     /// W6-W10: describe the frame in its entry, publish it, advance the writer state, unlock, wake readers.
@@ -242,6 +258,7 @@ impl Writer {
         e.len.store(slot.len as u32, Ordering::Relaxed);
         e.put_utime.store(now_utime(), Ordering::Relaxed);
         e.origin.store(self.origin, Ordering::Relaxed);
+        e.checksum.store(slot.sum, Ordering::Relaxed);
         e.seq.store(slot.seq, Ordering::Release);
         // W7: the newest message is this one.
         h.newest.store(slot.seq, Ordering::Release);
@@ -347,8 +364,16 @@ impl Loan<'_> {
             // W5 (loom: the staged bytes go into the atomic data words now).
             memory.write_data(self.slot.pos % memory.geometry().data_bytes, &self.staging);
         }
+        let memory = &self.writer.shared.memory;
+        let sum = if memory.geometry().checksum {
+            // W5 ends: hash the bytes the caller wrote in place.
+            let off = self.slot.pos % memory.geometry().data_bytes;
+            memory.view_data(off, self.slot.len as usize, frame_checksum)
+        } else {
+            0
+        };
         let guard = self.guard.take().expect("held until commit");
-        let slot = Slot { pos: self.slot.pos, seq: self.slot.seq, len: self.slot.len };
+        let slot = Slot { pos: self.slot.pos, seq: self.slot.seq, len: self.slot.len, sum };
         self.writer.finish(guard, slot)
     }
 }
@@ -446,12 +471,13 @@ pub struct Reader {
     last: u64,
     pending_missed: u64,
     spin: Duration,
+    corrupt: u64,
 }
 
 impl Reader {
     pub(crate) fn new(shared: Arc<Shared>, last: u64) -> Reader {
         shared.header().reader_opens.fetch_add(1, Ordering::Relaxed);
-        Reader { shared, last, pending_missed: 0, spin: Duration::ZERO }
+        Reader { shared, last, pending_missed: 0, spin: Duration::ZERO, corrupt: 0 }
     }
 
     /// The channel file (for error messages).
@@ -471,6 +497,12 @@ impl Reader {
         self.pending_missed = 0;
     }
 
+    /// Messages this reader skipped because their bytes did not match their checksum (on a channel made with
+    /// checksums: another process overwrote them). Each is also counted in the next message's `missed`.
+    pub fn corrupt_frames(&self) -> u64 {
+        self.corrupt
+    }
+
     /// Makes waiting gets poll `newest` for up to `spin` before they sleep (costs CPU; saves the wake-up latency of
     /// a sleeping process when messages come fast). Zero, the default, sleeps at once.
     pub fn set_spin(&mut self, spin: Duration) {
@@ -480,9 +512,36 @@ impl Reader {
     /// Copies the next (or newest) message into the front of `buf`. See [`GetOutcome`] for the other results; a
     /// buffer too small changes nothing.
     pub fn get(&mut self, buf: &mut [u8], mode: ReadMode, wait: Wait) -> Result<GetOutcome, ShmError> {
-        let outcome = self.get_core(mode, wait, Some(buf.len()), |memory, off, len| {
-            // G5: copy the bytes.
+        let outcome = self.get_core(
+            mode,
+            wait,
+            Some(buf.len()),
+            || false,
+            |memory, off, len, hash| {
+                // G5: copy the bytes (and hash the copy, on a channel with checksums).
+                memory.read_data(off, &mut buf[..len]);
+                ((), if hash { frame_checksum(&buf[..len]) } else { 0 })
+            },
+        )?;
+        Ok(outcome.map(|(info, ())| info))
+    }
+
+    /// [`Reader::get`] whose wait can be cut short: it ends with [`GetOutcome::TimedOut`] as soon as `interrupted`
+    /// returns true when asked, which is before every sleep and after every wake-up (so within one
+    /// [`WAIT_SLICE`] at most). [`Channel::wake_readers`](crate::Channel::wake_readers) wakes sleeping readers to ask
+    /// at once: that is how Ach's `ach_cancel` stops a waiting `ach_get`, even from a signal handler. A message that is
+    /// there is returned whatever `interrupted` says.
+    pub fn get_interruptible(
+        &mut self,
+        buf: &mut [u8],
+        mode: ReadMode,
+        wait: Wait,
+        interrupted: impl Fn() -> bool,
+    ) -> Result<GetOutcome, ShmError> {
+        let outcome = self.get_core(mode, wait, Some(buf.len()), interrupted, |memory, off, len, hash| {
+            // G5: copy the bytes (and hash the copy, on a channel with checksums).
             memory.read_data(off, &mut buf[..len]);
+            ((), if hash { frame_checksum(&buf[..len]) } else { 0 })
         })?;
         Ok(outcome.map(|(info, ())| info))
     }
@@ -500,12 +559,26 @@ impl Reader {
         wait: Wait,
         mut f: impl FnMut(&[u8]) -> R,
     ) -> Result<GetOutcome<(MessageInfo, R)>, ShmError> {
-        // G5: run the caller's zero-copy closure over the bytes.
-        self.get_core(mode, wait, None, |memory, off, len| memory.view_data(off, len, &mut f))
+        // G5: run the caller's zero-copy closure over the bytes, then (on a channel with checksums) hash them. The
+        // order matters: another process may write the mapping at any time, and a byte `f` read scribbled is
+        // still scribbled when the hash reads it later, so the sum cannot match. Hashing first would leave a gap
+        // in which `f` sees a scribble that the already-computed sum never saw.
+        self.get_core(
+            mode,
+            wait,
+            None,
+            || false,
+            |memory, off, len, hash| {
+                memory.view_data(off, len, |bytes| {
+                    let result = f(bytes);
+                    (result, if hash { frame_checksum(bytes) } else { 0 })
+                })
+            },
+        )
     }
 
     /// G1-G6 with G-WAIT: find the message, validate its entry (G3), check the buffer (G4), read it with `read`
-    /// and validate the read (G5).
+    /// and validate the read (G5). A wait ends as `TimedOut` when `interrupted()` says so (asked before each sleep).
     ///
     /// After a wake-up this is the whole of a waiting reader's latency, so it touches as little as it can: the
     /// fields are borrowed apart rather than the `Arc` cloned (no reference-count writes), and the clock is read
@@ -515,9 +588,10 @@ impl Reader {
         mode: ReadMode,
         wait: Wait,
         capacity: Option<usize>,
-        mut read: impl FnMut(&Memory, u64, usize) -> R,
+        interrupted: impl Fn() -> bool,
+        mut read: impl FnMut(&Memory, u64, usize, bool) -> (R, u64),
     ) -> Result<GetOutcome<(MessageInfo, R)>, ShmError> {
-        let Reader { shared, last, pending_missed, spin } = self;
+        let Reader { shared, last, pending_missed, spin, corrupt } = self;
         let shared: &Shared = shared;
         let h = shared.header();
         let g = shared.geometry();
@@ -526,6 +600,12 @@ impl Reader {
         loop {
             // G1: n = newest; nothing newer than last: return or wait (G-WAIT).
             let n = h.newest.load(Ordering::Acquire);
+            if n < *last && *last - n >= g.entries {
+                // G1: `newest` never goes back by a whole ring: another process overwrote it (before now, or now).
+                // Say so, and follow it, so this reader neither waits forever for a sequence number nor skips ahead.
+                let was = std::mem::replace(last, n);
+                return Err(shared.corrupt(format!("newest message went back from {was} to {n}")));
+            }
             if n <= *last {
                 let remaining = match wait {
                     Wait::Poll => return Ok(GetOutcome::NothingNew),
@@ -540,6 +620,9 @@ impl Reader {
                         Some(left)
                     }
                 };
+                if interrupted() {
+                    return Ok(GetOutcome::TimedOut);
+                }
                 wait_once(shared, *last, remaining, *spin);
                 continue;
             }
@@ -567,6 +650,7 @@ impl Reader {
             let len = u64::from(e.len.load(Ordering::Relaxed));
             let put_utime = e.put_utime.load(Ordering::Relaxed);
             let origin = e.origin.load(Ordering::Relaxed);
+            let sum = e.checksum.load(Ordering::Relaxed);
             fence(Ordering::Acquire); // G3
             let s2 = e.seq.load(Ordering::Relaxed);
             if s1 != want || s2 != want {
@@ -588,10 +672,15 @@ impl Reader {
                 return Ok(GetOutcome::BufferTooSmall { needed: len });
             }
             // G5: read the bytes, then check that no writer freed them meanwhile.
-            let result = read(&shared.memory, off, len);
+            let (result, read_sum) = read(&shared.memory, off, len, g.checksum);
             fence(Ordering::Acquire); // G5
             let t = h.tail.load(Ordering::Relaxed);
-            if t > start {
+            // G5: on a channel with checksums, intact bytes that do not match their checksum were scribbled over.
+            let scribbled = t <= start && g.checksum && read_sum != sum;
+            if scribbled {
+                *corrupt += 1;
+            }
+            if t > start || scribbled {
                 // G5: the bytes may have been overwritten while read: discard them, count want missed, go to G2.
                 drop(result);
                 lost(last, pending_missed, want, mode);

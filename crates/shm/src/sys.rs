@@ -75,29 +75,116 @@ impl RobustMutex {
     }
 
     /// Locks, reporting whether the previous owner died holding the lock. Errors are pthread error numbers
-    /// (`ENOTRECOVERABLE`, `EDEADLK` when this thread already holds it, `EINVAL` for a corrupt mutex).
+    /// (`ENOTRECOVERABLE`, `EDEADLK` when this thread already holds it, `EINVAL` for a corrupt mutex, `ETIMEDOUT`
+    /// when it was not free within [`crate::LOCK_PATIENCE`]).
     pub(crate) fn lock(&self) -> Result<Locked, i32> {
-        // SAFETY: the mutex was initialised when the channel file was made (or the file is corrupt, in which case
-        // glibc reports EINVAL or blocks: a trusted-writer assumption documented on this module).
-        match unsafe { libc::pthread_mutex_lock(self.mutex.get()) } {
+        if !self.kind_is_intact() {
+            // A scribbled type word can send glibc down its priority-inheritance paths, whose assertions abort the
+            // process: refuse it instead (a damaged channel is an error, never a crash).
+            return Err(libc::EINVAL);
+        }
+        let deadline = realtime_deadline(crate::LOCK_PATIENCE);
+        // SAFETY: the mutex was initialised when the channel file was made, and its type word is the one
+        // initialisation wrote (checked above). A scribbled lock word can only make the lock look held, which the
+        // deadline bounds (no hang).
+        match unsafe { libc::pthread_mutex_timedlock(self.mutex.get(), &deadline) } {
             0 => Ok(Locked::Clean),
             libc::EOWNERDEAD => Ok(Locked::OwnerDied),
             e => Err(e),
         }
     }
 
+    /// Whether the mutex's type word (glibc's `__kind`, the fifth `int`) is what `init` writes.
+    fn kind_is_intact(&self) -> bool {
+        static EXPECTED: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+        let expected = EXPECTED.get_or_init(|| {
+            let mut template = MaybeUninit::<RobustMutex>::zeroed();
+            // SAFETY: a zeroed local mutex that nothing else sees, initialised in place and never locked; its type
+            // word is read as plain bytes.
+            unsafe {
+                RobustMutex::init(template.as_mut_ptr()).ok()?;
+                Some(std::ptr::read_volatile(template.as_ptr().cast::<i32>().add(KIND_INDEX)))
+            }
+        });
+        // SAFETY: the mutex is at least 5 ints long (pthread_mutex_t is 40 bytes on x86-64 and 48 on aarch64); the
+        // word is read volatile because other processes may write the mapping.
+        let found = unsafe { std::ptr::read_volatile(self.mutex.get().cast::<i32>().add(KIND_INDEX)) };
+        expected.is_none_or(|k| k == found)
+    }
+
     /// Marks the state consistent again after `REC` (only after `lock` returned `OwnerDied`, by the same thread).
     pub(crate) fn consistent(&self) {
-        // SAFETY: called by the thread that holds the lock after EOWNERDEAD (the guard enforces it).
-        let rc = unsafe { libc::pthread_mutex_consistent(self.mutex.get()) };
-        debug_assert_eq!(rc, 0, "pthread_mutex_consistent");
+        // SAFETY: called by the thread that holds the lock after EOWNERDEAD (the guard enforces it). It fails only
+        // if another process scribbled over the mutex meanwhile: nothing to do about that here.
+        unsafe { libc::pthread_mutex_consistent(self.mutex.get()) };
     }
 
     /// Unlocks (only by the thread that locked it: the guard enforces it).
     pub(crate) fn unlock(&self) {
-        // SAFETY: called once per successful lock, by the locking thread (the guard's drop).
-        let rc = unsafe { libc::pthread_mutex_unlock(self.mutex.get()) };
-        debug_assert_eq!(rc, 0, "pthread_mutex_unlock");
+        // SAFETY: called once per successful lock, by the locking thread (the guard's drop). It fails (EPERM) only
+        // if another process scribbled over the mutex meanwhile; the next lock then reports what it finds.
+        unsafe { libc::pthread_mutex_unlock(self.mutex.get()) };
+    }
+}
+
+/// Byte ranges of a locked glibc `pthread_mutex_t` that point into the locking process: `__list` (its robust-list
+/// links: `__prev`/`__next` on x86-64, `__next` and padding on aarch64). Not `__owner`: `pthread_mutex_consistent`
+/// rewrites it legitimately after `REC` (a scribbled owner makes the unlock fail with EPERM, which harms only the
+/// channel: the next writers time out on its lock).
+const LINK_RANGES: [(usize, usize); 1] = [(24, 40)];
+
+/// The saved bytes of [`LINK_RANGES`].
+type Links = [u8; 16];
+
+impl RobustMutex {
+    /// The robust-list words as they are now (just after locking: as glibc set them).
+    fn links(&self) -> Links {
+        let mut out = [0u8; 16];
+        let base = self.mutex.get().cast::<u8>();
+        let mut k = 0;
+        for (from, to) in LINK_RANGES {
+            for i in from..to {
+                // SAFETY: `i < 40 <= size_of::<pthread_mutex_t>()`; read volatile because other processes may
+                // write the mapping (any u8 is valid).
+                out[k] = unsafe { std::ptr::read_volatile(base.add(i)) };
+                k += 1;
+            }
+        }
+        out
+    }
+
+    /// Writes back the robust-list words saved at lock time, where they differ now.
+    fn restore_links(&self, saved: &Links) {
+        if self.links() == *saved {
+            return;
+        }
+        let base = self.mutex.get().cast::<u8>();
+        let mut k = 0;
+        for (from, to) in LINK_RANGES {
+            for i in from..to {
+                // SAFETY: as in `links`; this thread holds the lock, so glibc itself does not write these words now.
+                unsafe { std::ptr::write_volatile(base.add(i), saved[k]) };
+                k += 1;
+            }
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<libc::pthread_mutex_t>() >= 40);
+
+/// The index of glibc's `__kind` among the `int`s of a `pthread_mutex_t` (`__lock`, `__count`, `__owner`,
+/// `__nusers`, `__kind`, on x86-64 and on the generic layout of aarch64).
+const KIND_INDEX: usize = 4;
+
+/// The `CLOCK_REALTIME` instant `after` from now, as `pthread_mutex_timedlock` takes it.
+fn realtime_deadline(after: Duration) -> libc::timespec {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+    let nanos = now.tv_nsec as u64 + u64::from(after.subsec_nanos());
+    libc::timespec {
+        tv_sec: now.tv_sec + after.as_secs() as libc::time_t + (nanos / 1_000_000_000) as libc::time_t,
+        tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
     }
 }
 
@@ -145,6 +232,8 @@ pub(crate) fn futex_wake(word: &AtomicU32) {
 /// unlocked by the thread that locked it (so a [`crate::Loan`] cannot move to another thread either).
 pub(crate) struct WriterGuard<'a> {
     lock: &'a RobustMutex,
+    /// The mutex's robust-list words as glibc left them when it locked (see [`RobustMutex::links`]).
+    links: Links,
     _same_thread: PhantomData<*const ()>,
 }
 
@@ -157,6 +246,10 @@ impl WriterGuard<'_> {
 
 impl Drop for WriterGuard<'_> {
     fn drop(&mut self) {
+        // glibc's unlock of a robust mutex writes through the list pointers stored in the mutex, in shared memory:
+        // put back what it wrote there at lock time, in case another process scribbled over them meanwhile (a wild
+        // write into this process otherwise).
+        self.lock.restore_links(&self.links);
         self.lock.unlock()
     }
 }
@@ -290,6 +383,17 @@ impl Memory {
         unsafe { &*self.base.as_ptr().cast::<Header>() }
     }
 
+    /// The header's fixed prefix as it is in the file now (another process may have overwritten it since open).
+    pub(crate) fn prefix_now(&self) -> [u8; PREFIX_LEN] {
+        let mut out = [0u8; PREFIX_LEN];
+        for (i, byte) in out.iter_mut().enumerate() {
+            // SAFETY: the mapping is at least a Header (more than PREFIX_LEN bytes) long; the bytes are read
+            // volatile, one at a time, because other processes may write them (any value is a valid u8).
+            *byte = unsafe { std::ptr::read_volatile(self.base.as_ptr().add(i)) };
+        }
+        out
+    }
+
     /// The index entry for sequence number `seq`: entry `seq % N`.
     pub(crate) fn entry(&self, seq: u64) -> &Entry {
         let i = (seq % self.geometry.entries) as usize;
@@ -337,9 +441,17 @@ impl Memory {
     pub(crate) fn lock(&self) -> Result<(WriterGuard<'_>, bool), String> {
         let lock = &self.header().lock;
         match lock.lock() {
-            Ok(state) => Ok((WriterGuard { lock, _same_thread: PhantomData }, state == Locked::OwnerDied)),
+            Ok(state) => {
+                let links = lock.links();
+                Ok((WriterGuard { lock, links, _same_thread: PhantomData }, state == Locked::OwnerDied))
+            }
             Err(libc::EDEADLK) => Err("this thread already holds it (an uncommitted loan on this channel?)".into()),
             Err(libc::ENOTRECOVERABLE) => Err("not recoverable (a recovery was abandoned)".into()),
+            Err(libc::ETIMEDOUT) => Err(format!(
+                "held for more than {:?} by another writer (an uncommitted loan, a stopped process) or damaged",
+                crate::LOCK_PATIENCE
+            )),
+            Err(libc::EINVAL) => Err("the lock is damaged (its type word was overwritten)".into()),
             Err(e) => Err(io::Error::from_raw_os_error(e).to_string()),
         }
     }

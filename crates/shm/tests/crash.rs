@@ -2,14 +2,16 @@
 //! while the test kills them with SIGKILL at random instants - mid-put, mid-loan, mid-get, mid-wait - and starts new
 //! ones in their place. Every message a reader gets must be intact (checksummed, with its writer id and counter),
 //! sequence numbers and each writer's counters only go forward, the channel keeps working after every kill (a put and
-//! a get succeed, recoveries are counted), and at the end the newest message is reachable. Bounded: at most 200
-//! kills and about 25 s of killing; every child is killed or stopped by PID.
+//! a get succeed, recoveries are counted), and at the end the newest message is reachable. Every child the test kills
+//! must have been running until the SIGKILL: one that exited on its own (a panic, an error unwrapped) fails the test.
+//! Bounded: at most 200 kills and about 25 s of killing; every child is killed or stopped by PID.
 
 #![cfg(not(loom))]
 
 mod common;
 
 use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,6 +59,21 @@ fn kill(child: &mut Child) {
     // std's Child::kill sends SIGKILL to this child's PID.
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Kills a child that must still be running, and fails the test if it was not: a child that exited on its own
+/// (a panic, an `unwrap` on an error, a reader's checker finding a violation) ends with an exit code, not with the
+/// SIGKILL this sends, and would otherwise go unseen among the killed.
+fn kill_running(child: &mut Child, what: &str, dir: &Path) {
+    let _ = child.kill();
+    let status = child.wait().expect("waiting for a killed child");
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "{what} (pid {}) exited on its own before it was killed: {status}; violations: {:?}",
+        child.id(),
+        violations(dir)
+    );
 }
 
 /// Every child the test started, killed by PID when the test ends, however it ends.
@@ -111,12 +128,12 @@ fn processes_killed_at_random_instants_leave_the_channel_usable_and_never_show_a
         std::thread::sleep(Duration::from_millis(10 + rng.below(60)));
         if rng.below(4) < 3 {
             let victim = rng.below(WRITERS as u64) as usize;
-            kill(&mut children.0[victim]);
+            kill_running(&mut children.0[victim], "a writer", dir.path());
             children.0[victim] = spawn(dir.path(), "writer", id());
             writer_kills += 1;
         } else {
             let victim = WRITERS + rng.below(KILLABLE_READERS as u64) as usize;
-            kill(&mut children.0[victim]);
+            kill_running(&mut children.0[victim], "a reader", dir.path());
             children.0[victim] = spawn(dir.path(), "reader", id());
         }
         kills += 1;
@@ -134,7 +151,7 @@ fn processes_killed_at_random_instants_leave_the_channel_usable_and_never_show_a
         assert!(found.is_empty(), "after kill {kills}: {found:?}");
     }
     for child in &mut children.0[..WRITERS + KILLABLE_READERS] {
-        kill(child);
+        kill_running(child, "a writer or reader", dir.path());
     }
     // The last word: a put after all kills; the persistent readers must reach it.
     counter += 1;

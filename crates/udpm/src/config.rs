@@ -58,9 +58,11 @@ impl Default for Config {
     }
 }
 
-/// A bad `udpm://` URL part.
+/// A bad `udpm://` URL part, named by what it is: `address`, `port`, `option ttl`, ...
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
+    /// What the text is: `address`, `port`, or `option KEY`.
+    pub part: String,
     /// The text at fault.
     pub text: String,
     /// What is wrong with it.
@@ -69,7 +71,7 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "bad udpm option '{}': {}", self.text, self.reason)
+        write!(f, "{} '{}': {}", self.part, self.text, self.reason)
     }
 }
 
@@ -86,25 +88,30 @@ fn parse_c_uint(s: &str) -> Option<u64> {
     }
 }
 
-fn bad(text: &str, reason: &'static str) -> ConfigError {
-    ConfigError { text: text.to_owned(), reason }
+fn bad(part: &str, text: &str, reason: &'static str) -> ConfigError {
+    ConfigError { part: part.to_owned(), text: text.to_owned(), reason }
 }
 
 impl Config {
-    /// Builds a config from a URL's network part (`ADDR:PORT`, empty for the default) and its options. Unknown
-    /// options are returned so the caller can warn about them, as LCM does.
+    /// Builds a config from a URL's network part (`ADDR:PORT`; `ADDR` alone takes port 7667 as LCM does; empty for
+    /// the default group and port) and its options. Unknown options are returned for the caller to refuse.
     pub fn from_url_parts(network: &str, options: &[(String, String)]) -> Result<(Config, Vec<String>), ConfigError> {
         let mut c = Config::default();
         if !network.is_empty() {
-            let (addr, port) = network.rsplit_once(':').ok_or_else(|| bad(network, "expected ADDR:PORT"))?;
-            c.group = addr.parse().map_err(|_| bad(addr, "not an IPv4 address"))?;
+            let (addr, port) = match network.rsplit_once(':') {
+                Some((addr, port)) => (addr, Some(port)),
+                None => (network, None),
+            };
+            c.group = addr.parse().map_err(|_| bad("address", addr, "not an IPv4 address"))?;
             if !c.group.is_multicast() {
-                return Err(bad(addr, "not a multicast address (224.0.0.0/4)"));
+                return Err(bad("address", addr, "not a multicast group (224.0.0.0 to 239.255.255.255)"));
             }
-            c.port = parse_c_uint(port)
-                .and_then(|p| u16::try_from(p).ok())
-                .filter(|&p| p != 0)
-                .ok_or_else(|| bad(port, "port must be 1..65535"))?;
+            if let Some(port) = port {
+                c.port = parse_c_uint(port)
+                    .and_then(|p| u16::try_from(p).ok())
+                    .filter(|&p| p != 0)
+                    .ok_or_else(|| bad("port", port, "must be 1 to 65535"))?;
+            }
         }
         let mut unknown = Vec::new();
         for (key, value) in options {
@@ -112,27 +119,29 @@ impl Config {
                 "ttl" => {
                     c.ttl = parse_c_uint(value)
                         .and_then(|t| u8::try_from(t).ok())
-                        .ok_or_else(|| bad(value, "ttl must be 0..255"))?
+                        .ok_or_else(|| bad("option ttl", value, "must be 0 to 255"))?
                 }
                 "recv_buf_size" => {
                     c.recv_buf_size = Some(
                         parse_c_uint(value)
                             .and_then(|n| usize::try_from(n).ok())
                             .filter(|&n| n > 0 && n <= i32::MAX as usize)
-                            .ok_or_else(|| bad(value, "recv_buf_size must be a positive number of bytes"))?,
+                            .ok_or_else(|| bad("option recv_buf_size", value, "must be a positive number of bytes"))?,
                     )
                 }
                 "iface" | "interface" => {
                     c.interface = match value.parse::<Ipv4Addr>() {
                         Ok(a) => Interface::Addr(a),
                         Err(_) if !value.is_empty() => Interface::Name(value.clone()),
-                        Err(_) => return Err(bad(value, "an interface name or IPv4 address is needed")),
+                        Err(_) => {
+                            return Err(bad("option iface", value, "an interface name or IPv4 address is needed"))
+                        }
                     }
                 }
                 "max_message_mb" => {
                     let mb = parse_c_uint(value)
                         .filter(|&n| (1..=4096).contains(&n))
-                        .ok_or_else(|| bad(value, "max_message_mb must be 1..4096"))?;
+                        .ok_or_else(|| bad("option max_message_mb", value, "must be 1 to 4096"))?;
                     c.limits.max_message = (mb as usize) << 20;
                     c.limits.max_bytes_in_flight = c.limits.max_bytes_in_flight.max(c.limits.max_message * 2);
                 }
@@ -141,14 +150,14 @@ impl Config {
                         parse_c_uint(value)
                             .and_then(|n| u16::try_from(n).ok())
                             .filter(|&n| n > 0)
-                            .ok_or_else(|| bad(value, "nports must be 1..65535"))?,
+                            .ok_or_else(|| bad("option nports", value, "must be 1 to 65535"))?,
                     )
                 }
                 "gso" => {
                     c.gso = match value.as_str() {
                         "0" | "false" | "off" => false,
                         "1" | "true" | "on" | "" => true,
-                        _ => return Err(bad(value, "gso must be 0 or 1")),
+                        _ => return Err(bad("option gso", value, "must be 0 or 1")),
                     }
                 }
                 // LCM accepts and ignores this obsolete option; so do we, silently.
@@ -158,7 +167,7 @@ impl Config {
         }
         if let Some(n) = c.ports {
             if c.port as u32 + n as u32 > 65536 {
-                return Err(bad(network, "port + nports goes past 65535"));
+                return Err(bad("port", &c.port.to_string(), "with nports, the ports go past 65535"));
             }
         }
         Ok((c, unknown))
@@ -196,9 +205,20 @@ mod tests {
     }
 
     #[test]
+    fn an_address_without_a_port_takes_lcms_port() {
+        let (c, _) = Config::from_url_parts("239.255.76.150", &[]).unwrap();
+        assert_eq!((c.group, c.port), (Ipv4Addr::new(239, 255, 76, 150), DEFAULT_PORT));
+        assert_eq!(Config::from_url_parts("239.255.76.150:7668", &[]).unwrap().0.port, 7668);
+    }
+
+    #[test]
     fn bad_urls_say_why() {
-        assert_eq!(Config::from_url_parts("239.255.76.67", &[]).unwrap_err().reason, "expected ADDR:PORT");
-        assert!(Config::from_url_parts("10.0.0.1:7667", &[]).unwrap_err().reason.contains("multicast"));
+        let e = Config::from_url_parts("10.0.0.1:7667", &[]).unwrap_err();
+        assert_eq!(e.to_string(), "address '10.0.0.1': not a multicast group (224.0.0.0 to 239.255.255.255)");
+        let e = Config::from_url_parts("239.1.1.1:0", &[]).unwrap_err();
+        assert_eq!(e.to_string(), "port '0': must be 1 to 65535");
+        let e = Config::from_url_parts("", &opts(&[("ttl", "x")])).unwrap_err();
+        assert_eq!(e.to_string(), "option ttl 'x': must be 0 to 255");
         assert!(Config::from_url_parts(":7667", &[]).is_err());
         assert!(Config::from_url_parts("239.1.1.1:70000", &[]).is_err());
         assert!(Config::from_url_parts("", &opts(&[("ttl", "256")])).is_err());

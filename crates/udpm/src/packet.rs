@@ -41,7 +41,8 @@ pub enum Malformed {
     FragmentOutOfRange,
     /// A total size above the configured cap.
     TooLarge,
-    /// Fragment 0 whose offset is not 0, or a later fragment at offset 0 with data.
+    /// Fragment 0 whose offset is not 0. (A later fragment whose bytes overlap another's, at offset 0 or anywhere,
+    /// is dropped with its message by reassembly, which checks that the fragments tile the payload.)
     BadOffset,
 }
 
@@ -68,7 +69,7 @@ impl Malformed {
             Malformed::BadFragmentNumber => "bad fragment number or count",
             Malformed::FragmentOutOfRange => "fragment past the message's end",
             Malformed::TooLarge => "message larger than the cap",
-            Malformed::BadOffset => "fragment offset inconsistent with its number",
+            Malformed::BadOffset => "fragment 0 not at offset 0",
         }
     }
 }

@@ -4,7 +4,9 @@
 //! buffer remembers which fragments it has, so a duplicate fragment is ignored instead of completing the message
 //! early with garbage; and the store is bounded by bytes and by messages: when a new message would exceed either
 //! bound, the least recently updated incomplete messages are dropped first (newest data wins), and every drop is
-//! counted. A lost fragment therefore costs its whole message, never a half-filled one.
+//! counted. A lost fragment therefore costs its whole message, never a half-filled one. A message whose fragments
+//! overlap or leave a hole (a forged or corrupt sender: their byte counts can add up to the total all the same) is
+//! dropped as inconsistent at completion, never delivered with bytes no fragment carried.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -63,6 +65,8 @@ struct InFlight {
     have: Vec<u64>,
     fragments: u32,
     bytes: u64,
+    /// Each arrived fragment's byte range in the payload (offset, length), checked to tile it at completion.
+    ranges: Vec<(u32, u32)>,
     channel: Option<String>,
     payload: Vec<u8>,
     touched: u64,
@@ -178,6 +182,7 @@ impl Reassembler {
                     have: vec![0; (frag.count as usize).div_ceil(64)],
                     fragments: 0,
                     bytes: 0,
+                    ranges: Vec::new(),
                     channel: None,
                     // Zeroed allocation: large ones are fresh pages from the OS, so memory is only committed as
                     // fragments actually arrive; a forged total costs address space, not RAM.
@@ -196,6 +201,7 @@ impl Reassembler {
         e.have[word] |= bit;
         e.fragments += 1;
         e.bytes += frag.data.len() as u64;
+        e.ranges.push((frag.offset, frag.data.len() as u32));
         let at = frag.offset as usize;
         e.payload[at..at + frag.data.len()].copy_from_slice(frag.data);
         if let Some(c) = frag.channel {
@@ -204,9 +210,9 @@ impl Reassembler {
         if e.fragments < e.count as u32 {
             return None;
         }
-        let done = self.remove(&key).expect("present");
-        match done.channel {
-            Some(channel) if done.bytes == done.total as u64 => {
+        let mut done = self.remove(&key).expect("present");
+        match done.channel.take() {
+            Some(channel) if done.bytes == done.total as u64 && tiles(&mut done.ranges, done.total) => {
                 self.stats.completed += 1;
                 Some(Reassembled { sender, seq: frag.seq, channel, payload: done.payload })
             }
@@ -216,6 +222,19 @@ impl Reassembler {
             }
         }
     }
+}
+
+/// Whether the fragments' byte ranges cover `0..total` exactly once (no overlap, no hole).
+fn tiles(ranges: &mut [(u32, u32)], total: u32) -> bool {
+    ranges.sort_unstable();
+    let mut at = 0u64;
+    for &(offset, len) in ranges.iter() {
+        if u64::from(offset) != at {
+            return false;
+        }
+        at += u64::from(len);
+    }
+    at == u64::from(total)
 }
 
 #[cfg(test)]
@@ -370,5 +389,22 @@ mod tests {
         assert_eq!(feed(&mut r, addr(1), &f0), None);
         assert_eq!(feed(&mut r, addr(1), &f1), None);
         assert_eq!(r.stats().dropped_inconsistent, 1);
+    }
+
+    #[test]
+    fn overlapping_fragments_whose_sizes_add_up_are_dropped_not_delivered_with_a_hole() {
+        // Total 6: fragment 0 carries bytes 0..3, fragment 1 claims offset 2 with 3 bytes (2..5): 3 + 3 = 6, yet
+        // byte 5 was never sent and byte 2 twice. LCM's receiver would deliver it.
+        let mut r = Reassembler::new(Limits::default());
+        let f0 = b"LC03\0\0\0\x01\0\0\0\x06\0\0\0\0\0\0\0\x02c\0abc".to_vec();
+        let f1 = b"LC03\0\0\0\x01\0\0\0\x06\0\0\0\x02\0\x01\0\x02def".to_vec();
+        assert_eq!(feed(&mut r, addr(1), &f0), None);
+        assert_eq!(feed(&mut r, addr(1), &f1), None);
+        assert_eq!((r.stats().dropped_inconsistent, r.stats().completed), (1, 0));
+        // The same message with fragment 1 where it belongs completes.
+        let f1 = b"LC03\0\0\0\x02\0\0\0\x06\0\0\0\x03\0\x01\0\x02def".to_vec();
+        let f0 = b"LC03\0\0\0\x02\0\0\0\x06\0\0\0\0\0\0\0\x02c\0abc".to_vec();
+        assert_eq!(feed(&mut r, addr(1), &f0), None);
+        assert_eq!(feed(&mut r, addr(1), &f1).map(|m| m.payload), Some(b"abcdef".to_vec()));
     }
 }

@@ -461,6 +461,12 @@ impl Receiver {
         self.rcvbuf
     }
 
+    /// What reassembly holds now: incomplete messages and the bytes reserved for them (at most the configured
+    /// [`crate::Limits`]' `max_messages_in_flight` and `max_bytes_in_flight`).
+    pub fn reassembly_in_flight(&self) -> (usize, usize) {
+        (self.reassembler.in_flight(), self.reassembler.bytes_in_flight())
+    }
+
     /// Counters so far, the kernel's drops included (one system call asks for them).
     pub fn stats(&self) -> RecvStats {
         let mut s = self.counters();

@@ -177,7 +177,7 @@ impl<'d> McapExport<'d> {
             first_time: None,
             last_time: 0,
             pipeline: Pipeline::default(),
-            work: Arc::new(move |ev: &EventRef<'_>, out: &mut Vec<u8>, _: &mut ()| message_json(decoder, ev, out)),
+            work: Arc::new(move |ev: &EventRef<'_>, out: &mut Vec<u8>, _: &mut ()| message_json(decoder, ev.data, out)),
             stats: ExportStats::default(),
         };
         x.put(MAGIC)?;
@@ -489,18 +489,19 @@ impl<'d> McapExport<'d> {
     }
 }
 
-/// Appends a message's JSON: the transcoder's (the type is returned), or for a message no type decodes, its
-/// fingerprint, its bytes in base64 and the reason (`None`).
-fn message_json<'d>(decoder: &'d Decoder, ev: &EventRef<'_>, out: &mut Vec<u8>) -> Option<&'d Struct> {
-    match decoder.json(ev.data, JsonForm::Flat, out) {
+/// Appends a message's JSON as MCAP export writes it: the transcoder's flat form (the type is returned), or for a
+/// message no type decodes, an object of [`raw_schema`]: its fingerprint, its bytes in base64 and the reason
+/// (`None`). `nerve foxglove` sends the same JSON.
+pub fn message_json<'d>(decoder: &'d Decoder, data: &[u8], out: &mut Vec<u8>) -> Option<&'d Struct> {
+    match decoder.json(data, JsonForm::Flat, out) {
         Ok(st) => Some(st),
         Err(why) => {
             out.extend_from_slice(b"{\"fingerprint\":\"");
-            if let Some(f) = fingerprint(ev.data) {
+            if let Some(f) = fingerprint(data) {
                 push_fingerprint(out, f);
             }
             out.extend_from_slice(b"\",\"data\":\"");
-            push_base64(out, ev.data);
+            push_base64(out, data);
             out.extend_from_slice(b"\",\"error\":");
             out.extend_from_slice(nerve_types::dynamic::json_string(&why).as_bytes());
             out.push(b'}');

@@ -38,8 +38,8 @@ use crate::EventRef;
 
 pub use self::csv::CsvExport;
 pub use self::jsonl::JsonlExport;
-pub use self::mcap::McapExport;
-pub use self::schema::json_schema;
+pub use self::mcap::{message_json, McapExport};
+pub use self::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
 
 /// A failure while exporting.
 #[derive(Debug)]

@@ -151,10 +151,10 @@ fn primitive(p: Primitive) -> &'static str {
 }
 
 /// The schema of messages written raw (no type decoded them).
-pub(crate) const RAW_SCHEMA_NAME: &str = "nerve.undecoded";
+pub const RAW_SCHEMA_NAME: &str = "nerve.undecoded";
 
-/// Its JSON Schema.
-pub(crate) fn raw_schema() -> String {
+/// The JSON Schema of [`RAW_SCHEMA_NAME`] messages (see [`message_json`](super::message_json)).
+pub fn raw_schema() -> String {
     concat!(
         "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"lcm:nerve.undecoded\",",
         "\"type\":\"object\",\"title\":\"nerve.undecoded\",",

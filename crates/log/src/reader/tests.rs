@@ -58,6 +58,28 @@ fn empty_file_has_no_events_and_no_damage() {
 }
 
 #[test]
+fn a_file_without_a_sync_word_is_not_a_log() {
+    for bytes in [
+        b"hello, this is a text file\n".to_vec(),
+        (0..600_000u32).map(|i| (i * 7 % 200) as u8).collect(),
+        b"ab".to_vec(),
+    ] {
+        let len = bytes.len() as u64;
+        let (got, damage, r) = read_all(bytes);
+        assert!(got.is_empty());
+        assert_eq!(damage, [Damage { offset: 0, kind: DamageKind::NotALog, skipped: len }]);
+        assert!(r.is_not_a_log());
+        assert!(damage[0].to_string().starts_with("offset 0: not an LCM event log"), "{}", damage[0]);
+    }
+    // Junk in front of real events, and a log that is only a truncated header, stay damage.
+    let (mut bytes, _) = encode(&sample(2));
+    bytes.truncate(20);
+    let (_, damage, r) = read_all(bytes);
+    assert_eq!(damage[0].kind, DamageKind::TruncatedHeader);
+    assert!(!r.is_not_a_log());
+}
+
+#[test]
 fn events_bigger_than_the_buffer() {
     let events = vec![event(0, 10), event(1, 3 * BUF_LEN + 5), event(2, 10), event(3, BUF_LEN), event(4, 1)];
     let (bytes, _) = encode(&events);
