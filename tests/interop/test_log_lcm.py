@@ -233,13 +233,17 @@ def test_damaged_log_plays_every_intact_event_and_reports_the_damage(nerve_bin, 
     # The file:// provider plays the same log as a live bus, damage and all.
     res = subprocess.run([str(nerve_bin), "sub", ".*", "--url", f"file://{path}?speed=0", "--count", str(len(intact)),
                           "--timeout-ms", "20000", "--json"], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
     got = [json.loads(line) for line in res.stdout.splitlines()]
     assert [(m["channel"], bytes.fromhex(m["data_hex"])) for m in got] == intact
+    # ... and reported as play reports it (status 1).
+    assert res.returncode == 1, res.stderr
+    assert "damaged in 4 place(s)" in res.stderr, res.stderr
 
 
 def test_file_provider_keeps_the_recorded_pace(nerve_bin, venv_python, tmp_path):
-    """speed=1 delivers at the recorded offsets (recv_utime is the scheduled time, as in LCM); speed=0 at once."""
+    """speed=1 stamps each message's recv_utime with its scheduled time, as LCM does: the recorded offsets. (That is
+    computed from the log, not measured: the wall-clock pacing, and speed=0 at once, are timed in
+    crates/bus/tests/file_pacing.rs and crates/cli/tests/play.rs.)"""
     events = [(1_700_000_000_000_000 + i * 100_000, "PACE", bytes([i])) for i in range(4)]
     log = tmp_path / "pace.lcmlog"
     write_eventlog(venv_python, log, events)

@@ -11,10 +11,23 @@ use crate::url::UrlError;
 pub enum BusError {
     /// The URL does not parse.
     Url(UrlError),
-    /// The URL names a provider this build does not have.
+    /// The URL names a provider that is not registered ([`crate::provider::register`]).
     UnknownProvider {
         /// The provider named.
         provider: String,
+        /// The schemes that are registered.
+        registered: Vec<String>,
+    },
+    /// The URL has an option its provider does not know (a misspelling is an error, not silently ignored).
+    UnknownOption {
+        /// The URL.
+        url: String,
+        /// The provider (the URL's scheme).
+        provider: String,
+        /// The option given.
+        option: String,
+        /// The options the provider knows.
+        known: Vec<String>,
     },
     /// The provider's options are wrong.
     Config {
@@ -34,6 +47,13 @@ pub enum BusError {
     },
     /// `handle()` was called from inside a handler, which would deadlock or reorder messages.
     HandleInsideHandler,
+    /// A message handler panicked. The panic was caught: the message's other handlers ran and the bus stays usable.
+    HandlerPanicked {
+        /// The subscription's pattern (a typed subscription's channel).
+        subscription: String,
+        /// The panic's message.
+        message: String,
+    },
     /// The subscription was already removed.
     NotSubscribed,
     /// A typed message could not be encoded.
@@ -97,14 +117,23 @@ impl fmt::Display for BusError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BusError::Url(e) => e.fmt(f),
-            BusError::UnknownProvider { provider } => {
-                write!(f, "unknown provider '{provider}://' (this build has: udpm, mpudpm, memq, inproc, file, shm)")
+            BusError::UnknownProvider { provider, registered } => {
+                write!(f, "unknown provider '{provider}://' (this build has: {})", registered.join(", "))
+            }
+            BusError::UnknownOption { url, provider, option, known } if known.is_empty() => {
+                write!(f, "{url}: unknown option '{option}' ({provider}:// takes no options)")
+            }
+            BusError::UnknownOption { url, provider, option, known } => {
+                write!(f, "{url}: unknown option '{option}' ({provider}:// knows: {})", known.join(", "))
             }
             BusError::Config { url, reason } => write!(f, "{url}: {reason}"),
             BusError::Pattern(e) => e.fmt(f),
             // The source is not repeated here: it is the next link of the chain (`source()`).
             BusError::Transport { provider, .. } => write!(f, "{provider} transport"),
             BusError::HandleInsideHandler => write!(f, "handle() called from inside a message handler"),
+            BusError::HandlerPanicked { subscription, message } => {
+                write!(f, "the handler of subscription '{subscription}' panicked: {message}")
+            }
             BusError::NotSubscribed => write!(f, "not subscribed (already unsubscribed?)"),
             BusError::Encode(_) => write!(f, "encoding the message"),
             BusError::InvalidQos { channel, reason } => write!(f, "channel {channel}: {reason}"),

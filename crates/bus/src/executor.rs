@@ -16,32 +16,37 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::bus::Core;
+use crate::core::dispatch::{ReadyQueue, RunScheduled};
 use crate::error::BusError;
 
 /// How often an idle executor thread looks up to see whether it should stop.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 
+/// A subscription ready to run: the core it belongs to (reached through the core's [`RunScheduled`]), and its id.
+type Task = (Weak<dyn RunScheduled>, u64);
+
 /// The ready queue the threads serve.
-pub(crate) struct ExecShared {
-    ready: Mutex<VecDeque<(Weak<Core>, u64)>>,
+struct ExecShared {
+    ready: Mutex<VecDeque<Task>>,
     cond: Condvar,
     stop: AtomicBool,
 }
 
-impl ExecShared {
-    /// Puts subscription `id` of `core` on the ready queue (the caller has marked it scheduled).
-    pub(crate) fn schedule(&self, core: Weak<Core>, id: u64) {
-        self.ready.lock().expect("executor lock").push_back((core, id));
+impl ReadyQueue for ExecShared {
+    fn schedule(&self, core: Weak<dyn RunScheduled>, id: u64) {
+        // No user code runs under this lock (handlers run after `next` returns): a poisoned one is taken as it is.
+        self.ready.lock().unwrap_or_else(PoisonError::into_inner).push_back((core, id));
         self.cond.notify_one();
     }
+}
 
-    fn next(&self) -> Option<(Weak<Core>, u64)> {
-        let mut q = self.ready.lock().expect("executor lock");
+impl ExecShared {
+    fn next(&self) -> Option<Task> {
+        let mut q = self.ready.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if self.stop.load(Ordering::Acquire) {
                 return None;
@@ -49,7 +54,7 @@ impl ExecShared {
             if let Some(task) = q.pop_front() {
                 return Some(task);
             }
-            q = self.cond.wait_timeout(q, IDLE_POLL).expect("executor lock").0;
+            q = self.cond.wait_timeout(q, IDLE_POLL).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 }
@@ -97,8 +102,10 @@ impl Executor {
         self.threads.len()
     }
 
-    pub(crate) fn shared(&self) -> &Arc<ExecShared> {
-        &self.shared
+    /// Its ready queue, for subscriptions made through it.
+    pub(crate) fn ready_queue(&self) -> Weak<dyn ReadyQueue> {
+        let shared: Arc<dyn ReadyQueue> = self.shared.clone();
+        Arc::downgrade(&shared)
     }
 }
 

@@ -3,7 +3,9 @@
 //! # Brief overview
 //!
 //! A [`Bus`] is made from a URL ([`Url`]; `udpm://239.255.76.67:7667?ttl=0` by default, `NERVE_URL` then
-//! `LCM_DEFAULT_URL` override it) and owns one [`provider::Provider`]: the transport. Subscriptions take a channel
+//! `LCM_DEFAULT_URL` override it) and owns one [`provider::Provider`]: the transport, opened by the constructor
+//! registered for the URL's scheme ([`provider::register`]; a provider crate registers its own the same way the
+//! built-ins are, and runs `nerve_bus::conformance` (feature `test-support`) over it). Subscriptions take a channel
 //! [`Pattern`] (a regular expression matched against the whole channel name) and either a callback, dispatched by
 //! [`Bus::handle`] / [`Bus::handle_timeout`] / a background [`Dispatcher`] (with [`Bus::fileno`] for select/poll), or
 //! a queue the caller drains ([`Subscriber`], also an async stream). Typed publish and subscribe use the generated
@@ -14,6 +16,12 @@
 //! [`Executor`]'s threads), with no encoding and no copy that ownership does not require (seed 003's tables), under
 //! ROS 2's [`Qos`] ([`qos`] says what each policy means here). The transport carries a publication only to other
 //! processes, and never back to its own (no duplicates). `inproc://` is a bus with no transport at all.
+//!
+//! Every [`Received`] message says where it came from ([`Origin`]): published through this bus, or from the
+//! transport, so a bridge between two buses forwards only what came from the other side. Nothing here prints:
+//! a handler's panic is [`BusError::HandlerPanicked`] from the `handle()` that ran it (the bus stays usable), and
+//! what goes wrong where no call could return it (a receive thread that stops) comes back from the next `handle()`
+//! and in [`Bus::health`].
 //!
 //! ```no_run
 //! let bus = nerve_bus::Bus::new(Some("udpm://239.255.76.67:7667?ttl=0"))?;
@@ -47,6 +55,9 @@
 #![deny(missing_docs)]
 
 mod bus;
+#[cfg(feature = "test-support")]
+pub mod conformance;
+mod core;
 mod error;
 mod executor;
 mod inproc;
@@ -55,9 +66,9 @@ pub mod provider;
 pub mod qos;
 mod url;
 
-pub use bus::{
-    Bus, Dispatcher, MessageStream, Overflow, Received, Subscriber, Subscription, SubscriptionStats, DEFAULT_CAPACITY,
-};
+pub use bus::{Bus, Dispatcher, MessageStream, Subscriber, Subscription};
+pub use core::dispatch::Health;
+pub use core::{Origin, Overflow, Received, SubscriptionStats, DEFAULT_CAPACITY};
 pub use error::{BatchError, BusError, TypeError};
 pub use executor::Executor;
 pub use inproc::{Publisher, PublisherStats, Take, TypedSubscriber};

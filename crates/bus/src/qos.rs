@@ -40,7 +40,7 @@
 use std::fmt;
 
 /// LCM's default queue depth, and the default `KeepLast` depth of a [`Qos`].
-pub const DEFAULT_DEPTH: usize = crate::bus::DEFAULT_CAPACITY;
+pub const DEFAULT_DEPTH: usize = 30;
 
 /// The default bound of a `KeepAll` history, in messages.
 pub const DEFAULT_RESOURCE_LIMIT: usize = 1000;

@@ -53,179 +53,24 @@
 //! publishes, reach typed subscriptions decoded once per Rust type, then shared or copied by the same tables as an
 //! owned publication.
 
-mod copies;
-
 use std::any::{Any, TypeId};
 use std::marker::PhantomData;
 use std::sync::{Arc, Condvar};
 use std::time::Duration;
 
-use nerve_codec::{EncodeError, Message};
+use nerve_codec::Message;
 
-use crate::bus::{decode_as, unsupported, Bus, Core, FullPolicy, Group, Handler, Item, QueueHandle, Target};
-use crate::error::{BusError, TypeError};
+use crate::bus::{Bus, Subscription};
+use crate::core::typed::{assign, decode_group};
+use crate::core::{
+    decode_as, distribute, unsupported, Core, Full, Handler, Item, Local, Msg, Prepared, QueueHandle, Received, Runner,
+    SubscriptionStats, TypedInfo,
+};
+pub use crate::core::{PublisherStats, Take};
+use crate::error::BusError;
 use crate::executor::Executor;
 use crate::pattern::Pattern;
 use crate::qos::Qos;
-use crate::{Subscription, SubscriptionStats};
-
-use copies::{distribute, Msg};
-
-/// How a subscription takes its messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Take {
-    /// Each message is the subscription's own `T` (a copy when others also want it).
-    Owned,
-    /// Messages are `Arc<T>`s shared with the other sharing subscriptions (and the publisher).
-    Shared,
-}
-
-/// Counters of a typed publisher.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PublisherStats {
-    /// Messages published.
-    pub published: u64,
-    /// Deep copies (`T::clone`) the bus made of them for owning subscriptions.
-    pub copies: u64,
-    /// Messages encoded (for byte-level subscriptions, other Rust types of the same LCM type, or the transport).
-    pub encoded: u64,
-    /// Deliveries refused by keep-all subscriptions at their resource limit.
-    pub limit_drops: u64,
-    /// Subscriptions refused because this publisher's QoS could not serve them.
-    pub incompatible_qos: u64,
-    /// Subscriptions refused because they take another message type on this channel.
-    pub incompatible_type: u64,
-    /// Typed subscriptions of this bus on the channel now.
-    pub matched: usize,
-    /// Messages in the transient-local store now.
-    pub stored: usize,
-}
-
-/// What decoding for a group of typed subscriptions gives: one item per owning subscription, and the value shared
-/// by the sharing ones.
-type Decoded = (Vec<Item>, Option<Arc<dyn Any + Send + Sync>>);
-
-/// An encoding of a type-erased `T`: `None` when the value is not a `T`.
-type ErasedEncode = Option<Result<Vec<u8>, EncodeError>>;
-
-/// Type-erased operations on one message type `T`, for paths that do not know `T` statically (bytes from the
-/// transport, a transient-local store read by another Rust type).
-#[derive(Clone, Copy)]
-pub(crate) struct Ops {
-    pub(crate) type_id: TypeId,
-    /// Decodes and hands the value to `owners` owning and `sharers` sharing subscriptions (seed 003's tables).
-    decode_distribute: fn(&[u8], usize, usize) -> Result<Decoded, TypeError>,
-    /// Encodes a `T` (the `Any` must be a `T`).
-    encode: fn(&(dyn Any + Send + Sync)) -> ErasedEncode,
-    /// Copies a `T` into an owned item.
-    copy: fn(&(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>>,
-}
-
-fn decode_distribute<T: Message + Clone + Send + Sync + 'static>(
-    data: &[u8],
-    owners: usize,
-    sharers: usize,
-) -> Result<Decoded, TypeError> {
-    let value = decode_as::<T>(data)?;
-    let d = distribute(Msg::Owned(value), owners, sharers);
-    let owned = d.owned.into_iter().map(|t| Item::Owned(Box::new(t))).collect();
-    Ok((owned, d.shared.map(|a| a as Arc<dyn Any + Send + Sync>)))
-}
-
-fn encode_any<T: Message + 'static>(v: &(dyn Any + Send + Sync)) -> ErasedEncode {
-    (v as &dyn Any).downcast_ref::<T>().map(Message::encode)
-}
-
-fn copy_any<T: Clone + Send + 'static>(v: &(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>> {
-    (v as &dyn Any).downcast_ref::<T>().map(|t| Box::new(t.clone()) as Box<dyn Any + Send>)
-}
-
-impl Ops {
-    fn of<T: Message + Clone + Send + Sync + 'static>() -> Ops {
-        Ops {
-            type_id: TypeId::of::<T>(),
-            decode_distribute: decode_distribute::<T>,
-            encode: encode_any::<T>,
-            copy: copy_any::<T>,
-        }
-    }
-}
-
-/// What the bus knows of a typed publisher or subscription.
-pub(crate) struct TypedInfo {
-    pub(crate) channel: String,
-    pub(crate) fingerprint: u64,
-    pub(crate) type_id: TypeId,
-    pub(crate) type_name: &'static str,
-    pub(crate) take: Take,
-    pub(crate) qos: Qos,
-    pub(crate) ops: Ops,
-}
-
-impl TypedInfo {
-    fn of<T: Message + Clone + Send + Sync + 'static>(channel: &str, qos: Qos, take: Take) -> TypedInfo {
-        TypedInfo {
-            channel: channel.to_owned(),
-            fingerprint: T::FINGERPRINT,
-            type_id: TypeId::of::<T>(),
-            type_name: T::TYPE_NAME,
-            take,
-            qos,
-            ops: Ops::of::<T>(),
-        }
-    }
-}
-
-/// Decodes `data` once for a group of typed subscriptions of one Rust type and makes their items; on a decode
-/// error (wrong fingerprint, corrupt) every member is listed in `failed` instead.
-pub(crate) fn decode_group(g: &Group, data: &[u8], items: &mut Vec<(Target, Item)>, failed: &mut Vec<Target>) {
-    let owners = g.members.iter().filter(|t| t.take == Take::Owned).count();
-    let sharers = g.members.len() - owners;
-    match (g.ops.decode_distribute)(data, owners, sharers) {
-        Ok((owned, shared)) => assign(&g.members, owned, shared, items),
-        Err(_) => failed.extend(g.members.iter().copied()),
-    }
-}
-
-/// Pairs each target with its item: owning targets take the owned items in order, sharing ones the shared value.
-fn assign(
-    targets: &[Target],
-    owned: Vec<Item>,
-    shared: Option<Arc<dyn Any + Send + Sync>>,
-    items: &mut Vec<(Target, Item)>,
-) {
-    let mut owned = owned.into_iter();
-    for t in targets {
-        let item = match t.take {
-            Take::Owned => owned.next(),
-            Take::Shared => shared.as_ref().map(|a| Item::Shared(Arc::clone(a))),
-        };
-        if let Some(item) = item {
-            items.push((*t, item));
-        }
-    }
-}
-
-/// The item a late-joining subscription gets for one stored message of a transient-local publisher: the stored
-/// `Arc` itself when it shares, a copy when it owns (the store keeps its own), through the encoding when it is
-/// another Rust type of the same LCM type. `None` if the message cannot be converted.
-pub(crate) fn stored_item(msg: &Arc<dyn Any + Send + Sync>, from: Ops, to: Ops, take: Take) -> Option<Item> {
-    if from.type_id == to.type_id {
-        return match take {
-            Take::Shared => Some(Item::Shared(Arc::clone(msg))),
-            Take::Owned => (to.copy)(msg.as_ref()).map(Item::Owned),
-        };
-    }
-    let bytes = (from.encode)(msg.as_ref())?.ok()?;
-    let (owned, shared) = match take {
-        Take::Owned => (to.decode_distribute)(&bytes, 1, 0).ok()?,
-        Take::Shared => (to.decode_distribute)(&bytes, 0, 1).ok()?,
-    };
-    match take {
-        Take::Owned => owned.into_iter().next(),
-        Take::Shared => shared.map(Item::Shared),
-    }
-}
 
 fn into_owned<T: Message + Clone + Send + Sync + 'static>(item: Item) -> Option<T> {
     match item {
@@ -311,21 +156,19 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
         }
         let (received, bytes) = match bytes {
             Some(data) if plan.byte_subs => {
-                let r = Arc::new(crate::Received {
+                let r = Arc::new(Received {
                     channel: self.channel.clone(),
                     data,
                     recv_utime: nerve_udpm::now_utime(),
+                    origin: crate::core::Origin::Local,
                 });
                 (Some(Arc::clone(&r)), Some(Bytes::Shared(r)))
             }
             other => (None, other.map(Bytes::Owned)),
         };
-        let done = core.commit(&self.channel, items, received, &failed, Some((self.id, d.copies, bytes.is_some())));
-        if to_transport {
-            if let Some(b) = &bytes {
-                core.provider.publish(&self.channel, b.as_slice())?;
-            }
-        }
+        let publisher = (self.id, d.copies, bytes.is_some());
+        let local = Local::Typed(Prepared { items, received, failed, publisher });
+        let done = core.publish(&self.channel, local, bytes.as_ref().map(Bytes::as_slice))?;
         if done.refused_reliable > 0 {
             return Err(BusError::LimitReached {
                 channel: self.channel.clone(),
@@ -356,7 +199,7 @@ impl<T> Drop for Publisher<T> {
 /// The encoded bytes of a publication, shared with byte-level subscriptions or not.
 enum Bytes {
     Owned(Vec<u8>),
-    Shared(Arc<crate::Received>),
+    Shared(Arc<Received>),
 }
 
 impl Bytes {
@@ -433,7 +276,12 @@ fn subscribe_typed<T: Message + Clone + Send + Sync + 'static>(
     let pattern = checked(bus, channel, &qos, true)?;
     let (capacity, refuse) = qos.queue();
     let info = TypedInfo::of::<T>(channel, qos, take);
-    bus.add_callback(pattern, handler, capacity, FullPolicy::history(refuse), Some(info), exec.map(Executor::shared))
+    let runner = match exec {
+        None => Runner::Callback(handler),
+        Some(e) => Runner::Executor(handler, e.ready_queue()),
+    };
+    let id = bus.core.add(pattern, runner, capacity, Full::history(refuse), Some(info))?;
+    Ok(Subscription::new(id, &bus.core))
 }
 
 fn owned_handler<T: Message + Clone + Send + Sync + 'static>(mut handler: impl FnMut(T) + Send + 'static) -> Handler {
@@ -521,7 +369,9 @@ impl Bus {
         let pattern = checked(self, channel, &qos, true)?;
         let (capacity, refuse) = qos.queue();
         let info = TypedInfo::of::<T>(channel, qos, take);
-        let (id, cond) = self.add_queue(pattern, capacity, FullPolicy::history(refuse), Some(info))?;
+        let cond = Arc::new(Condvar::new());
+        let id =
+            self.core.add(pattern, Runner::Queue(Arc::clone(&cond)), capacity, Full::history(refuse), Some(info))?;
         Ok(TypedSubscriber { id, core: Arc::clone(&self.core), cond, convert })
     }
 }

@@ -28,6 +28,10 @@ use nerve_log::{LogReader, LogWriter};
 use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
 use crate::error::BusError;
+use crate::url::Url;
+
+/// The options a `file://` URL takes.
+pub const OPTIONS: &[&str] = &["speed", "mode", "start_timestamp"];
 
 /// The longest the playback thread sleeps before looking at its stop flag.
 const SLICE: Duration = Duration::from_millis(50);
@@ -128,6 +132,13 @@ impl FileProvider {
         Ok((provider, unknown))
     }
 
+    /// The registry's constructor for `file://PATH?options`: an unknown option is an error.
+    pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
+        super::registry::check_options(url, OPTIONS)?;
+        let (file, _) = FileProvider::open(&url.to_string(), &url.network, &url.options)?;
+        Ok(Box::new(file))
+    }
+
     /// The playback's progress (for a log being read).
     pub fn playback(&self) -> Playback {
         Playback(Arc::clone(&self.state))
@@ -136,13 +147,8 @@ impl FileProvider {
 
 impl Drop for FileProvider {
     fn drop(&mut self) {
-        if let Mode::Write { writer } = &self.mode {
-            if let Ok(mut w) = writer.lock() {
-                if let Err(e) = w.flush() {
-                    eprintln!("nerve: file provider: {e}");
-                }
-            }
-        }
+        // Flushing here can fail with no one left to tell: a writer that must know calls `Bus::flush` first.
+        let _ = self.flush();
     }
 }
 
@@ -198,7 +204,7 @@ impl Provider for FileProvider {
                     Ok(Some(ev)) => ev,
                     Ok(None) => break,
                     Err(e) => {
-                        eprintln!("nerve: file provider: {e}; playback stopped");
+                        sink.receive_stopped(transport(e));
                         break;
                     }
                 };
@@ -238,6 +244,14 @@ impl Provider for FileProvider {
 
     fn has_receive_thread(&self) -> bool {
         matches!(self.mode, Mode::Read { .. })
+    }
+
+    /// Writes what the log's buffer holds to the file.
+    fn flush(&self) -> Result<(), BusError> {
+        match &self.mode {
+            Mode::Write { writer } => writer.lock().unwrap_or_else(|e| e.into_inner()).flush().map_err(transport),
+            Mode::Read { .. } => Ok(()),
+        }
     }
 
     fn stats(&self) -> ProviderStats {

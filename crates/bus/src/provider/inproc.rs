@@ -12,10 +12,13 @@ use std::sync::Arc;
 
 use super::{Provider, ProviderStats, QosSupport, Sink};
 use crate::error::BusError;
+use crate::url::Url;
 
 /// The transport of an in-process-only bus.
 pub struct Inproc {
     name: &'static str,
+    /// `inproc://NAME`'s name: buses of one name are one bus process-wide.
+    domain: Option<String>,
     published: AtomicU64,
 }
 
@@ -23,12 +26,24 @@ impl Inproc {
     /// The `inproc://` provider.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Inproc {
-        Inproc { name: "inproc", published: AtomicU64::new(0) }
+        Inproc { name: "inproc", domain: Some(String::new()), published: AtomicU64::new(0) }
+    }
+
+    /// The registry's constructor for `inproc://NAME` (no options).
+    pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
+        super::registry::check_options(url, &[])?;
+        Ok(Box::new(Inproc { domain: Some(url.network.clone()), ..Inproc::new() }))
+    }
+
+    /// The registry's constructor for `memq://` (no options).
+    pub fn memq_from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
+        super::registry::check_options(url, &[])?;
+        Ok(Box::new(Inproc::memq()))
     }
 
     /// The `memq://` provider (the same, under LCM's name).
     pub fn memq() -> Inproc {
-        Inproc { name: "memq", published: AtomicU64::new(0) }
+        Inproc { name: "memq", domain: None, published: AtomicU64::new(0) }
     }
 }
 
@@ -58,5 +73,9 @@ impl Provider for Inproc {
 
     fn qos_support(&self) -> QosSupport {
         QosSupport::ALL
+    }
+
+    fn domain(&self) -> Option<&str> {
+        self.domain.as_deref()
     }
 }

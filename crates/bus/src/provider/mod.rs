@@ -1,5 +1,7 @@
-//! The [`Provider`] trait: LCM's provider vtable (create, publish, subscribe, handle, fileno) in Rust form, and the
-//! providers this build has. A provider moves bytes; matching, queues and dispatch belong to the bus.
+//! The [`Provider`] trait: LCM's provider vtable (create, publish, subscribe, handle, fileno) in Rust form, the
+//! [`registry`] of URL schemes (where a provider crate adds its own with [`register`]), and the providers this build
+//! has. A provider moves bytes; matching, queues and dispatch belong to the bus. A provider never prints: an error
+//! after [`Provider::start`] goes to the bus through [`Sink::report`] or [`Sink::receive_stopped`].
 //!
 //! # A bus's own messages
 //!
@@ -16,11 +18,13 @@ use std::sync::Arc;
 use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
 pub use crate::qos::QosSupport;
+pub use registry::{check_options, register, Constructor};
 
 pub mod file;
 pub mod inproc;
 pub mod mpudpm;
 mod own;
+pub mod registry;
 pub mod shm;
 mod thread;
 pub mod udpm;
@@ -60,6 +64,17 @@ pub trait Sink: Send + Sync {
     fn wants(&self, channel: &str) -> bool {
         let _ = channel;
         true
+    }
+    /// Reports an error that happened after [`Provider::start`], outside any call that could return it (a channel
+    /// that cannot be read, a socket that cannot be opened for a new subscription): the bus returns it from the next
+    /// `handle()` and counts it in `Bus::health()`. Receiving goes on. A provider never prints.
+    fn report(&self, error: BusError) {
+        let _ = error;
+    }
+    /// Reports that receiving stopped for good on `error` (a receive thread that ended): like [`Sink::report`], and
+    /// `Bus::health()` says that nothing more will arrive.
+    fn receive_stopped(&self, error: BusError) {
+        let _ = error;
     }
 }
 
@@ -172,6 +187,16 @@ pub trait Provider: Send + Sync {
     /// processes; typed publishers and subscriptions that ask for more are refused at creation.
     fn qos_support(&self) -> QosSupport {
         QosSupport::default()
+    }
+    /// Writes out what the transport buffers (a log being written); nothing for the others.
+    fn flush(&self) -> Result<(), BusError> {
+        Ok(())
+    }
+    /// The name of the process-wide bus this provider is for, if buses of its scheme and this name are one bus in
+    /// a process (`inproc://NAME`): `Bus::new` then returns the bus already open under that scheme and name, if
+    /// one is, and drops this provider unused.
+    fn domain(&self) -> Option<&str> {
+        None
     }
 }
 

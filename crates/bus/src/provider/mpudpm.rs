@@ -19,6 +19,11 @@ use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink, StatsTurns, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
+use crate::url::Url;
+
+/// The options an `mpudpm://` URL takes: udpm's and `nports`.
+pub const OPTIONS: &[&str] =
+    &["ttl", "recv_buf_size", "iface", "interface", "max_message_mb", "gso", "transmit_only", "nports"];
 
 /// How often a publisher re-announces its channels (liblcm: about every 5 s).
 const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
@@ -108,6 +113,11 @@ pub struct Mpudpm {
 }
 
 impl Mpudpm {
+    /// The registry's constructor for `mpudpm://ADDR:PORT?options`.
+    pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
+        Ok(Box::new(Mpudpm::open(super::udpm::udpm_config(url, OPTIONS)?)?))
+    }
+
     /// Opens the send side; `config.ports` is the number of ports (LCM's default 500 when absent).
     pub fn open(mut config: Config) -> Result<Mpudpm, BusError> {
         let nports = *config.ports.get_or_insert(multiport::DEFAULT_PORTS);
@@ -325,7 +335,8 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
         // opened for us.
         let wanted = shared.interest.lock().expect("interest lock").ports.clone();
         if let Err(err) = shared.listen(config, wanted) {
-            eprintln!("nerve: mpudpm: {err}");
+            // That port is not listened on (it is not tried again); the rest go on.
+            sink.report(err);
         }
         close_unwanted(shared, &mut receivers, filter);
         {
@@ -379,6 +390,10 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
                     sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime });
                 }
                 got = rx.recv_queued();
+            }
+            if let Err(e) = got {
+                // Not expected on a bound UDP socket; the other ports go on, and so does this one's next read.
+                sink.report(transport(e));
             }
         }
         callbacks_waiting = sink.drained();

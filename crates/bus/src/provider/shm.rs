@@ -1,7 +1,7 @@
 //! The `shm://` provider: nerve-shm channels as a bus, one channel per bus channel, in one directory.
 //!
-//! `shm://?frames=64&frame_size=64K&mode=0600&dir=/dev/shm&spin_us=0&channels_per_thread=1` (every option optional;
-//! see [`ShmConfig`]).
+//! `shm://?frames=64&frame_size=64K&mode=0600&dir=/dev/shm&spin_us=0&channels_per_thread=1&checksum=none` (every
+//! option optional; see [`ShmConfig`]).
 //!
 //! **Names.** Bus channel `NAME` is the channel file `nerve-ENC` where `ENC` is [`encode_channel`]`(NAME)`: `%`, `/`
 //! and control characters percent-encoded (and a whole name of `.` or `..`), everything else as it is, so the common
@@ -10,8 +10,11 @@
 //!
 //! **Publishing.** One [`Writer`] per channel, made on the first publication: the channel is opened as it is if it
 //! exists (its creator chose its sizes), else made with the URL's sizes. A message longer than the channel's frame
-//! size is an error naming the channel and both sizes ([`ShmProviderError::MessageTooLarge`]); publishing never waits
-//! for a reader. Every message carries this provider's [`new_origin`](super::new_origin) id.
+//! size is an error naming the channel and both sizes ([`ShmProviderError::MessageTooLarge`]; when the channel's
+//! sizes are not the URL's, [`ShmProviderError::ChannelSizesDiffer`] says so); a message longer than the URL's frame
+//! size does not make the channel at all ([`ShmProviderError::TooLargeToMake`]), so that a retry with a larger
+//! `frame_size` is not refused by a channel the failed try left behind. Publishing never waits for a reader. Every
+//! message carries this provider's [`new_origin`](super::new_origin) id.
 //!
 //! **Receiving: a thread per channel by default, or one thread for up to 128.** A futex word is per channel. By
 //! default each channel read gets a receive thread of its own that sleeps on that channel's futex (as a lone
@@ -64,6 +67,10 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use super::{Incoming, Provider, ProviderStats, QosSupport, Sink};
 use crate::error::BusError;
 use crate::pattern::Pattern;
+use crate::url::Url;
+
+/// The options a `shm://` URL takes.
+pub const OPTIONS: &[&str] = &["frames", "frame_size", "mode", "dir", "spin_us", "channels_per_thread", "checksum"];
 
 /// A new channel's index entries (messages kept) unless the URL says otherwise.
 pub const DEFAULT_FRAMES: u64 = 64;
@@ -99,12 +106,45 @@ pub enum ShmProviderError {
         /// The channel's frame size.
         frame_size: u64,
     },
+    /// A message for a channel that does not exist yet, longer than the frame size the URL makes channels with: the
+    /// channel is not made.
+    TooLargeToMake {
+        /// The bus channel.
+        channel: String,
+        /// The channel file it would be.
+        path: PathBuf,
+        /// The message's length.
+        len: usize,
+        /// The URL's frame size.
+        frame_size: u64,
+    },
+    /// A message longer than the frame size of a channel that exists with other sizes than the URL's (a channel
+    /// keeps the sizes it was made with).
+    ChannelSizesDiffer {
+        /// The bus channel.
+        channel: String,
+        /// The channel file.
+        path: PathBuf,
+        /// The message's length.
+        len: usize,
+        /// The channel's frame size.
+        frame_size: u64,
+        /// The URL's frame size.
+        url_frame_size: u64,
+    },
     /// Opening, making or writing the channel failed.
     Channel {
         /// The bus channel.
         channel: String,
         /// What nerve-shm reported (with the file's path).
         source: ShmError,
+    },
+    /// No receive thread could be started to read the channel (it is not read).
+    ReceiveThread {
+        /// The bus channel.
+        channel: String,
+        /// Why.
+        source: std::io::Error,
     },
 }
 
@@ -118,7 +158,25 @@ impl std::fmt::Display for ShmProviderError {
                  nerve chan mk --frame-size)",
                 path.display()
             ),
+            ShmProviderError::TooLargeToMake { channel, path, len, frame_size } => write!(
+                f,
+                "channel {channel}: a message of {len} bytes does not fit the frame size of {frame_size} bytes that \
+                 this URL makes channels with, so the channel was not made ({}); give the largest message as \
+                 shm://?frame_size=..., or make the channel first with nerve chan mk --frame-size",
+                path.display()
+            ),
+            ShmProviderError::ChannelSizesDiffer { channel, path, len, frame_size, url_frame_size } => write!(
+                f,
+                "channel {channel}: a message of {len} bytes does not fit the channel's frame size of {frame_size} \
+                 bytes: the channel exists ({}) with other sizes than the URL's frame_size={url_frame_size}, and \
+                 keeps the sizes it was made with; `nerve chan rm {channel}` removes it, so that the next \
+                 publication makes it with the URL's sizes",
+                path.display()
+            ),
             ShmProviderError::Channel { channel, .. } => write!(f, "channel {channel}"),
+            ShmProviderError::ReceiveThread { channel, .. } => {
+                write!(f, "channel {channel}: cannot start a receive thread; the channel is not read")
+            }
         }
     }
 }
@@ -126,7 +184,9 @@ impl std::fmt::Display for ShmProviderError {
 impl std::error::Error for ShmProviderError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            ShmProviderError::TooLargeToMake { .. } | ShmProviderError::ChannelSizesDiffer { .. } => None,
             ShmProviderError::Channel { source, .. } => Some(source),
+            ShmProviderError::ReceiveThread { source, .. } => Some(source),
             ShmProviderError::MessageTooLarge { .. } => None,
         }
     }
@@ -214,6 +274,9 @@ pub struct ShmConfig {
     /// `channels_per_thread=N`: how many channels one receive thread serves (1, the default, to
     /// [`MAX_CHANNELS_PER_THREAD`]); see the module doc for the latency this trades for threads.
     pub channels_per_thread: usize,
+    /// `checksum=xxh3` (or `none`, the default): the channels this provider makes carry a checksum per frame, so
+    /// its readers never take bytes another process scribbled over for a message (they count them as missed).
+    pub checksum: bool,
 }
 
 impl Default for ShmConfig {
@@ -225,6 +288,7 @@ impl Default for ShmConfig {
             dir: None,
             spin: Duration::ZERO,
             channels_per_thread: 1,
+            checksum: false,
         }
     }
 }
@@ -275,6 +339,13 @@ impl ShmConfig {
                             || bad(format!("channels_per_thread={v}: expected 1 to {MAX_CHANNELS_PER_THREAD}")),
                         )?
                 }
+                "checksum" => {
+                    config.checksum = match v.as_str() {
+                        "xxh3" => true,
+                        "none" => false,
+                        _ => return Err(bad(format!("checksum={v}: expected xxh3 or none"))),
+                    }
+                }
                 "spin_us" => {
                     let us = v.parse::<u64>().map_err(|_| bad(format!("spin_us={v}: expected microseconds")))?;
                     config.spin = Duration::from_micros(us);
@@ -300,7 +371,7 @@ impl ShmConfig {
     }
 
     fn channel_config(&self) -> ChannelConfig {
-        let c = ChannelConfig::new(self.frames, self.frame_size).mode(self.mode);
+        let c = ChannelConfig::new(self.frames, self.frame_size).mode(self.mode).checksum(self.checksum);
         match &self.dir {
             Some(d) => c.dir(d),
             None => c,
@@ -410,6 +481,13 @@ impl Shm {
         })
     }
 
+    /// The registry's constructor for `shm://?options`: an unknown option is an error.
+    pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
+        super::registry::check_options(url, OPTIONS)?;
+        let (config, _) = ShmConfig::from_url(&url.to_string(), &url.network, &url.options)?;
+        Ok(Box::new(Shm::open(config)?))
+    }
+
     /// The writer of `channel`, made (and the channel opened or made) on first use.
     fn writer(&self, channel: &str) -> Result<Arc<Mutex<Writer>>, BusError> {
         let mut writers = self.writers.lock().expect("shm writers lock");
@@ -433,6 +511,25 @@ impl Shm {
         let writer = Arc::new(Mutex::new(writer));
         writers.insert(channel.to_owned(), Arc::clone(&writer));
         Ok(writer)
+    }
+
+    /// Refuses a message of `len` bytes for a channel that does not exist yet when it would not fit the channel
+    /// this URL would make: a failed publication must not leave behind a channel that refuses the retry.
+    fn check_fits_new_channel(&self, channel: &str, len: usize) -> Result<(), BusError> {
+        if len as u64 <= self.config.frame_size || self.writers.lock().expect("shm writers lock").contains_key(channel)
+        {
+            return Ok(());
+        }
+        match Channel::open(&encode_channel(channel), self.config.dir.as_deref()) {
+            Err(ShmError::NotFound { path }) => Err(transport(ShmProviderError::TooLargeToMake {
+                channel: channel.to_owned(),
+                path,
+                len,
+                frame_size: self.config.frame_size,
+            })),
+            // It exists (its size is checked against the message by `publish`), or fails to open as `writer` will say.
+            _ => Ok(()),
+        }
     }
 }
 
@@ -484,7 +581,7 @@ impl RecvShared {
         if st.readers.get(&channel).is_some_and(|r| r.file == id) {
             return;
         }
-        let Some((ch, id)) = self.open_stable(st, encoded, &path) else { return };
+        let Some((ch, id)) = self.open_stable(st, &channel, encoded, &path) else { return };
         if st.readers.get(&channel).is_some_and(|r| r.file == id) {
             return;
         }
@@ -508,8 +605,10 @@ impl RecvShared {
                     std::thread::Builder::new().name("nerve-shm-rx".into()).spawn(move || me.receive(&mine, sink));
                 match spawned {
                     Ok(thread) => st.groups.push(Group { inbox, assigned: 0, thread: Some(thread) }),
-                    Err(e) => {
-                        eprintln!("nerve: shm: cannot start a receive thread for channel {channel}: {e}");
+                    Err(source) => {
+                        st.sink
+                            .as_ref()
+                            .inspect(|s| s.report(transport(ShmProviderError::ReceiveThread { channel, source })));
                         return;
                     }
                 }
@@ -523,8 +622,14 @@ impl RecvShared {
     }
 
     /// Opens the channel file at `path` and returns it with the (device, inode) it is, checked not to have been
-    /// replaced while it was opened. An unreadable channel is reported once.
-    fn open_stable(&self, st: &mut RecvState, encoded: &str, path: &Path) -> Option<(Channel, (u64, u64))> {
+    /// replaced while it was opened. An unreadable channel is reported to the bus once.
+    fn open_stable(
+        &self,
+        st: &mut RecvState,
+        channel: &str,
+        encoded: &str,
+        path: &Path,
+    ) -> Option<(Channel, (u64, u64))> {
         for _ in 0..OPEN_ATTEMPTS {
             let before = file_id(path)?;
             let ch = match Channel::open(encoded, Some(&self.dir)) {
@@ -532,7 +637,12 @@ impl RecvShared {
                 Err(ShmError::NotFound { .. }) => return None,
                 Err(e) => {
                     if st.warned.insert(path.to_path_buf()) {
-                        eprintln!("nerve: shm: channel not read: {e}");
+                        if let Some(sink) = &st.sink {
+                            sink.report(transport(ShmProviderError::Channel {
+                                channel: channel.to_owned(),
+                                source: e,
+                            }));
+                        }
                     }
                     return None;
                 }
@@ -691,11 +801,22 @@ impl Provider for Shm {
     }
 
     fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
+        self.check_fits_new_channel(channel, data.len())?;
         let writer = self.writer(channel)?;
         let mut w = writer.lock().expect("shm writer lock");
         if data.len() > w.max_message() {
             let path =
                 nerve_shm::channel_path(&encode_channel(channel), self.config.dir.as_deref()).unwrap_or_default();
+            let frame_size = w.max_message() as u64;
+            if frame_size != self.config.frame_size {
+                return Err(transport(ShmProviderError::ChannelSizesDiffer {
+                    channel: channel.to_owned(),
+                    path,
+                    len: data.len(),
+                    frame_size,
+                    url_frame_size: self.config.frame_size,
+                }));
+            }
             return Err(transport(ShmProviderError::MessageTooLarge {
                 channel: channel.to_owned(),
                 path,
@@ -847,5 +968,9 @@ mod tests {
             assert!(ShmConfig::from_url("shm://", "", &opts(&[("channels_per_thread", bad)])).is_err());
         }
         assert!(ShmConfig::from_url("shm://", "", &opts(&[("frames", "16777216"), ("frame_size", "1G")])).is_err());
+        assert!(ShmConfig::from_url("shm://", "", &opts(&[("checksum", "xxh3")])).unwrap().0.checksum);
+        assert!(!ShmConfig::from_url("shm://", "", &opts(&[("checksum", "none")])).unwrap().0.checksum);
+        assert!(ShmConfig::from_url("shm://", "", &opts(&[("checksum", "crc")])).is_err());
+        assert!(ShmConfig::default().channel_config().checksum == ShmConfig::default().checksum);
     }
 }

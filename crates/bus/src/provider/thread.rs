@@ -34,7 +34,38 @@ impl Drop for ReceiveThread {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // The thread itself may hold the last reference to the bus (its sink), and so be the one dropping its
+            // provider when it returns: joining itself would fail (EDEADLK, which std turns into a panic). It is
+            // ending anyway, so let it go.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn a_thread_that_drops_its_own_handle_ends_without_panicking() {
+        // The thread holds the only handle to itself (as a playback thread holding the last Arc of its bus does)
+        // and drops it on its way out.
+        let slot: Arc<Mutex<Option<ReceiveThread>>> = Arc::new(Mutex::new(None));
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<bool>();
+        let inner = Arc::clone(&slot);
+        let handle = ReceiveThread::spawn("test", "self-drop", move |_stop| {
+            go_rx.recv().unwrap();
+            let own = inner.lock().unwrap().take();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(own)));
+            done_tx.send(result.is_ok()).unwrap();
+        })
+        .unwrap();
+        *slot.lock().unwrap() = Some(handle);
+        go_tx.send(()).unwrap();
+        assert!(done_rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(), "dropping its own handle panicked");
     }
 }

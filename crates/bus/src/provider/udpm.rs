@@ -8,9 +8,14 @@ use std::time::Duration;
 use nerve_udpm::{Config, KernelDrops, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
+use super::registry::unknown_option;
 use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink, StatsTurns, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
+use crate::url::Url;
+
+/// The options a `udpm://` URL takes (`transmit_only` is LCM's obsolete one, accepted and ignored as LCM does).
+pub const OPTIONS: &[&str] = &["ttl", "recv_buf_size", "iface", "interface", "max_message_mb", "gso", "transmit_only"];
 
 /// How long the self-test may take before receiving is refused (liblcm waits up to 10 s).
 const SELF_TEST_WITHIN: Duration = Duration::from_secs(3);
@@ -20,6 +25,16 @@ const POLL: Duration = Duration::from_millis(100);
 
 fn transport(e: nerve_udpm::UdpmError) -> BusError {
     BusError::Transport { provider: "udpm", source: Box::new(e) }
+}
+
+/// The nerve-udpm configuration of a udpm or mpudpm URL, whose provider takes the options `known`.
+pub(crate) fn udpm_config(url: &Url, known: &[&str]) -> Result<Config, BusError> {
+    let (config, unknown) = Config::from_url_parts(&url.network, &url.options)
+        .map_err(|e| BusError::Config { url: url.to_string(), reason: e.to_string() })?;
+    match unknown.first() {
+        Some(option) => Err(unknown_option(url, option, known)),
+        None => Ok(config),
+    }
 }
 
 /// UDP multicast, LCM's wire format.
@@ -49,6 +64,16 @@ impl Udpm {
             kernel_drops: OnceLock::new(),
             own: Arc::new(OwnSender::default()),
         })
+    }
+
+    /// The registry's constructor for `udpm://ADDR:PORT?options`: an unknown option (`nports` too, which only
+    /// mpudpm takes) is an error.
+    pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
+        let config = udpm_config(url, OPTIONS)?;
+        if config.ports.is_some() {
+            return Err(unknown_option(url, "nports", OPTIONS));
+        }
+        Ok(Box::new(Udpm::open(config)?))
     }
 
     /// The receiver's detailed counters (malformed datagrams by reason, reassembly).
@@ -148,7 +173,7 @@ impl Provider for Udpm {
                     // A receive error other than a timeout is not expected on a bound UDP socket; report it
                     // once and stop rather than spin.
                     *stats.lock().expect("stats lock") = rx.counters();
-                    eprintln!("nerve: udpm receive thread stopped: {e}");
+                    sink.receive_stopped(transport(e));
                     break;
                 }
                 callbacks_waiting = sink.drained();
