@@ -1,0 +1,360 @@
+// The page's logic: the spy's table (from the server channel /nerve/spy), the open channel's newest message as a
+// tree, and live plots of the numeric fields ticked in it (uPlot). It speaks the Foxglove WebSocket protocol to the
+// server that served it: the JSON control messages and the binary message-data frame of
+// github.com/foxglove/ws-protocol docs/spec.md. That small part is written here rather than taken from
+// @foxglove/ws-protocol because the page ships as plain files with no bundler; the tests check the server with
+// Foxglove's own client, and this page in a real browser.
+"use strict";
+
+const SPY_TOPIC = "/nerve/spy";
+const MAX_ARRAY_ITEMS = 16; // items of an array shown in the tree; the rest are summarised
+const MAX_STRING = 80; // characters of a string shown in the tree
+const COLORS = ["#0b5cad", "#d9480f", "#2b8a3e", "#862e9c", "#c92a2a", "#1098ad", "#e67700", "#495057"];
+
+const state = {
+  ws: null,
+  channels: new Map(), // advertised channel id -> channel
+  byTopic: new Map(), // topic -> newest advertised channel
+  subs: new Map(), // topic -> {id, channelId}
+  subTopic: new Map(), // subscription id -> topic
+  nextSub: 1,
+  open: null, // the topic whose newest message is shown
+  latest: null,
+  treeDirty: false,
+  shape: "", // the paths of the tree on screen: rebuilt only when they change
+  leaves: new Map(), // path -> the element showing its value
+  picked: [], // fields plotted: {topic, path}
+  xs: [], // plot rows: receive time (s), then one value (or null) per picked field
+  ys: [],
+  plotDirty: false,
+  paused: false,
+  chart: null,
+};
+
+const $ = (id) => document.getElementById(id);
+const text = new TextDecoder();
+
+function connect() {
+  const ws = new WebSocket(`ws://${location.host}/`, ["foxglove.sdk.v1"]);
+  ws.binaryType = "arraybuffer";
+  state.ws = ws;
+  ws.onopen = () => setStatus("live", "ok");
+  ws.onclose = () => {
+    setStatus("disconnected: retrying", "bad");
+    state.channels.clear();
+    state.byTopic.clear();
+    state.subs.clear();
+    state.subTopic.clear();
+    setTimeout(connect, 1000);
+  };
+  ws.onmessage = (ev) => (typeof ev.data === "string" ? control(JSON.parse(ev.data)) : data(ev.data));
+}
+
+function setStatus(what, cls) {
+  const s = $("status");
+  s.textContent = what;
+  s.className = `status ${cls}`;
+}
+
+function send(msg) {
+  if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(msg));
+}
+
+function control(msg) {
+  switch (msg.op) {
+    case "advertise":
+      for (const ch of msg.channels) {
+        state.channels.set(ch.id, ch);
+        state.byTopic.set(ch.topic, ch);
+      }
+      break;
+    case "unadvertise":
+      for (const id of msg.channelIds) {
+        const ch = state.channels.get(id);
+        state.channels.delete(id);
+        if (ch && state.byTopic.get(ch.topic) === ch) state.byTopic.delete(ch.topic);
+      }
+      break;
+    case "status":
+      if (msg.level >= 2) setStatus(msg.message, "bad");
+      return;
+    default:
+      return;
+  }
+  syncSubscriptions();
+}
+
+/// Subscribed to exactly the topics the page needs: the spy table, the open channel, the plotted channels.
+function syncSubscriptions() {
+  const wanted = new Set([SPY_TOPIC, ...state.picked.map((p) => p.topic)]);
+  if (state.open) wanted.add(state.open);
+  for (const [topic, sub] of state.subs) {
+    const ch = state.byTopic.get(topic);
+    if (!wanted.has(topic) || !ch || ch.id !== sub.channelId) {
+      send({ op: "unsubscribe", subscriptionIds: [sub.id] });
+      state.subs.delete(topic);
+      state.subTopic.delete(sub.id);
+    }
+  }
+  for (const topic of wanted) {
+    const ch = state.byTopic.get(topic);
+    if (!ch || state.subs.has(topic)) continue;
+    const id = state.nextSub++;
+    state.subs.set(topic, { id, channelId: ch.id });
+    state.subTopic.set(id, topic);
+    send({ op: "subscribe", subscriptions: [{ id, channelId: ch.id }] });
+  }
+}
+
+function data(buf) {
+  const view = new DataView(buf);
+  if (buf.byteLength < 13 || view.getUint8(0) !== 1) return; // only message data (opcode 1) is used
+  const topic = state.subTopic.get(view.getUint32(1, true));
+  if (topic === undefined) return;
+  const t = Number(view.getBigUint64(5, true)) / 1e9;
+  let value;
+  try {
+    value = JSON.parse(text.decode(new Uint8Array(buf, 13)));
+  } catch {
+    return;
+  }
+  if (topic === SPY_TOPIC) {
+    renderTable(value);
+    return;
+  }
+  if (topic === state.open) {
+    state.latest = value;
+    state.treeDirty = true;
+  }
+  if (state.picked.some((p) => p.topic === topic)) record(topic, t, value);
+}
+
+// ---- the channel table ----
+
+function rate(x) {
+  return x == null ? "-" : x.toFixed(1);
+}
+function jitter(us) {
+  if (us == null) return "-";
+  return us >= 1000 ? `${(us / 1000).toFixed(1)} ms` : `${us.toFixed(0)} µs`;
+}
+function bandwidth(bps) {
+  if (bps == null) return "-";
+  const units = ["B/s", "kB/s", "MB/s", "GB/s"];
+  let i = 0;
+  while (bps >= 1000 && i < units.length - 1) {
+    bps /= 1000;
+    i++;
+  }
+  return `${bps.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+/// Updates the table in place (rows are kept, cells rewritten), so a row being clicked is never replaced.
+function renderTable(report) {
+  $("url").textContent = report.url;
+  const body = document.querySelector("#channels tbody");
+  const present = new Set();
+  for (const c of report.channels) {
+    present.add(c.channel);
+    let tr = [...body.children].find((r) => r.dataset.channel === c.channel);
+    if (!tr) {
+      tr = document.createElement("tr");
+      tr.dataset.channel = c.channel;
+      for (let i = 0; i < 7; i++) {
+        const td = document.createElement("td");
+        if (i >= 2) td.className = "num";
+        tr.appendChild(td);
+      }
+      const after = [...body.children].find((r) => r.dataset.channel > c.channel);
+      body.insertBefore(tr, after ?? null);
+    }
+    tr.className = c.channel === state.open ? "open" : "";
+    const cells = [
+      c.channel,
+      c.type ?? (c.fingerprint ? `? ${c.fingerprint}` : "?"),
+      c.count,
+      rate(c.rate_hz),
+      jitter(c.jitter_us),
+      bandwidth(c.bandwidth_bps),
+      c.decode_errors,
+    ];
+    cells.forEach((v, i) => {
+      if (tr.children[i].textContent !== String(v)) tr.children[i].textContent = String(v);
+    });
+  }
+  for (const tr of [...body.children]) if (!present.has(tr.dataset.channel)) tr.remove();
+  const d = report.dropped;
+  $("drops").textContent =
+    `${report.total} messages; dropped: ${d.queue_overflow} queue overflow, ${d.transport_lost} lost in transport, ` +
+    `${d.malformed} malformed, ${d.kernel_dropped} by the kernel`;
+  // The server's figures (nerve foxglove adds them): what each client missed by not keeping up.
+  const srv = report.server;
+  if (srv) {
+    const n = srv.clients.length;
+    const slow = srv.clients.filter((c) => c.dropped > 0).map((c) => `${c.peer} ${c.dropped} of ${c.sent + c.dropped + c.queued}`);
+    $("clients").textContent =
+      `${n} client${n === 1 ? "" : "s"} connected; ${srv.client_dropped} messages dropped for slow clients` +
+      (slow.length ? ` (${slow.join(", ")})` : "");
+  }
+}
+
+function openChannel(topic) {
+  state.open = topic;
+  state.latest = null;
+  state.shape = "";
+  $("message-title").textContent = topic;
+  $("message").replaceChildren();
+  for (const tr of document.querySelectorAll("#channels tbody tr")) {
+    tr.className = tr.dataset.channel === topic ? "open" : "";
+  }
+  syncSubscriptions();
+}
+
+// ---- the message tree ----
+
+/// Every leaf of `value` as [path, value, isNumber], arrays summarised past MAX_ARRAY_ITEMS.
+function leaves(value, path, out) {
+  if (Array.isArray(value)) {
+    value.slice(0, MAX_ARRAY_ITEMS).forEach((v, i) => leaves(v, `${path}[${i}]`, out));
+    if (value.length > MAX_ARRAY_ITEMS) out.push([`${path}[…]`, `… ${value.length} items`, false]);
+    if (value.length === 0) out.push([path, "[]", false]);
+  } else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) leaves(v, path ? `${path}.${k}` : k, out);
+  } else {
+    out.push([path, value, typeof value === "number"]);
+  }
+  return out;
+}
+
+function show(v) {
+  if (typeof v === "string") return v.length > MAX_STRING ? `"${v.slice(0, MAX_STRING)}…" (${v.length} chars)` : `"${v}"`;
+  return String(v);
+}
+
+function renderTree() {
+  if (!state.treeDirty || state.latest === null) return;
+  state.treeDirty = false;
+  const all = leaves(state.latest, "", []);
+  const shape = all.map(([p]) => p).join("\n");
+  if (shape !== state.shape) {
+    state.shape = shape;
+    state.leaves.clear();
+    const ul = document.createElement("ul");
+    for (const [path, v, numeric] of all) {
+      const li = document.createElement("li");
+      const label = document.createElement("label");
+      if (numeric) {
+        const box = document.createElement("input");
+        box.type = "checkbox";
+        box.dataset.path = path;
+        box.checked = state.picked.some((p) => p.topic === state.open && p.path === path);
+        label.appendChild(box);
+      }
+      const key = document.createElement("span");
+      key.className = "key";
+      key.textContent = `${path}: `;
+      const val = document.createElement("span");
+      val.className = "value";
+      label.append(key, val);
+      li.appendChild(label);
+      ul.appendChild(li);
+      state.leaves.set(path, val);
+    }
+    $("message").replaceChildren(ul);
+  }
+  for (const [path, v] of all) state.leaves.get(path).textContent = show(v);
+}
+
+// ---- plots ----
+
+function fieldAt(value, path) {
+  for (const part of path.match(/[^.[\]]+/g) ?? []) {
+    if (value == null) return null;
+    value = value[part];
+  }
+  return typeof value === "number" ? value : null;
+}
+
+function record(topic, t, value) {
+  state.xs.push(t);
+  state.picked.forEach((p, i) => state.ys[i].push(p.topic === topic ? fieldAt(value, p.path) : null));
+  const windowS = Math.max(1, Number($("window").value) || 10);
+  let drop = 0;
+  while (drop < state.xs.length && state.xs[drop] < t - windowS) drop++;
+  if (drop > 0) {
+    state.xs.splice(0, drop);
+    for (const y of state.ys) y.splice(0, drop);
+  }
+  state.plotDirty = true;
+}
+
+function togglePick(topic, path, on) {
+  const i = state.picked.findIndex((p) => p.topic === topic && p.path === path);
+  if (on && i < 0) {
+    state.picked.push({ topic, path });
+    state.ys.push(state.xs.map(() => null));
+  } else if (!on && i >= 0) {
+    state.picked.splice(i, 1);
+    state.ys.splice(i, 1);
+  }
+  makeChart();
+  syncSubscriptions();
+}
+
+function makeChart() {
+  if (state.chart) state.chart.destroy();
+  state.chart = null;
+  $("plot-title").textContent = state.picked.length ? "" : "tick numeric fields to plot them";
+  if (!state.picked.length) return;
+  const opts = {
+    width: Math.max(300, $("plot-pane").clientWidth - 16),
+    height: 280,
+    series: [
+      {},
+      ...state.picked.map((p, i) => ({
+        label: `${p.topic} ${p.path}`,
+        stroke: COLORS[i % COLORS.length],
+        width: 1.5,
+        spanGaps: true,
+        points: { show: false },
+      })),
+    ],
+    axes: [{}, { size: 60 }],
+  };
+  state.chart = new uPlot(opts, [state.xs.slice(), ...state.ys.map((y) => y.slice())], $("plot"));
+}
+
+function redraw() {
+  renderTree();
+  if (state.chart && state.plotDirty && !state.paused) {
+    state.plotDirty = false;
+    state.chart.setData([state.xs.slice(), ...state.ys.map((y) => y.slice())]);
+  }
+  requestAnimationFrame(redraw);
+}
+
+// ---- wiring ----
+
+document.querySelector("#channels tbody").addEventListener("click", (ev) => {
+  const tr = ev.target.closest("tr");
+  if (tr) openChannel(tr.dataset.channel);
+});
+$("message").addEventListener("change", (ev) => {
+  if (ev.target.matches("input[type=checkbox]")) togglePick(state.open, ev.target.dataset.path, ev.target.checked);
+});
+$("pause").addEventListener("click", () => {
+  state.paused = !state.paused;
+  $("pause").textContent = state.paused ? "resume" : "pause";
+  state.plotDirty = true;
+});
+$("clear").addEventListener("click", () => {
+  state.xs = [];
+  state.ys = state.picked.map(() => []);
+  state.plotDirty = true;
+});
+window.addEventListener("resize", () => state.chart && state.chart.setSize({ width: Math.max(300, $("plot-pane").clientWidth - 16), height: 280 }));
+
+// For the browser test and for curious users: the page's state and its chart.
+window.nerve = state;
+connect();
+requestAnimationFrame(redraw);
