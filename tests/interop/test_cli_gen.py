@@ -37,17 +37,17 @@ def test_print_fingerprints_over_the_corpus_exits_0(nerve_bin, corpus_files):
     assert len(p.stdout.splitlines()) == len(oracle.type_descriptors())
 
 
-def test_no_language_exits_2(nerve_bin, tmp_path):
+def test_no_language_is_rejected(nerve_bin, tmp_path):
     f = write(tmp_path / "t.lcm", "package p;\nstruct s_t { int8_t x; }\n")
     p = run(nerve_bin, f)
-    assert p.returncode == 2
+    assert p.returncode == 1
     assert "no language" in p.stderr
     assert p.stdout == ""
 
 
 def test_no_files_is_a_usage_error(nerve_bin):
     p = run(nerve_bin, "--print-fingerprints")
-    assert p.returncode == 2
+    assert p.returncode == 1
     assert p.stdout == ""
 
 

@@ -3,7 +3,7 @@
 //! dump (live messages from `nerve pub --url shm://`, decoded with --types; from the oldest; timeouts), and the
 //! permission error when another user may not open a channel.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use nerve_shm::Channel;
 
 mod common;
-use common::{finish, nerve, text, types_dir, Guard, TestDir};
+use common::{finish, nerve, running_as_root, text, types_dir, Guard, TestDir};
 
 impl TestDir {
     /// `nerve chan ARGS --dir DIR`, run to completion.
@@ -190,15 +190,6 @@ fn dump_prints_messages_as_they_arrive_decoded() {
     assert_eq!(code(&dir.chan(&["dump", "NOPE", "--timeout-ms", "100"])), 1);
 }
 
-/// Whether this test runs as root (a file it makes belongs to uid 0).
-fn running_as_root(dir: &TestDir) -> bool {
-    let probe = dir.path().join("uid-probe");
-    std::fs::write(&probe, b"").unwrap();
-    let root = std::fs::metadata(&probe).unwrap().uid() == 0;
-    std::fs::remove_file(probe).unwrap();
-    root
-}
-
 /// A channel another user may not open: `dump` fails with status 2 and says permission denied. As root (which
 /// ignores permission bits), the command runs as `nobody` (uid 65534) on a root-owned 0600 channel; otherwise as
 /// this user on a channel chmod-ed to 000.
@@ -218,4 +209,24 @@ fn a_channel_without_permission_is_an_error() {
     assert_eq!(code(&out), 2, "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(err.contains("SECRET") && err.contains("permission denied"), "{err}");
+}
+
+#[test]
+fn a_scribbled_channel_is_listed_as_damaged_and_rm_mk_recovers_it() {
+    use std::os::unix::fs::FileExt;
+    let dir = TestDir::new("chan", "damaged");
+    let out = dir.chan(&["mk", "ARM", "--frames", "4", "--frame-size", "64", "--checksum"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("checksums"), "{}", text(&out.stdout));
+    // Another process overwrites the writer state (next_seq, at byte 168) with a value no put makes.
+    let file = std::fs::OpenOptions::new().write(true).open(dir.path().join("nerve-ARM")).unwrap();
+    file.write_at(&u64::MAX.to_ne_bytes(), 168).unwrap();
+    let out = dir.chan(&["ls"]);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    assert!(listing.contains("damaged: ARM") && listing.contains("nerve chan rm ARM"), "{listing}");
+    assert_eq!(code(&dir.chan(&["rm", "ARM"])), 0);
+    assert_eq!(code(&dir.chan(&["mk", "ARM", "--frames", "4", "--frame-size", "64", "--checksum"])), 0);
+    let listing = text(&dir.chan(&["ls"]).stdout);
+    assert!(!listing.contains("damaged") && listing.contains("ARM"), "{listing}");
 }

@@ -195,7 +195,7 @@ fn refusals() {
     ] {
         let out = nerve().arg("demo").args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }

@@ -1,6 +1,7 @@
 //! `nerve play` end to end over udpm: a subscriber on its own socket receives every event played, in log order, with
 //! the batched publication at `--speed 0` (full batches, an event too big for a batch, fragmented events inside one),
-//! with `--channel` and `--remap`, at a speed above 0, and again and again with `--loop`.
+//! with `--channel` and `--remap`, at a speed above 0, and again and again with `--loop`; and the pacing, timed by the
+//! wall clock where each message arrives: the log's gaps at `--speed 1`, half of them at 2, all at once at 0.
 
 mod common;
 
@@ -119,4 +120,70 @@ fn loop_plays_the_log_again_in_the_same_order() {
     drop(child);
     check(&got[..one.len().min(got.len())], &one);
     check(&got[one.len().min(got.len())..], &one);
+}
+
+/// Writes a log of one small `PA` event at each offset (in ms) from an arbitrary first timestamp.
+fn write_paced_log(path: &Path, offsets_ms: &[i64]) {
+    let mut w = nerve_log::LogWriter::create(path, true).unwrap();
+    for (i, ms) in offsets_ms.iter().enumerate() {
+        w.write_event(1_700_000_000_000_000 + ms * 1000, "PA", &[i as u8]).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// Plays `log` at `speed` to a subscriber on its own socket; returns when each of its `events` arrived, measured
+/// from the start of the player.
+fn paced_arrivals(log: &Path, speed: &str, events: usize) -> Vec<Duration> {
+    let url = url(3);
+    let bus = Bus::new(Some(&url)).unwrap();
+    let sub = bus.subscriber(".*", 64, Overflow::DropNewest).unwrap();
+    let t0 = Instant::now();
+    let mut child = Guard(Some(play(&url, log, speed, &[]).stdout(Stdio::null()).spawn().unwrap()));
+    let mut at = Vec::new();
+    for i in 0..events {
+        let m =
+            sub.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|| panic!("speed {speed}: event {i} never came"));
+        at.push(t0.elapsed());
+        assert_eq!((m.channel.as_str(), &m.data[..]), ("RA", &[i as u8][..]), "speed {speed}: in log order");
+    }
+    let status = child.0.take().unwrap().wait().unwrap();
+    assert!(status.success(), "speed {speed}: nerve play {status}");
+    at
+}
+
+/// Asserts that event `k` came no earlier than `k * step` after the first, less `slack`.
+fn assert_paced(speed: &str, at: &[Duration], step: Duration, slack: Duration) {
+    for k in 1..at.len() {
+        let (since_first, due) = (at[k] - at[0], step * k as u32);
+        assert!(
+            since_first + slack >= due,
+            "speed {speed}: event {k} came {since_first:?} after the first ({due:?} due); {at:?}"
+        );
+    }
+}
+
+/// Each delivery is timed from the first: both players keep an absolute schedule, so a delivery made late by a
+/// loaded host shortens the gap after it, and only the time since the first shows the pacing. Bounds are loose (an
+/// event 200 ms into the log must come at least 150 ms after the first), and still fail a player that does not
+/// wait, or waits at the wrong speed.
+#[test]
+fn play_keeps_the_logs_gaps_scaled_by_speed_and_plays_at_once_at_speed_0() {
+    let dir = TestDir::new("play", "pace");
+    let log = dir.path().join("pace.lcmlog");
+    write_paced_log(&log, &[0, 200, 400, 600]);
+
+    let at = paced_arrivals(&log, "1", 4);
+    assert_paced("1", &at, Duration::from_millis(200), Duration::from_millis(50));
+
+    // Twice as fast: half the log's gaps, and all of them well under the 600 ms they take at speed 1.
+    let at = paced_arrivals(&log, "2", 4);
+    assert_paced("2", &at, Duration::from_millis(100), Duration::from_millis(25));
+    let span = at[3] - at[0];
+    assert!(span < Duration::from_millis(500), "speed 2: 600 ms of log took {span:?} (300 ms due); {at:?}");
+
+    // As fast as possible: ten seconds of log arrive, player start included, in a fraction of that.
+    let burst = dir.path().join("burst.lcmlog");
+    write_paced_log(&burst, &[0, 2500, 5000, 7500, 10_000]);
+    let at = paced_arrivals(&burst, "0", 5);
+    assert!(at[4] < Duration::from_millis(2500), "speed 0: a 10 s log took {:?} to arrive; {at:?}", at[4]);
 }

@@ -25,7 +25,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn sources() -> Vec<PathBuf> {
     let root = repo_root();
     let mut files = Vec::new();
-    for dir in ["crates", "bench", "fuzz"] {
+    for dir in ["crates", "bench", "fuzz", "bindings/c"] {
         rust_files(&root.join(dir), &mut files);
     }
     files

@@ -4,10 +4,18 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context};
 
+/// What `nerve bench --help` ends with.
+const EXAMPLES: &str = "\
+EXAMPLES:
+  nerve bench marshalling            # the table and ratios
+  nerve bench marshalling --quick --json
+  nerve bench soak --minutes 60";
+
 /// Arguments of `nerve bench`.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// The suite: marshalling, echo, latency, intraprocess or log (`nerve-bench --help` lists them).
+    /// The suite: marshalling, echo, latency, intraprocess, log, foxglove or soak (`nerve-bench --help` lists them).
     suite: String,
     /// A short run for CI.
     #[arg(long)]
@@ -15,6 +23,9 @@ pub struct Args {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+    /// How long the soak suite runs, in minutes (at least 2; default 60).
+    #[arg(long, value_name = "N")]
+    minutes: Option<u64>,
 }
 
 /// Runs the `nerve-bench` program that sits next to this binary.
@@ -31,6 +42,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         cmd.arg("--json");
+    }
+    if let Some(m) = args.minutes {
+        cmd.args(["--minutes", &m.to_string()]);
     }
     let status = cmd.status().with_context(|| format!("running {}", bench.display()))?;
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::from(2) })

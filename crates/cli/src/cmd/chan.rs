@@ -24,12 +24,24 @@ use nerve_types::Registry;
 use super::receive_args::ReceiveArgs;
 use super::sub::{decoded_text, fingerprint_json, hex, push_decoded_json};
 
+/// What `nerve chan --help` ends with.
+const EXAMPLES: &str = "\
+EXAMPLES:
+  nerve chan mk CAMERA/left --frames 8 --frame-size 2M --mode 660   # a channel for 2 MiB images
+  nerve chan ls                                                     # sizes, mode, messages, writers and readers
+  nerve chan dump POSE --types examples/types                       # each message as it arrives, decoded
+  nerve chan chmod POSE 640 && nerve chan rm POSE
+
+EXIT STATUS: 0 done; 1 refused (no such channel, it exists already, a bad name, size or mode, dump --count not
+reached); 2 any other failure (permissions, a damaged file).";
+
 /// Arguments of `nerve chan`.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     #[command(subcommand)]
     command: Sub,
-    /// The channel directory (default: NERVE_SHM_DIR, else /dev/shm).
+    /// The channel directory [default: NERVE_SHM_DIR, else /dev/shm].
     #[arg(long, global = true, value_name = "DIR")]
     dir: Option<PathBuf>,
 }
@@ -38,16 +50,23 @@ pub struct Args {
 enum Sub {
     /// Make a channel. A channel of that name that exists already is an error (with other sizes always; with the
     /// same sizes unless --exist-ok).
+    #[command(after_help = "EXAMPLES:\n  nerve chan mk CAMERA/left --frames 8 --frame-size 2M --mode 660\n  \
+                      nerve chan mk POSE --exist-ok")]
     Mk(MkArgs),
     /// Remove channels. Processes that have one open keep using it; new ones no longer find it.
+    #[command(after_help = "EXAMPLES:\n  nerve chan rm POSE CAMERA/left\n  nerve chan rm --force MAYBE")]
     Rm(RmArgs),
     /// List every channel: sizes, mode, messages published since it was made (which is also the newest sequence
     /// number: they run 1, 2, ...), writers and readers made on it since then, readers sleeping on it now, and
     /// recoveries from writers that died holding its lock.
+    #[command(after_help = "EXAMPLES:\n  nerve chan ls\n  nerve chan ls --json --dir /tmp/channels")]
     Ls(LsArgs),
     /// Print a channel's messages as they arrive (decoded with --types).
+    #[command(after_help = "EXAMPLES:\n  nerve chan dump POSE --types examples/types\n  \
+                      nerve chan dump POSE --from-oldest --count 10 --json")]
     Dump(DumpArgs),
     /// Set a channel file's permission bits.
+    #[command(after_help = "EXAMPLES:\n  nerve chan chmod POSE 640")]
     Chmod(ChmodArgs),
 }
 
@@ -59,14 +78,18 @@ struct MkArgs {
     #[arg(long, short = 'n', default_value_t = DEFAULT_FRAMES)]
     frames: u64,
     /// The largest message in bytes (suffixes K, M, G); the data ring holds max(frames, 3) of them.
-    #[arg(long, short = 's', value_name = "BYTES", value_parser = size_arg, default_value_t = DEFAULT_FRAME_SIZE)]
+    #[arg(long, value_name = "BYTES", value_parser = size_arg, default_value_t = DEFAULT_FRAME_SIZE)]
     frame_size: u64,
     /// Permission bits, octal.
-    #[arg(long, short = 'm', value_parser = mode_arg, default_value = "600")]
+    #[arg(long, value_parser = mode_arg, default_value = "600")]
     mode: u32,
     /// Succeed if the channel exists already with the same sizes.
     #[arg(long)]
     exist_ok: bool,
+    /// Give every frame an xxh3 checksum that readers check, so bytes another process scribbled over are never
+    /// taken for a message (costs a hash of every message on both sides).
+    #[arg(long)]
+    checksum: bool,
 }
 
 #[derive(clap::Args)]
@@ -152,18 +175,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn mk(a: MkArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
-    let config = ChannelConfig::new(a.frames, a.frame_size).mode(a.mode).dir(&dir);
+    let config = ChannelConfig::new(a.frames, a.frame_size).mode(a.mode).dir(&dir).checksum(a.checksum);
     let name = encode_channel(&a.name);
     match Channel::create(&name, &config) {
         Ok(ch) => {
             let s = ch.stats();
             println!(
-                "made channel {}: {} frames of {} bytes ({} data bytes), mode {:04o}, {}",
+                "made channel {}: {} frames of {} bytes ({} data bytes), mode {:04o}{}, {}",
                 a.name,
                 s.frames,
                 s.frame_size,
                 s.data_bytes,
                 s.mode,
+                if s.checksum { ", checksums" } else { "" },
                 ch.path().display()
             );
             Ok(ExitCode::SUCCESS)
@@ -228,6 +252,7 @@ fn ls(a: LsArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
         ["NAME", "FRAMES", "FRAME SIZE", "DATA", "MODE", "MESSAGES", "WRITERS", "READERS", "SLEEPING", "RECOVERIES"];
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     let mut errors = Vec::new();
+    let mut damaged = Vec::new();
     for c in &listed {
         let name = display_name(&c.name);
         match &c.stats {
@@ -243,6 +268,10 @@ fn ls(a: LsArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
                 s.waiting_readers.to_string(),
                 s.recoveries.to_string(),
             ]),
+            // Damage found by Channel::check: say how to recover.
+            Err(e @ ShmError::Corrupt { .. }) => {
+                damaged.push(format!("{name}: {e} (recover: nerve chan rm {name}, then nerve chan mk {name})"))
+            }
             Err(e) => errors.push(format!("{name}: {e}")),
         }
     }
@@ -258,6 +287,9 @@ fn ls(a: LsArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
             }
         }
         writeln!(out, "{}", line.trim_end())?;
+    }
+    for d in damaged {
+        writeln!(out, "damaged: {d}")?;
     }
     for e in errors {
         writeln!(out, "unreadable: {e}")?;
@@ -329,7 +361,7 @@ fn dump(a: DumpArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
         let line = if a.receive.json {
             dump_json(&info, &data, registry.as_ref())
         } else {
-            dump_text(&info, &data, registry.as_ref())
+            dump_text(&info, &data, registry.as_ref(), a.receive.full)
         };
         writeln!(out, "{line}")?;
         out.flush()?;
@@ -344,10 +376,10 @@ fn utime_text(utime: i64) -> String {
     format!("{}.{:06}", utime.div_euclid(1_000_000), utime.rem_euclid(1_000_000))
 }
 
-fn dump_text(info: &MessageInfo, data: &[u8], registry: Option<&Registry>) -> String {
+fn dump_text(info: &MessageInfo, data: &[u8], registry: Option<&Registry>, full: bool) -> String {
     let head =
         format!("seq {} at {} {} bytes missed {}", info.seq, utime_text(info.put_utime), data.len(), info.missed);
-    format!("{head}{}", decoded_text(data, registry))
+    format!("{head}{}", decoded_text(data, registry, full))
 }
 
 fn dump_json(info: &MessageInfo, data: &[u8], registry: Option<&Registry>) -> String {

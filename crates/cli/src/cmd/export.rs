@@ -16,7 +16,9 @@ use nerve_bus::Pattern;
 use nerve_log::export::{CsvExport, Decoder, ExportStats, Feed, JsonlExport, McapExport};
 use nerve_log::{EventRef, LogReader};
 
-use super::types_arg::{load_registry, type_dirs};
+use super::damage;
+use super::exit::{reject, rejected};
+use super::types_arg::{load_registry, type_dirs, BrokenFiles};
 
 /// Output formats.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -31,27 +33,56 @@ pub enum Format {
     Lcm,
 }
 
+/// What `nerve export --help` ends with.
+const EXAMPLES: &str = "\
+EXAMPLES:
+  nerve export run.lcmlog.00 --to mcap --types examples/types    # run.lcmlog.00.mcap, opens in Foxglove
+  nerve export run.lcmlog.00 --to csv -o csv/ --types examples/types
+  nerve export run.lcmlog.00 --to jsonl -o - --channel POSE       # to stdout
+  nerve export damaged.lcmlog --to lcm -o repaired.lcmlog          # every intact event, damage left behind";
+
 /// Arguments of `nerve export`.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// The log file.
     log: PathBuf,
     /// The output format.
     #[arg(long, value_enum)]
     to: Format,
-    /// Where to write: a file (mcap, jsonl; `-` is stdout for jsonl) or a directory (csv). Default: LOG.mcap,
-    /// LOG.jsonl or the directory LOG.csv.
+    /// Where to write: a file (mcap, jsonl, lcm; `-` is stdout for jsonl) or a directory (csv) [default: LOG.mcap,
+    /// LOG.jsonl, LOG.filtered.lcmlog or the directory LOG.csv].
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
-    /// A directory of .lcm files to decode messages with (repeatable; default NERVE_TYPES).
+    /// A directory of .lcm files to decode messages with (repeatable) [default: NERVE_TYPES].
     #[arg(long = "types", value_name = "DIR")]
     types: Vec<PathBuf>,
-    /// Export only the channels this regular expression matches in full.
-    #[arg(long, short = 'c', value_name = "REGEX")]
+    /// Export only the channels this regular expression matches in full [default: every channel].
+    #[arg(long, value_name = "REGEX")]
     channel: Option<String>,
+    /// Replace OUTPUT if it exists (a file, or a CSV directory that is not empty).
+    #[arg(long, short = 'f')]
+    force: bool,
     /// No progress bar, no summary.
     #[arg(long, short = 'q')]
     quiet: bool,
+}
+
+/// Refuses to replace an earlier export unless `--force`: a run without `--types` must not silently overwrite a
+/// decoded export with an undecoded one.
+fn check_output(output: &Path, to: Format, force: bool) -> anyhow::Result<()> {
+    if force || output.as_os_str() == "-" {
+        return Ok(());
+    }
+    let taken = match to {
+        Format::Csv => std::fs::read_dir(output).is_ok_and(|mut d| d.next().is_some()),
+        _ => output.exists(),
+    };
+    if taken {
+        let what = if to == Format::Csv { "is a directory that is not empty" } else { "exists" };
+        return Err(reject(format!("{} {what} (use --force to replace it)", output.display())));
+    }
+    Ok(())
 }
 
 fn default_output(log: &Path, to: Format) -> PathBuf {
@@ -69,13 +100,14 @@ fn default_output(log: &Path, to: Format) -> PathBuf {
 
 /// Runs `nerve export`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let registry = load_registry(&type_dirs(&args.types))?;
+    let registry = load_registry(&type_dirs(&args.types), BrokenFiles::Refuse)?;
     let decoder = Decoder::new(registry);
     let filter = match &args.channel {
         Some(re) => Some(Pattern::new(re).with_context(|| format!("--channel {re}"))?),
         None => None,
     };
     let output = args.output.clone().unwrap_or_else(|| default_output(&args.log, args.to));
+    check_output(&output, args.to, args.force)?;
     let started = Instant::now();
     let mut reader = LogReader::open(&args.log)?;
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
@@ -179,18 +211,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             reader.len() as f64 / 1e6 / secs.max(1e-9)
         );
     }
-    let totals = reader.damage_totals();
-    if totals.regions > 0 {
+    if reader.is_not_a_log() && output.as_os_str() != "-" {
+        // Nothing was exported: leave no empty output behind to be mistaken for a result.
+        let _ = if args.to == Format::Csv { std::fs::remove_dir(&output) } else { std::fs::remove_file(&output) };
+    }
+    if args.to != Format::Lcm && stats.messages > 0 && stats.decoded == 0 {
         eprintln!(
-            "nerve export: {}: damaged in {} place(s) ({} bytes skipped); every intact event was exported:",
-            args.log.display(),
-            totals.regions,
-            totals.bytes
+            "nerve export: 0 of {} messages decoded: pass --types DIR (or set NERVE_TYPES) with the .lcm files of \
+             their types",
+            stats.messages
         );
-        for d in reader.damage() {
-            eprintln!("  {d}");
-        }
-        return Ok(ExitCode::from(1));
+        damage::report("nerve export", &args.log, reader.damage(), reader.damage_totals(), "exported");
+        return Ok(rejected());
+    }
+    if let Some(code) = damage::report("nerve export", &args.log, reader.damage(), reader.damage_totals(), "exported") {
+        return Ok(code);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,8 +7,20 @@ use std::process::ExitCode;
 use anyhow::Context;
 use nerve_gen::{GeneratedFile, Input, Options};
 
+/// What `nerve gen --help` ends with.
+const EXAMPLES: &str = "\
+EXAMPLES:
+  nerve gen --print-fingerprints examples/types/*.lcm
+  nerve gen --rust --rust-path src/lcmtypes   examples/types/*.lcm
+  nerve gen -c --c-cpath gen --c-hpath gen    examples/types/*.lcm
+  nerve gen -x --cpp-hpath include            examples/types/*.lcm
+  nerve gen -p --ppath python                 examples/types/*.lcm
+
+The short flags -c, -x and -p are lcm-gen's (C, C++, Python); elsewhere in nerve no command has a -c, -x or -p.";
+
 /// Arguments of `nerve gen`; the flags follow lcm-gen's where it has them.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// The .lcm files to read.
     #[arg(required = true)]
@@ -31,9 +43,13 @@ pub struct Args {
     #[arg(long)]
     rust_no_unsafe: bool,
 
-    /// Generate C (needs only the nerve_lcm.h header written next to it).
+    /// Generate C (needs the nerve_lcm.h header written next to it, and <lcm/lcm.h> unless --c-no-pubsub).
     #[arg(short = 'c', long = "c")]
     c: bool,
+    /// Leave out lcm-gen's `_publish` / `_subscribe` / `_unsubscribe` / `_subscription_set_queue_capacity` (which
+    /// need `<lcm/lcm.h>` and an LCM library): the generated C then needs only nerve_lcm.h.
+    #[arg(long)]
+    c_no_pubsub: bool,
     /// Where .c files go.
     #[arg(long, value_name = "DIR", default_value = ".")]
     c_cpath: PathBuf,
@@ -48,7 +64,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = ".")]
     cpp_hpath: PathBuf,
 
-    /// Generate Python (needs only the nerve_lcm runtime module written next to it, and numpy).
+    /// Generate Python (needs only the nerve_lcm runtime module written next to it; a drop-in for lcm-gen's).
     #[arg(short = 'p', long = "python")]
     python: bool,
     /// Where Python packages go.
@@ -57,6 +73,10 @@ pub struct Args {
     /// Do not write __init__.py files.
     #[arg(long)]
     python_no_init: bool,
+    /// Python: numpy arrays for primitive arrays (big-endian read-only views when decoded), tuples for small fixed
+    /// ones, lazily decoded arrays of fixed-size structs; needs numpy.
+    #[arg(long)]
+    python_numpy: bool,
 
     /// Put this package in front of every type's package (does not change fingerprints).
     #[arg(long, value_name = "PKG", default_value = "")]
@@ -91,7 +111,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = Options {
         package_prefix: args.package_prefix.clone(),
         python_init: !args.python_no_init,
+        python_numpy: args.python_numpy,
         rust_unsafe: !args.rust_no_unsafe,
+        c_pubsub: !args.c_no_pubsub,
     };
     let mut any = false;
     let mut failed = false;
@@ -122,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     if !any {
         eprintln!("nerve gen: no language chosen: pass --rust, --c, --cpp, --python or --print-fingerprints");
-        return Ok(ExitCode::from(2));
+        return Ok(super::exit::rejected());
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

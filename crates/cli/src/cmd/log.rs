@@ -16,17 +16,27 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use nerve_bus::{Bus, Overflow, Pattern};
 use nerve_log::SplitLog;
 
+use super::exit::reject;
+
+/// What `nerve log --help` ends with.
+const EXAMPLES: &str = "\
+EXAMPLES:
+  nerve log run.lcmlog --channel 'POSE.*' --split-mb 500    # run.lcmlog.00, .01, ...; Ctrl-C to stop
+  nerve log shm.lcmlog --url shm:// --duration 60
+  nerve log rest.lcmlog --channel 'CAMERA.*' --invert       # everything but the cameras";
+
 /// Arguments of `nerve log`.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// The log file. With --split-mb, files are FILE.00, FILE.01, ... as lcm-logger --increment names them.
     file: PathBuf,
-    /// Record only the channels this regular expression matches in full (default: every channel).
-    #[arg(long, short = 'c', value_name = "REGEX")]
+    /// Record only the channels this regular expression matches in full [default: every channel].
+    #[arg(long, value_name = "REGEX")]
     channel: Option<String>,
     /// Record the channels --channel does NOT match.
     #[arg(long, short = 'v', requires = "channel")]
@@ -34,7 +44,7 @@ pub struct Args {
     /// Start a new file once the current one passes N MiB (may be fractional).
     #[arg(long, value_name = "N")]
     split_mb: Option<f64>,
-    /// The bus URL (default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0); any provider.
+    /// The bus URL, any provider [default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0].
     #[arg(long, short = 'l')]
     url: Option<String>,
     /// Overwrite FILE if it exists.
@@ -46,7 +56,7 @@ pub struct Args {
     /// Flush written events to the file at least this often (milliseconds).
     #[arg(long, value_name = "MS", default_value_t = 100)]
     flush_interval: u64,
-    /// Stop by itself after this many seconds (otherwise on SIGINT or SIGTERM).
+    /// Stop by itself after this many seconds [default: on Ctrl-C (SIGINT) or SIGTERM].
     #[arg(long, value_name = "SECONDS")]
     duration: Option<f64>,
     /// No once-a-second status line on a terminal.
@@ -104,18 +114,21 @@ struct WriterTotals {
 /// Runs `nerve log`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let split_bytes = match args.split_mb {
-        Some(mb) if mb.is_nan() || mb <= 0.0 => bail!("--split-mb must be more than 0"),
+        Some(mb) if mb.is_nan() || mb <= 0.0 => return Err(reject("--split-mb must be more than 0")),
         Some(mb) => Some((mb * 1024.0 * 1024.0) as u64),
         None => None,
     };
     if args.max_unwritten_mb.is_nan() || args.max_unwritten_mb <= 0.0 {
-        bail!("--max-unwritten-mb must be more than 0");
+        return Err(reject("--max-unwritten-mb must be more than 0"));
     }
     let filter = match (&args.channel, args.invert) {
         (Some(re), true) => Some(Pattern::new(re).with_context(|| format!("--channel {re}"))?),
         _ => None,
     };
     let pattern = if args.invert { ".*".to_owned() } else { args.channel.clone().unwrap_or_else(|| ".*".to_owned()) };
+    Pattern::new(&pattern).with_context(|| format!("--channel {pattern}"))?;
+    // The bus first: a URL that does not work must not leave an empty FILE behind that the next try refuses.
+    let bus = Bus::new(args.url.as_deref()).context("opening the bus")?;
     let mut log = SplitLog::create(&args.file, split_bytes, args.force)?;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -171,7 +184,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         })?;
 
-    let bus = Bus::new(args.url.as_deref()).context("opening the bus")?;
     let rq = Arc::clone(&queue);
     let sub = bus
         .subscribe_with(&pattern, 0, Overflow::DropNewest, move |m| {

@@ -17,15 +17,28 @@ use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use nerve_bus::{Bus, Pattern};
-use nerve_log::LogReader;
+use nerve_log::{DamageTotals, LogReader};
+
+use super::damage;
+use super::exit::reject;
+
+/// What `nerve play --help` ends with.
+const EXAMPLES: &str = "\
+EXAMPLES:
+  nerve play run.lcmlog.00 --speed 2 --remap POSE=POSE_REPLAY --channel 'POSE|LASER'
+  nerve play run.lcmlog.00 --speed 0 --start 30 --loop      # as fast as possible, from 30 s in
+  nerve play run.lcmlog.00 --url shm://                     # onto shared-memory channels";
 
 /// Arguments of `nerve play`.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// The log file.
     file: PathBuf,
@@ -35,8 +48,8 @@ pub struct Args {
     /// Start this many seconds after the log's first event.
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
     start: f64,
-    /// Play only the channels this regular expression matches in full.
-    #[arg(long, short = 'c', value_name = "REGEX")]
+    /// Play only the channels this regular expression matches in full [default: every channel].
+    #[arg(long, value_name = "REGEX")]
     channel: Option<String>,
     /// Publish channel OLD as NEW (repeatable).
     #[arg(long, value_name = "OLD=NEW")]
@@ -44,7 +57,7 @@ pub struct Args {
     /// Start again from the beginning at the end, until interrupted.
     #[arg(long = "loop")]
     repeat: bool,
-    /// The bus URL (default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0).
+    /// The bus URL [default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0].
     #[arg(long, short = 'l')]
     url: Option<String>,
     /// No progress bar, no summary.
@@ -63,16 +76,16 @@ struct Pass {
 /// Runs `nerve play`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !args.speed.is_finite() || args.speed < 0.0 {
-        bail!("--speed must be 0 (as fast as possible) or more");
+        return Err(reject("--speed must be 0 (as fast as possible) or more"));
     }
     if !args.start.is_finite() || args.start < 0.0 {
-        bail!("--start must be 0 or more seconds");
+        return Err(reject("--start must be 0 or more seconds"));
     }
     let mut remap = HashMap::new();
     for r in &args.remap {
         let (old, new) = r.split_once('=').with_context(|| format!("--remap {r}: expected OLD=NEW"))?;
         if old.is_empty() || new.is_empty() {
-            bail!("--remap {r}: expected OLD=NEW with both names");
+            return Err(reject("--remap {r}: expected OLD=NEW with both names"));
         }
         remap.insert(old.to_owned(), new.to_owned());
     }
@@ -81,10 +94,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let bus = Bus::new(args.url.as_deref()).context("opening the bus")?;
+    // Ctrl-C (or SIGTERM) stops the playback between two events, and the summary is still printed.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing a signal handler")?;
+    }
     let started = Instant::now();
     let mut total = Pass::default();
     let mut damage_report = Vec::new();
-    let mut damage_regions = 0;
+    let mut damage_totals = DamageTotals::default();
     let mut names = Names::default();
     loop {
         let mut reader = LogReader::open(&args.file)?;
@@ -94,9 +112,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg} [{elapsed_precise}, eta {eta}]")
                     .expect("a valid template"),
             );
+            // Redrawn while nothing is published too, so that a long wait for the next event shows as one.
+            bar.enable_steady_tick(Duration::from_millis(250));
             bar
         });
-        let pass = play_once(&args, &bus, &mut reader, filter.as_ref(), &remap, &mut names, bar.as_ref())?;
+        let watch = Watch { bar: bar.as_ref(), stop: &stop };
+        let pass = play_once(&args, &bus, &mut reader, filter.as_ref(), &remap, &mut names, watch)?;
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
@@ -105,16 +126,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         total.bytes += pass.bytes;
         if damage_report.is_empty() {
             damage_report = reader.damage().to_vec();
-            damage_regions = reader.damage_totals().regions;
+            damage_totals = reader.damage_totals();
         }
-        if !args.repeat || pass.published + pass.skipped == 0 {
+        if !args.repeat || pass.published + pass.skipped == 0 || stop.load(Ordering::Relaxed) {
             break;
         }
     }
     let secs = started.elapsed().as_secs_f64();
     if !args.quiet {
         eprintln!(
-            "nerve play: published {} messages ({} bytes) in {secs:.3} s ({:.0} msg/s){}",
+            "nerve play: {}published {} messages ({} bytes) in {secs:.3} s ({:.0} msg/s){}",
+            if stop.load(Ordering::Relaxed) { "interrupted; " } else { "" },
             total.published,
             total.bytes,
             total.published as f64 / secs.max(1e-9),
@@ -125,15 +147,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
         );
     }
-    if damage_regions > 0 {
-        eprintln!(
-            "nerve play: {}: damaged in {damage_regions} place(s); every intact event was played:",
-            args.file.display()
-        );
-        for d in &damage_report {
-            eprintln!("  {d}");
-        }
-        return Ok(ExitCode::from(1));
+    if let Some(code) = damage::report("nerve play", &args.file, &damage_report, damage_totals, "played") {
+        return Ok(code);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -159,6 +174,29 @@ impl Names {
         });
         self.index.insert(channel.to_vec(), i);
         i
+    }
+}
+
+/// What a pass reports to and is stopped by: the progress bar (on a terminal) and the Ctrl-C flag.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    bar: Option<&'a ProgressBar>,
+    stop: &'a AtomicBool,
+}
+
+/// Sleeps until `due` in short slices, saying on the progress bar that it waits for the next event's time (when the
+/// wait is long enough to be seen); false when stopped first.
+fn wait_until(due: Instant, stop: &AtomicBool, bar: Option<&ProgressBar>, published: u64) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        let Some(left) = due.checked_duration_since(now).filter(|l| !l.is_zero()) else { return true };
+        if let Some(bar) = bar.filter(|_| left >= Duration::from_millis(500)) {
+            bar.set_message(format!("{published} msgs, waiting {:.1} s for the next one", left.as_secs_f64()));
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
     }
 }
 
@@ -217,8 +255,9 @@ fn play_once(
     filter: Option<&Pattern>,
     remap: &HashMap<String, String>,
     names: &mut Names,
-    bar: Option<&ProgressBar>,
+    watch: Watch<'_>,
 ) -> anyhow::Result<Pass> {
+    let Watch { bar, stop } = watch;
     let mut pass = Pass::default();
     let mut first_utime: Option<i64> = None;
     // (wall time, log time) the schedule counts from: the first event played.
@@ -228,6 +267,9 @@ fn play_once(
     let mut batch = Batch::default();
     let timed = args.speed > 0.0;
     while let Some(ev) = reader.next_event()? {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(pass);
+        }
         let first = *first_utime.get_or_insert(ev.utime);
         let name = if ev.utime < first.saturating_add(start_us) {
             None
@@ -248,9 +290,8 @@ fn play_once(
             let due = wall0 + Duration::from_secs_f64(offset_us / 1e6);
             if due > Instant::now() {
                 batch.flush(bus, names, &mut pass)?;
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
+                if !wait_until(due, stop, bar, pass.published) {
+                    return Ok(pass);
                 }
             }
         }

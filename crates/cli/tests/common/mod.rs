@@ -44,6 +44,17 @@ impl TestDir {
     }
 }
 
+/// Whether this test runs as root (a file it makes in `dir` belongs to uid 0), which ignores permission bits:
+/// permission tests then run the command as `nobody`.
+pub fn running_as_root(dir: &TestDir) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let probe = dir.path().join("uid-probe");
+    std::fs::write(&probe, b"").unwrap();
+    let root = std::fs::metadata(&probe).unwrap().uid() == 0;
+    std::fs::remove_file(probe).unwrap();
+    root
+}
+
 /// A child process this test started, killed (by its PID) and reaped when dropped.
 pub struct Guard(pub Option<Child>);
 

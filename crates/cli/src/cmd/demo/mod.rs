@@ -18,7 +18,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
+
+use crate::cmd::exit::reject;
 
 /// The URL the demo uses unless told: LCM's default group and port (so `nerve spy` or `lcm-spy` in another
 /// terminal sees the scene), with a receive buffer that holds a few 640x480 images.
@@ -32,16 +34,23 @@ enum Role {
     Controller,
 }
 
+/// What `nerve demo --help` ends with.
+const EXAMPLES: &str = "\
+EXAMPLES:
+  nerve demo                        # ten seconds of a small robot, the log replayed, a summary
+  nerve demo --duration 30 --keep-log demo.lcmlog";
+
 /// Arguments of `nerve demo`.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
     /// How long the sensors run, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     duration: f64,
-    /// The udpm URL of the scene (default: LCM's, udpm://239.255.76.67:7667?ttl=0, with an 8 MiB receive buffer).
-    #[arg(long)]
+    /// The udpm URL of the scene [default: LCM's, udpm://239.255.76.67:7667?ttl=0, with an 8 MiB receive buffer].
+    #[arg(long, short = 'l')]
     url: Option<String>,
-    /// Where the log is replayed (default: the --url's group on the next port).
+    /// Where the log is replayed [default: the --url's group on the next port].
     #[arg(long, value_name = "URL")]
     replay_url: Option<String>,
     /// Replay speed: 1 is as recorded, 0 as fast as possible.
@@ -81,10 +90,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if !(args.duration.is_finite() && args.duration >= 0.5 && args.duration <= 3600.0) {
-        bail!("--duration {}: give a number of seconds from 0.5 to 3600", args.duration);
+        return Err(reject(format!("--duration {}: give a number of seconds from 0.5 to 3600", args.duration)));
     }
     if !(args.replay_speed.is_finite() && args.replay_speed >= 0.0) {
-        bail!("--replay-speed must be 0 (as fast as possible) or more");
+        return Err(reject("--replay-speed must be 0 (as fast as possible) or more"));
     }
     let url = args.url.unwrap_or_else(|| DEFAULT_URL.to_owned());
     let replay_url = match args.replay_url {
@@ -92,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => scene::next_port(&url)?,
     };
     if replay_url == url {
-        bail!("--replay-url must differ from --url: the replay would mix with the live traffic");
+        return Err(reject("--replay-url must differ from --url: the replay would mix with the live traffic"));
     }
     scene::run(scene::Plan {
         duration: args.duration,

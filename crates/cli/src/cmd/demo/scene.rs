@@ -20,6 +20,7 @@ use super::procs::Procs;
 use super::roles::{IMAGE_HZ, LASER_HZ, POSE_HZ, RESULT};
 use super::stats::{self, micros, now_utime, parse_result, size, Monitor};
 use super::types::{Types, IMAGE, LASER, POSE};
+use crate::cmd::exit::reject;
 use crate::cmd::spy::decode::Types as SpyTypes;
 use crate::cmd::spy::engine::{Engine, QUEUE_CAPACITY};
 use crate::cmd::spy::report;
@@ -284,7 +285,7 @@ fn word(r: &BTreeMap<String, String>, key: &str) -> String {
 pub fn next_port(url: &str) -> anyhow::Result<String> {
     let u = Url::parse(url)?;
     if u.provider != "udpm" {
-        bail!("--url {url}: the demo's sensors publish over udpm; give a udpm:// URL");
+        return Err(reject(format!("--url {url}: the demo's sensors publish over udpm; give a udpm:// URL")));
     }
     let network = if u.network.is_empty() { "239.255.76.67:7667" } else { u.network.as_str() };
     let (group, port) = network.rsplit_once(':').ok_or_else(|| anyhow!("--url {url}: expected udpm://GROUP:PORT"))?;
@@ -302,7 +303,7 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
     let spy_types = Arc::new(SpyTypes::new(Some(types.registry().clone())));
     if let Some(k) = &plan.keep_log {
         if k.exists() {
-            bail!("--keep-log {}: already exists", k.display());
+            return Err(reject(format!("--keep-log {}: already exists", k.display())));
         }
     }
     let mut out = std::io::stdout().lock();

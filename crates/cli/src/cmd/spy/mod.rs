@@ -9,6 +9,7 @@
 pub(crate) mod decode;
 pub(crate) mod engine;
 mod json;
+mod plot;
 mod stats;
 mod ui;
 
@@ -21,22 +22,36 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use nerve_bus::{Bus, Url};
 
-use super::types_arg::{load_registry, type_dirs};
+use super::exit::reject;
+use super::shm_access::check_readable;
+use super::types_arg::{load_registry, type_dirs, BrokenFiles};
 use decode::{Decoded, Types};
 use engine::{lock, Engine, QUEUE_CAPACITY};
 use stats::{now_utime, Table};
 
+/// What `nerve spy --help` ends with.
+const EXAMPLES: &str = "\
+KEYS:
+  ↑/↓ or j/k select, Enter opens the channel's newest message, f there picks fields to plot, Esc/q go back;
+  q quits the table (Esc does not); n, c, r, b sort by name, count, rate, bandwidth (again: reverse)
+
+EXAMPLES:
+  nerve spy --types examples/types                 # live table; NERVE_TYPES=dir1:dir2 works too
+  nerve spy --types examples/types --once --json --duration 5 --channel 'EX.*'
+  nerve spy --url shm://";
+
 /// Arguments of `nerve spy`.
 #[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// The bus URL (default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0).
-    #[arg(long)]
+    /// The bus URL [default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0].
+    #[arg(long, short = 'l')]
     url: Option<String>,
-    /// A directory of .lcm files to identify and decode messages with (repeatable; default NERVE_TYPES,
-    /// colon-separated).
+    /// A directory of .lcm files to identify and decode messages with (repeatable) [default: NERVE_TYPES,
+    /// colon-separated].
     #[arg(long = "types", value_name = "DIR")]
     types: Vec<PathBuf>,
     /// Only channels this regular expression matches in full.
@@ -45,7 +60,7 @@ pub struct Args {
     /// Listen for --duration seconds, print the statistics once and exit (no terminal needed).
     #[arg(long)]
     once: bool,
-    /// How long --once listens, in seconds.
+    /// How long --once listens, in seconds [default: 2].
     #[arg(long, value_name = "SECONDS")]
     duration: Option<f64>,
     /// Print the --once statistics as one JSON object (implies --once).
@@ -60,20 +75,21 @@ const DEFAULT_DURATION_S: f64 = 2.0;
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let once = args.once || args.json;
     if args.duration.is_some() && !once {
-        bail!("--duration applies to --once or --json");
+        return Err(reject("--duration applies to --once or --json"));
     }
     let duration_s = args.duration.unwrap_or(DEFAULT_DURATION_S);
     if !(duration_s.is_finite() && duration_s > 0.0 && duration_s <= 86_400.0) {
-        bail!("--duration {duration_s}: give a number of seconds above 0, up to a day");
+        return Err(reject(format!("--duration {duration_s}: give a number of seconds above 0, up to a day")));
     }
     if !once && !std::io::stdout().is_terminal() {
-        bail!("the live table needs a terminal; use --once (or --json) for a one-off report");
+        return Err(reject("the live table needs a terminal; use --once (or --json) for a one-off report"));
     }
-    let types = Arc::new(Types::new(load_registry(&type_dirs(&args.types))?));
+    let types = Arc::new(Types::new(load_registry(&type_dirs(&args.types), BrokenFiles::Skip)?));
     let url = match args.url.as_deref() {
         Some(u) if !u.is_empty() => u.to_owned(),
         _ => Url::from_env(),
     };
+    check_readable(&url, &args.channel)?;
     let bus = Bus::new(Some(&url)).context("opening the bus")?;
     let engine = Engine::start(&bus, &args.channel, QUEUE_CAPACITY, Arc::clone(&types))?;
     if !once {

@@ -284,9 +284,10 @@ pub fn now_utime() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nerve_bus::Origin;
 
     fn msg(channel: &str, t: i64, len: usize) -> Arc<Received> {
-        Arc::new(Received { channel: channel.into(), data: vec![0xAB; len], recv_utime: t })
+        Arc::new(Received { channel: channel.into(), data: vec![0xAB; len], recv_utime: t, origin: Origin::Transport })
     }
 
     const T0: i64 = 1_700_000_000_000_000;
@@ -388,7 +389,7 @@ mod tests {
         let mut t = Table::default();
         let mut data = 0x18f4_8ab4_4e6f_d954u64.to_be_bytes().to_vec();
         data.extend([1, 2, 3]);
-        t.record(Arc::new(Received { channel: "A".into(), data, recv_utime: T0 }), &types);
+        t.record(Arc::new(Received { channel: "A".into(), data, recv_utime: T0, origin: Origin::Transport }), &types);
         t.record(msg("B", T0, 3), &types);
         let mut rows = t.rows(T0);
         rows.sort_by(|a, b| a.channel.cmp(&b.channel));

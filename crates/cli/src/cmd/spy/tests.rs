@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nerve_bus::{Bus, Received};
+use nerve_bus::{Bus, Origin, Received};
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
@@ -32,7 +32,8 @@ fn press(app: &mut App, code: KeyCode) -> Flow {
 }
 
 fn put(table: &Mutex<Table>, types: &Types, channel: &str, t: i64, data: Vec<u8>) {
-    lock(table).record(Arc::new(Received { channel: channel.into(), data, recv_utime: t }), types);
+    lock(table)
+        .record(Arc::new(Received { channel: channel.into(), data, recv_utime: t, origin: Origin::Transport }), types);
 }
 
 /// SCAN: laser_t at 10 Hz (20 messages); PATH: path_t at 2 Hz (4); IMAGE: image_t 3 KiB at 30 Hz (60);

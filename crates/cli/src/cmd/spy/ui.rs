@@ -19,6 +19,7 @@ use ratatui::Frame;
 
 use super::decode::{Decoded, Types};
 use super::engine::lock;
+use super::plot::{self, Plots};
 use super::stats::{now_utime, Drops, Row, Table, WindowFigures};
 
 /// How often the screen is refreshed when no key is pressed.
@@ -44,6 +45,8 @@ pub enum Mode {
     Table,
     /// The open channel's newest message, decoded.
     Detail,
+    /// The open message's numeric fields, to pick those to plot.
+    Fields,
 }
 
 /// What a key asks of the loop.
@@ -66,6 +69,8 @@ struct Detail {
     /// The type line, or what stopped the decoding.
     status: String,
     lines: Vec<String>,
+    /// The numeric leaves (path, value), offered for plotting.
+    fields: Vec<(String, f64)>,
 }
 
 /// The model: everything the screen shows.
@@ -83,6 +88,10 @@ pub struct App {
     detail: Detail,
     /// Lines of tree that fit on the screen last time (for paging).
     page: usize,
+    /// The plotted fields and their samples.
+    plots: Plots,
+    /// The field under the cursor on the fields screen.
+    field_cursor: usize,
 }
 
 impl App {
@@ -101,6 +110,8 @@ impl App {
             scroll: 0,
             detail: Detail::default(),
             page: 10,
+            plots: Plots::default(),
+            field_cursor: 0,
         }
     }
 
@@ -120,15 +131,27 @@ impl App {
     /// decodes the open channel's newest message if it changed. A message of a known type that does not decode is
     /// reported back to the table as a decode error.
     pub fn update(&mut self, table: &Mutex<Table>, types: &Types, now: i64) {
-        let latest = {
+        let (latest, to_plot) = {
             let t = lock(table);
             self.rows = t.rows(now);
             self.drops = t.drops;
             self.total = t.total;
-            let open = if self.mode == Mode::Detail { self.selected.as_deref() } else { None };
-            open.and_then(|c| t.channel(c)).map(|ch| (ch.latest.clone(), ch.count, ch.latest_too_short, ch.ty.clone()))
+            let open = if self.mode != Mode::Table { self.selected.as_deref() } else { None };
+            let latest = open
+                .and_then(|c| t.channel(c))
+                .map(|ch| (ch.latest.clone(), ch.count, ch.latest_too_short, ch.ty.clone()));
+            let to_plot: Vec<_> = self
+                .plots
+                .channels()
+                .iter()
+                .filter_map(|c| t.channel(c))
+                .filter(|ch| self.plots.wants(&ch.latest.channel, ch.count))
+                .map(|ch| (ch.latest.clone(), ch.count))
+                .collect();
+            (latest, to_plot)
         };
         self.now = now;
+        self.sample_plots(&to_plot, types, now);
         self.sort_rows();
         self.keep_selection();
         let Some((msg, seq, too_short, ty)) = latest else { return };
@@ -155,6 +178,7 @@ impl App {
                 Decoded::Value(info, value) => {
                     detail.status = info.label.clone();
                     detail.lines = types.tree(&value);
+                    detail.fields = plot::numeric_fields(&value);
                 }
                 Decoded::Error(info, e) => {
                     detail.status = format!("{}: decode error: {e}", info.label);
@@ -174,6 +198,18 @@ impl App {
             self.scroll = 0;
         }
         self.detail = detail;
+    }
+
+    /// Samples the plotted channels' newest messages (each once), and forgets samples older than the window.
+    fn sample_plots(&mut self, newest: &[(std::sync::Arc<nerve_bus::Received>, u64)], types: &Types, now: i64) {
+        for (msg, seq) in newest {
+            let fields = match types.decode(&msg.data) {
+                Decoded::Value(_, value) => plot::numeric_fields(&value),
+                _ => Vec::new(),
+            };
+            self.plots.record(&msg.channel, *seq, msg.recv_utime, &fields);
+        }
+        self.plots.trim(now);
     }
 
     fn sort_rows(&mut self) {
@@ -232,7 +268,9 @@ impl App {
         }
         match self.mode {
             Mode::Table => match key.code {
-                KeyCode::Char('q') | KeyCode::Esc => return Flow::Quit,
+                // Only q quits the table: Esc means "back" in the detail view, and one press too many there must
+                // not end the spy.
+                KeyCode::Char('q') => return Flow::Quit,
                 KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
                 KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
                 KeyCode::PageUp => self.move_selection(-10),
@@ -258,10 +296,36 @@ impl App {
                 KeyCode::PageDown | KeyCode::Char(' ') => self.scroll += self.page,
                 KeyCode::Home | KeyCode::Char('g') => self.scroll = 0,
                 KeyCode::End | KeyCode::Char('G') => self.scroll = usize::MAX,
-                _ => {}
+                KeyCode::Char('f') if !self.detail.fields.is_empty() => self.mode = Mode::Fields,
+                _ => self.plot_key(key.code),
+            },
+            Mode::Fields => match key.code {
+                KeyCode::Char('q') | KeyCode::Esc | KeyCode::Char('f') | KeyCode::Left | KeyCode::Char('h') => {
+                    self.mode = Mode::Detail;
+                }
+                KeyCode::Up | KeyCode::Char('k') => self.field_cursor = self.field_cursor.saturating_sub(1),
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.field_cursor = (self.field_cursor + 1).min(self.detail.fields.len().saturating_sub(1));
+                }
+                KeyCode::Char(' ') | KeyCode::Enter => {
+                    if let Some((path, _)) = self.detail.fields.get(self.field_cursor) {
+                        self.plots.toggle(&self.detail.channel, path);
+                    }
+                }
+                other => self.plot_key(other),
             },
         }
         Flow::Continue
+    }
+
+    /// The chart's keys, on the detail and fields screens: zoom out and in, clear.
+    fn plot_key(&mut self, code: KeyCode) {
+        match code {
+            KeyCode::Char('+') => self.plots.zoom(2.0),
+            KeyCode::Char('-') => self.plots.zoom(0.5),
+            KeyCode::Char('x') => self.plots.clear(),
+            _ => {}
+        }
     }
 
     /// Renders the whole screen.
@@ -290,12 +354,27 @@ impl App {
             Mode::Table => {
                 "↑↓/jk select  Enter open  sort: n name  c count  r rate  b bandwidth (again: reverse)  q quit"
             }
-            Mode::Detail => "↑↓/jk scroll  PgUp/PgDn page  Esc/q back to the table  Ctrl-C quit",
+            Mode::Detail => "↑↓/jk scroll  PgUp/PgDn page  f plot fields  Esc/q back to the table  Ctrl-C quit",
+            Mode::Fields => "↑↓/jk move  Space plot/unplot  +/- window  x clear  Esc/q/f back to the message",
         };
         frame.render_widget(Paragraph::new(keys).style(Style::new().add_modifier(Modifier::REVERSED)), help);
+        // With fields plotted, the chart takes the lower half of the detail and fields screens.
+        let (main, chart) = if self.mode != Mode::Table && !self.plots.is_empty() {
+            let [upper, lower] = Layout::vertical([Constraint::Min(4), Constraint::Percentage(50)]).areas(main);
+            (upper, Some(lower))
+        } else {
+            (main, None)
+        };
         match self.mode {
             Mode::Table => self.draw_table(frame, main),
             Mode::Detail => self.draw_detail(frame, main),
+            Mode::Fields => {
+                let d = &self.detail;
+                plot::draw_fields(frame, main, &d.channel, &d.fields, self.field_cursor, &self.plots);
+            }
+        }
+        if let Some(area) = chart {
+            self.plots.draw(frame, area, self.now);
         }
     }
 
@@ -317,10 +396,14 @@ impl App {
             Cell::from(Line::from("Errors").right_aligned()),
         ])
         .style(Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
+        // The two text columns share what the figures leave, and a name cut to fit ends with "…" (a table cell
+        // would cut it silently, and a cut name can pass for another channel).
+        let text_width = area.width.saturating_sub(HIGHLIGHT_WIDTH + FIGURE_WIDTHS.iter().sum::<u16>() + COLUMN_GAPS);
+        let (channel_width, type_width) = (text_width.div_ceil(2), text_width / 2);
         let rows = self.rows.iter().map(|r| {
             TableRow::new([
-                Cell::from(r.channel.clone()),
-                Cell::from(r.type_label()),
+                Cell::from(ellipsize(&r.channel, channel_width)),
+                Cell::from(ellipsize(&r.type_label(), type_width)),
                 Cell::from(Line::from(r.count.to_string()).right_aligned()),
                 Cell::from(Line::from(format!("{:.1}", r.figures.rate_hz)).right_aligned()),
                 Cell::from(Line::from(jitter_text(&r.figures)).right_aligned()),
@@ -328,14 +411,15 @@ impl App {
                 Cell::from(Line::from(r.decode_errors.to_string()).right_aligned()),
             ])
         });
+        let [count_w, rate_w, jitter_w, bandwidth_w, errors_w] = FIGURE_WIDTHS;
         let widths = [
-            Constraint::Fill(3),
-            Constraint::Fill(3),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(9),
-            Constraint::Length(13),
-            Constraint::Length(6),
+            Constraint::Length(channel_width),
+            Constraint::Length(type_width),
+            Constraint::Length(count_w),
+            Constraint::Length(rate_w),
+            Constraint::Length(jitter_w),
+            Constraint::Length(bandwidth_w),
+            Constraint::Length(errors_w),
         ];
         let table = TableWidget::new(rows, widths)
             .header(header)
@@ -397,6 +481,27 @@ pub fn jitter_text(f: &WindowFigures) -> String {
 }
 
 /// Bytes per second in binary units.
+/// Widths of the table's figure columns: count, rate, jitter, bandwidth, errors.
+const FIGURE_WIDTHS: [u16; 5] = [10, 10, 9, 13, 6];
+/// Columns the table's highlight symbol ("> ") takes.
+const HIGHLIGHT_WIDTH: u16 = 2;
+/// The spaces between the table's seven columns (one each).
+const COLUMN_GAPS: u16 = 6;
+
+/// `text` cut to `width` columns, ending in "…" when cut.
+pub(crate) fn ellipsize(text: &str, width: u16) -> String {
+    let width = usize::from(width);
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut cut: String = text.chars().take(width - 1).collect();
+    cut.push('…');
+    cut
+}
+
 pub fn bandwidth_text(bps: f64) -> String {
     const K: f64 = 1024.0;
     if bps < K {
