@@ -1,6 +1,8 @@
-"""Nerve's generated Python (`nerve gen -p`) against the real LCM 1.5.3 Python binding.
+"""Nerve's generated Python with numpy arrays (`nerve gen -p --python-numpy`) against the real LCM 1.5.3 binding.
 
-`nerve gen -p` runs over the whole corpus into a temporary directory, and its modules are imported next to the real
+(The default mode, lcm-gen's lists, is compared side by side with lcm-gen's own classes in test_python_lcmgen.py.)
+
+`nerve gen -p --python-numpy` runs over the whole corpus into a temporary directory, and its modules are imported next to the real
 lcm-gen's (oracle.real_python_modules keeps the two sets of same-named packages apart). Per random case of every
 type: the real LCM's bytes decode to the canonical value and re-encode to the same bytes; objects built from the
 canonical value with plain lists, or from the real LCM object's attribute values, encode to the real LCM's bytes;
@@ -28,7 +30,7 @@ import oracle
 @pytest.fixture(scope="module")
 def generated(nerve_bin, corpus_files, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("nerve_python")
-    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(out), *map(str, corpus_files)],
+    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--python-numpy", "--ppath", str(out), *map(str, corpus_files)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return out
@@ -344,7 +346,7 @@ def test_tuple_rule_boundaries(nerve_bin, tmp_path):
                    "int16_t v[n]; byte y[2]; float one[1]; }\n"
                    "struct r_t { int32_t n; e2_t recs[n]; }\nstruct e2_t { boolean f[2]; double g[1]; int8_t h; }\n")
     out = tmp_path / "py"
-    subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(out), str(src)], check=True)
+    subprocess.run([str(nerve_bin), "gen", "-p", "--python-numpy", "--ppath", str(out), str(src)], check=True)
     code = """if 1:
         import sys; sys.path.insert(0, sys.argv[1])
         import numpy as np, nerve_lcm
@@ -478,7 +480,7 @@ def test_package_init_imports_classes_like_lcmgen(generated, nerve_classes):
 
 
 def test_python_no_init_writes_no_init_files(nerve_bin, corpus_files, tmp_path):
-    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--python-no-init", "--ppath", str(tmp_path),
+    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--python-numpy", "--python-no-init", "--ppath", str(tmp_path),
                            *map(str, corpus_files)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert not list(tmp_path.rglob("__init__.py"))
@@ -495,7 +497,7 @@ def test_package_less_nested_types_work(nerve_bin, tmp_path):
     src = tmp_path / "np.lcm"
     src.write_text("struct sub_t { int32_t x; string s; }\nstruct top_t { sub_t a; int8_t n; sub_t b[n]; }\n")
     out = tmp_path / "py"
-    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(out), str(src)], capture_output=True,
+    proc = subprocess.run([str(nerve_bin), "gen", "-p", "--python-numpy", "--ppath", str(out), str(src)], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from top_t import top_t; from sub_t import sub_t; "
@@ -529,16 +531,16 @@ def _raw(v):
 
 
 def test_native_accelerator_is_in_use_when_installed(nerve_classes, rt):
-    """scripts/setup builds nerve_lcm_native into the project's venv, so there it must be found and used."""
+    """scripts/setup installs the nerve package (nerve._native) into the project's venv, so there it must be found and used."""
     import importlib.util
     import os
 
     venv = Path(__file__).resolve().parents[2] / ".venv"
-    installed = importlib.util.find_spec("nerve_lcm_native") is not None
+    installed = importlib.util.find_spec("nerve._native") is not None
     if Path(sys.prefix).resolve() == venv.resolve() and not os.environ.get("NERVE_LCM_PURE"):
-        assert installed, "nerve_lcm_native is not installed in .venv: run scripts/setup"
+        assert installed, "nerve._native is not installed in .venv: run scripts/setup"
     if not installed:
-        pytest.skip("nerve_lcm_native is not installed in this Python")
+        pytest.skip("nerve._native is not installed in this Python")
     assert rt.NATIVE
     path = nerve_classes["seed.path_t"]
     assert path.__dict__["_nerve_native"].is_native()
@@ -553,7 +555,7 @@ def test_native_accelerator_is_in_use_when_installed(nerve_classes, rt):
 def test_native_and_pure_codecs_agree_on_every_case_and_every_error(nerve_classes, descs, real_cases, rt):
     """The same bytes, values and errors (type, message, offset) from the native codec and the pure-Python one."""
     if not rt.NATIVE:
-        pytest.skip("nerve_lcm_native is not installed in this Python")
+        pytest.skip("nerve._native is not installed in this Python")
     for c in real_cases:
         cls = nerve_classes[c.type]
         a, b = cls.decode(c.data), cls._nerve_py_decode(c.data)
@@ -576,7 +578,7 @@ def test_struct_array_elements_are_built_the_same_natively_and_in_python(nerve_c
     """A packed StructArray's elements from the native builder equal those of the generated numpy builder
     (_nerve_from_records), tuples included; both paths are normally reached only one way, so call them directly."""
     if not rt.NATIVE:
-        pytest.skip("nerve_lcm_native is not installed in this Python")
+        pytest.skip("nerve._native is not installed in this Python")
     n_arrays = 0
     for c in real_cases:
         obj = nerve_classes[c.type].decode(c.data)

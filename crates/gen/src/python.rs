@@ -20,15 +20,25 @@
 //! `DecodeError`, not a `RecursionError`. An array of a zero-size struct (which takes no bytes) may have at most
 //! 65,536 elements more than the bytes left, so a hostile count cannot make millions of objects.
 //!
+//! # Two representations
+//!
+//! By default the values are lcm-gen's, so that the classes are a drop-in for lcm-gen's: a new object holds lists
+//! (fixed arrays of zeros nested as lcm-gen nests them, variable arrays empty; a fixed byte array `bytes(n)`, where
+//! lcm-gen writes `b""`, which encodes to a short message), and a decoded one lists outside and in an array's
+//! innermost dimension a tuple of numbers, a list of bools or `bytes`. The module imports only `struct` and the
+//! runtime. `--python-numpy` ([`crate::Options::python_numpy`]) writes the numpy representation below instead;
+//! each class says which it has (`_nerve_numpy`), for the native accelerator.
+//!
 //! # Speed
 //!
-//! The code is straight-line per type: runs of fixed-size scalars and small fixed arrays are one precompiled
-//! `struct.Struct` `unpack_from` / `pack`, decoding walks the bytes with an offset (no `BytesIO`), objects are made
-//! with `object.__new__` and slot assignment, numeric arrays are one `np.frombuffer` view (big-endian, read-only, no
-//! copy) and encode with one `tobytes`, and a one-dimensional array of a fixed-size struct decodes lazily into a
-//! `nerve_lcm.StructArray` (see the runtime's docstring for these choices).
+//! The code is straight-line per type: runs of fixed-size scalars and fixed 1-D arrays (small ones with numpy) are
+//! one precompiled `struct.Struct` `unpack_from` / `pack`, decoding walks the bytes with an offset (no `BytesIO`),
+//! objects are made with `object.__new__` and slot assignment. With numpy, numeric arrays are one `np.frombuffer`
+//! view (big-endian, read-only, no copy) and encode with one `tobytes`, and a one-dimensional array of a fixed-size
+//! struct decodes lazily into a `nerve_lcm.StructArray` (see the runtime's docstring for these choices); by default
+//! an array is one `struct.unpack_from` per innermost run.
 //!
-//! # Small fixed arrays are tuples
+//! # Small fixed arrays are tuples (numpy mode)
 //!
 //! A numeric or boolean array with one constant dimension of at most `SMALL_ARRAY` (16) elements, such as
 //! `float position[2]` or `double orientation[4]`, is a `tuple` of Python numbers: decoded as a slice of its run's
@@ -43,7 +53,7 @@
 //! # The native accelerator
 //!
 //! Each struct module ends with `_rt.accelerate(cls, "pkg.name", (member classes...))`. When the optional
-//! extension `nerve_lcm_native` (`bindings/python`, PyO3, installed into the venv by `scripts/setup`) imports, that
+//! extension `nerve._native` (the `nerve` package, `bindings/python`, PyO3; `scripts/setup` installs it) imports, that
 //! call replaces the class's `decode` / `encode` with a native codec that interprets a plan compiled from
 //! `__slots__`, `__typenames__`, `__dimensions__` and those classes, giving the same representation as the code
 //! above. It is a fast path only: any input it does not handle exactly, and any malformed message, goes to the
@@ -104,7 +114,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     let mut packages: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
     for st in input.structs() {
         check_struct(st)?;
-        let g = Gen { schema, input, prefix: &prefix };
+        let g = Gen { schema, input, prefix: &prefix, numpy: opts.python_numpy };
         let pkg = g.py_package(&st.name);
         files.push(GeneratedFile { path: module_path(&pkg, &st.name.name), contents: g.struct_module(st) });
         register(&mut packages, pkg, &st.name.name);
@@ -117,7 +127,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
                 return Err(err(&en.span, format!("enum value name '{}' clashes with the generated class", v.name)));
             }
         }
-        let g = Gen { schema, input, prefix: &prefix };
+        let g = Gen { schema, input, prefix: &prefix, numpy: opts.python_numpy };
         let pkg = g.py_package(&en.name);
         files.push(GeneratedFile { path: module_path(&pkg, &en.name.name), contents: enum_module(en) });
         register(&mut packages, pkg, &en.name.name);
@@ -354,6 +364,9 @@ struct Gen<'a> {
     schema: &'a Schema,
     input: &'a Input<'a>,
     prefix: &'a [String],
+    /// `--python-numpy`: numpy arrays, tuples for small fixed arrays and `StructArray`s (see the module docs);
+    /// otherwise lcm-gen's lists, tuples and bytes.
+    numpy: bool,
 }
 
 /// Per-module state: precompiled Structs and imported classes.
@@ -402,17 +415,36 @@ enum Kind {
     ObjArray,
 }
 
-fn kind(m: &Member) -> Kind {
-    match (&m.ty, m.dims.is_empty()) {
-        (MemberType::Primitive(Primitive::String), true) => Kind::String,
-        (MemberType::Primitive(p), true) => Kind::Scalar(*p),
-        (_, true) => Kind::Nested,
-        (MemberType::Primitive(Primitive::String), false) => Kind::ObjArray,
-        (MemberType::Primitive(p), false) => match tuple_len(m) {
-            Some(n) => Kind::Tuple(*p, n),
-            None => Kind::PrimArray(*p),
-        },
-        (_, false) => Kind::ObjArray,
+impl Gen<'_> {
+    fn kind(&self, m: &Member) -> Kind {
+        match (&m.ty, m.dims.is_empty()) {
+            (MemberType::Primitive(Primitive::String), true) => Kind::String,
+            (MemberType::Primitive(p), true) => Kind::Scalar(*p),
+            (_, true) => Kind::Nested,
+            (MemberType::Primitive(Primitive::String), false) => Kind::ObjArray,
+            (MemberType::Primitive(p), false) => match self.run_len(m) {
+                Some(n) => Kind::Tuple(*p, n),
+                None => Kind::PrimArray(*p),
+            },
+            (_, false) => Kind::ObjArray,
+        }
+    }
+
+    /// The length of an array member that is read and written with the scalars around it (one `struct` call for
+    /// the run): with numpy, the small tuples of [`tuple_len`]; otherwise every 1-D fixed number or boolean
+    /// array (lcm-gen's `struct.unpack` tuple, or a list of bools).
+    fn run_len(&self, m: &Member) -> Option<usize> {
+        if self.numpy {
+            return tuple_len(m);
+        }
+        match (&m.ty, &m.dims[..]) {
+            (MemberType::Primitive(p), [Dim::Fixed { len, .. }])
+                if !matches!(p, Primitive::String | Primitive::Byte) =>
+            {
+                Some(*len)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -445,7 +477,9 @@ impl<'a> Gen<'a> {
     /// Whether arrays of this struct can be one numpy structured array: fixed size > 0, only non-string primitives
     /// and such structs inside.
     fn records_ok(&self, name: &TypeName) -> bool {
-        self.records_ok_inner(name, &mut Vec::new()) && self.input.layout.fixed_size(name).is_some_and(|s| s > 0)
+        self.numpy
+            && self.records_ok_inner(name, &mut Vec::new())
+            && self.input.layout.fixed_size(name).is_some_and(|s| s > 0)
     }
 
     fn records_ok_inner(&self, name: &TypeName, path: &mut Vec<TypeName>) -> bool {
@@ -560,6 +594,7 @@ impl<'a> Gen<'a> {
         } else {
             body.line("_nerve_dtype = None");
         }
+        body.line(format!("_nerve_numpy = {}", if self.numpy { "True" } else { "False" }));
         body.blank();
 
         // --- __init__
@@ -673,22 +708,30 @@ impl<'a> Gen<'a> {
         w.line("DO NOT MODIFY BY HAND!!!!");
         w.line("\"\"\"").blank();
         w.line("import struct as _struct").blank();
-        w.line("import numpy as _np").blank();
+        if self.numpy {
+            w.line("import numpy as _np").blank();
+        }
         w.line("import nerve_lcm as _rt").blank();
         w.line("_nv_new = object.__new__");
         w.line("_nv_unpack_I = _rt.unpack_I");
         w.line("_nv_pack_I = _rt.pack_I");
-        w.line("_nv_frombuffer = _np.frombuffer");
-        w.line("_nv_ndarray = _np.ndarray");
-        for (v, d) in [
-            ("_nv_i1", "i1"),
-            ("_nv_i2", ">i2"),
-            ("_nv_i4", ">i4"),
-            ("_nv_i8", ">i8"),
-            ("_nv_f4", ">f4"),
-            ("_nv_f8", ">f8"),
-            ("_nv_u1", "u1"),
-        ] {
+        w.line("_nv_unpack_from = _struct.unpack_from");
+        let numpy_names: &[(&str, &str)] = if self.numpy {
+            w.line("_nv_frombuffer = _np.frombuffer");
+            w.line("_nv_ndarray = _np.ndarray");
+            &[
+                ("_nv_i1", "i1"),
+                ("_nv_i2", ">i2"),
+                ("_nv_i4", ">i4"),
+                ("_nv_i8", ">i8"),
+                ("_nv_f4", ">f4"),
+                ("_nv_f8", ">f8"),
+                ("_nv_u1", "u1"),
+            ]
+        } else {
+            &[]
+        };
+        for &(v, d) in numpy_names {
             w.line(format!("{v} = _np.dtype({})", py_str(d)));
         }
         for (i, f) in md.structs.iter().enumerate() {
@@ -730,7 +773,7 @@ impl<'a> Gen<'a> {
     }
 
     fn default_value(&self, m: &Member, md: &mut Module) -> String {
-        match kind(m) {
+        match self.kind(m) {
             Kind::Scalar(p) => match p {
                 Primitive::Float | Primitive::Double => "0.0".into(),
                 Primitive::Boolean => "False".into(),
@@ -739,16 +782,25 @@ impl<'a> Gen<'a> {
             Kind::String => "\"\"".into(),
             Kind::Nested => format!("{}()", md.class(type_name(&m.ty))),
             Kind::Tuple(p, n) => {
-                let zero = match p {
-                    Primitive::Float | Primitive::Double => "0.0",
-                    Primitive::Boolean => "False",
-                    _ => "0",
-                };
+                let zero = zero_literal(p);
                 match n {
+                    _ if !self.numpy => format!("[{zero}] * {n}"),
                     0 => "()".into(),
                     1 => format!("({zero},)"),
                     _ => format!("({})", vec![zero; n].join(", ")),
                 }
+            }
+            Kind::PrimArray(p) if !self.numpy => {
+                // lcm-gen's nesting: lists outside, the innermost dimension a list of zeros or (byte) bytes; a
+                // fixed byte array holds zero bytes rather than lcm-gen's b"", so a fresh message encodes
+                let (inner, outer) = m.dims.split_last().expect("an array");
+                let elem = match (p, inner) {
+                    (Primitive::Byte, Dim::Fixed { len, .. }) => format!("bytes({len})"),
+                    (Primitive::Byte, Dim::Variable { .. }) => "b\"\"".to_owned(),
+                    (_, Dim::Variable { .. }) => "[]".to_owned(),
+                    (_, Dim::Fixed { len, .. }) => format!("[{}] * {len}", zero_literal(p)),
+                };
+                nested_default(outer, 0, &elem)
             }
             Kind::PrimArray(p) => {
                 let shape: Vec<String> =
@@ -778,9 +830,14 @@ impl<'a> Gen<'a> {
     }
 
     /// The slow, checked encoding of one primitive array member (numpy conversion, shape check).
-    fn prim_array_line(m: &Member, p: Primitive, what: &str) -> String {
+    fn prim_array_line(&self, m: &Member, p: Primitive, what: &str) -> String {
         let shape: Vec<String> = m.dims.iter().map(|d| Self::dim_expr(d, "self")).collect();
         let shape = format!("({},)", shape.join(", "));
+        if !self.numpy {
+            // nested sequences (lists, tuples, bytes, numpy arrays too) packed with `struct`, checked
+            let code = if p == Primitive::Boolean { '?' } else { prim_codes(p).0 };
+            return format!("ap(_rt.pack_array(self.{}, \"{code}\", {shape}, {what}))", m.name);
+        }
         match p {
             Primitive::Byte => {
                 format!("ap(_rt.byte_array_bytes(self.{}, {shape}, {what}))", m.name)
@@ -794,6 +851,7 @@ impl<'a> Gen<'a> {
 
     fn emit_encode(&self, st: &Struct, w: &mut CodeWriter, md: &mut Module) {
         let full = st.name.full();
+        let numpy = self.numpy;
         // A run: scalars, and small 1-D fixed arrays packed with `*` (one `pack` for all; if that fails, e.g. for
         // a list longer than the array, each member again through the checked path).
         let mut run: Vec<(&Member, Primitive, Option<usize>)> = Vec::new();
@@ -815,8 +873,10 @@ impl<'a> Gen<'a> {
             for (i, (m, _, len)) in run.iter().enumerate() {
                 if len.is_some() {
                     w.line(format!("x{i} = self.{}", m.name));
-                    w.line(format!("if x{i}.__class__ is _nv_ndarray:"));
-                    w.indent().line(format!("x{i} = x{i}.tolist()")).dedent();
+                    if numpy {
+                        w.line(format!("if x{i}.__class__ is _nv_ndarray:"));
+                        w.indent().line(format!("x{i} = x{i}.tolist()")).dedent();
+                    }
                     args.push(format!("*x{i}"));
                 } else {
                     args.push(format!("self.{}", m.name));
@@ -833,7 +893,7 @@ impl<'a> Gen<'a> {
                 for (m, p, len) in run.iter() {
                     let what = py_str(&format!("{full}.{}", m.name));
                     if len.is_some() {
-                        w.line(Self::prim_array_line(m, *p, &what));
+                        w.line(self.prim_array_line(m, *p, &what));
                     } else {
                         let s = md.fmt(&format!(">{}", prim_codes(*p).0));
                         w.line(format!("ap({s}.pack(self.{}))", m.name));
@@ -846,7 +906,7 @@ impl<'a> Gen<'a> {
         for m in &st.members {
             any = true;
             let what = py_str(&format!("{full}.{}", m.name));
-            match kind(m) {
+            match self.kind(m) {
                 Kind::Scalar(p) => run.push((m, p, None)),
                 Kind::String => {
                     flush(&mut run, w, md);
@@ -867,7 +927,7 @@ impl<'a> Gen<'a> {
                 Kind::Tuple(p, n) => run.push((m, p, Some(n))),
                 Kind::PrimArray(p) => {
                     flush(&mut run, w, md);
-                    w.line(Self::prim_array_line(m, p, &what));
+                    w.line(self.prim_array_line(m, p, &what));
                 }
                 Kind::ObjArray => {
                     flush(&mut run, w, md);
@@ -929,6 +989,8 @@ impl<'a> Gen<'a> {
 
     fn emit_decode(&self, st: &Struct, w: &mut CodeWriter, md: &mut Module) {
         let full = py_str(&st.name.full());
+        // lcm-gen's decoder gives a list of bools for a boolean array (a tuple for numbers); with numpy, a tuple
+        let as_list = |p: Primitive| !self.numpy && p == Primitive::Boolean;
         let cls = &st.name.name;
         w.line(format!("o = _nv_new({cls})"));
         if st.members.is_empty() {
@@ -955,6 +1017,9 @@ impl<'a> Gen<'a> {
             }
             let s = md.fmt(&fmt);
             match &run[..] {
+                [(m, p, Some(_))] if as_list(*p) => {
+                    w.line(format!("o.{} = list({s}.unpack_from(data, off))", m.name));
+                }
                 [(m, _, Some(_))] => {
                     w.line(format!("o.{} = {s}.unpack_from(data, off)", m.name));
                 }
@@ -965,8 +1030,12 @@ impl<'a> Gen<'a> {
                 _ => {
                     w.line(format!("t = {s}.unpack_from(data, off)"));
                     let mut i = 0;
-                    for (m, _, len) in run.iter() {
+                    for (m, p, len) in run.iter() {
                         match len {
+                            Some(n) if as_list(*p) => {
+                                w.line(format!("o.{} = list(t[{i}:{}])", m.name, i + n));
+                                i += n;
+                            }
                             Some(n) => {
                                 w.line(format!("o.{} = t[{i}:{}]", m.name, i + n));
                                 i += n;
@@ -984,7 +1053,7 @@ impl<'a> Gen<'a> {
         };
         for m in &st.members {
             let what = py_str(&m.name);
-            match kind(m) {
+            match self.kind(m) {
                 Kind::Scalar(p) => run.push((m, p, None)),
                 Kind::Tuple(p, n) => run.push((m, p, Some(n))),
                 Kind::String => {
@@ -1011,6 +1080,11 @@ impl<'a> Gen<'a> {
                     w.line(format!("e = {end}"));
                     w.line("if e > ln:");
                     w.indent().line(format!("raise _rt.truncated(data, off, {full})")).dedent();
+                    if !self.numpy {
+                        emit_decode_prim_lists(m, p, w);
+                        w.line("off = e");
+                        continue;
+                    }
                     let shape: Vec<String> = (0..m.dims.len()).map(|i| format!("c{i}")).collect();
                     let shape = format!("({},)", shape.join(", "));
                     let value = match p {
@@ -1193,6 +1267,15 @@ fn count_expr(m: &Member, fixed: usize) -> String {
     parts.join(" * ")
 }
 
+/// The Python zero of a primitive other than string.
+fn zero_literal(p: Primitive) -> &'static str {
+    match p {
+        Primitive::Float | Primitive::Double => "0.0",
+        Primitive::Boolean => "False",
+        _ => "0",
+    }
+}
+
 fn nested_default(dims: &[Dim], i: usize, elem: &str) -> String {
     if i == dims.len() {
         return elem.to_owned();
@@ -1201,6 +1284,40 @@ fn nested_default(dims: &[Dim], i: usize, elem: &str) -> String {
         Dim::Variable { .. } => "[]".to_owned(),
         Dim::Fixed { len, .. } => format!("[{} for _ in range({len})]", nested_default(dims, i + 1, elem)),
     }
+}
+
+/// Decodes a primitive array member as lcm-gen's decoder gives it, the bytes already checked to end at `e`: lists
+/// for the outer dimensions, the innermost one a tuple of numbers, a list of bools or bytes (`off` is left at the
+/// start; the caller moves it to `e`).
+fn emit_decode_prim_lists(m: &Member, p: Primitive, w: &mut CodeWriter) {
+    let n = m.dims.len();
+    let last = n - 1;
+    let size = p.wire_size().unwrap_or(1);
+    let inner = match p {
+        Primitive::Byte => format!("data[p:p + c{last}]"),
+        Primitive::Boolean => format!("list(_nv_unpack_from(\">%d?\" % c{last}, data, p))"),
+        _ => format!("_nv_unpack_from(\">%d{}\" % c{last}, data, p)", prim_codes(p).0),
+    };
+    if n == 1 {
+        w.line("p = off");
+        w.line(format!("o.{} = {inner}", m.name));
+        return;
+    }
+    w.line("p = off");
+    for i in 0..last {
+        w.line(format!("a{i} = []"));
+        w.line(format!("for _ in range(c{i}):"));
+        w.indent();
+    }
+    w.line(format!("a{}.append({inner})", last - 1));
+    w.line(format!("p += c{last} * {size}"));
+    for i in (0..last).rev() {
+        w.dedent();
+        if i > 0 {
+            w.line(format!("a{}.append(a{i})", i - 1));
+        }
+    }
+    w.line(format!("o.{} = a0", m.name));
 }
 
 /// Decodes one string at `off` into `target` (an assignable expression), advancing `off`.

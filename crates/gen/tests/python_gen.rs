@@ -63,10 +63,10 @@ fn names_python_cannot_use_are_errors() {
 }
 
 #[test]
-fn small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
+fn with_numpy_small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
     let files = gen(
         "package p; struct t { int32_t n; float a[16]; boolean b[2]; int8_t big[17]; double m[2][2]; int16_t v[n]; byte y[2]; }",
-        &Options::default(),
+        &Options { python_numpy: true, ..Options::default() },
     )
     .unwrap();
     let m = file(&files, "p/t.py");
@@ -85,4 +85,32 @@ fn small_fixed_numeric_arrays_are_tuples_and_the_rest_numpy() {
     assert!(m.contains("o.big = _nv_frombuffer(data, _nv_i1, 17, off)"), "{m}");
     assert!(m.contains("o.m = _nv_ndarray((c0, c1,), _nv_f8, data, off)"), "{m}");
     assert!(m.contains("o.y = data[off:e]"), "{m}");
+}
+
+#[test]
+fn by_default_arrays_are_lcm_gens_lists_tuples_and_bytes_and_numpy_is_not_imported() {
+    let files = gen(
+        "package p; struct t { int32_t n; float a[16]; boolean b[2]; int8_t big[17]; double m[2][2]; int16_t v[n]; \
+         byte y[2]; boolean vb[n]; byte my[2][n]; }",
+        &Options::default(),
+    )
+    .unwrap();
+    let m = file(&files, "p/t.py");
+    assert!(!m.contains("import numpy") && !m.contains("_np."), "{m}");
+    assert!(!python::RUNTIME_MODULE.contains("\nimport numpy"), "the runtime imports numpy only when asked");
+    // defaults: lcm-gen's lists of zeros, nested as it nests them; variable arrays empty
+    assert!(m.contains("self.a = [0.0] * 16\n"), "{m}");
+    assert!(m.contains("self.b = [False] * 2\n"), "{m}");
+    assert!(m.contains("self.big = [0] * 17\n"), "{m}");
+    assert!(m.contains("self.m = [[0.0] * 2 for _ in range(2)]\n"), "{m}");
+    assert!(m.contains("self.v = []\n"), "{m}");
+    assert!(m.contains("self.y = bytes(2)\n"), "{m}");
+    assert!(m.contains("self.my = [b\"\" for _ in range(2)]\n"), "{m}");
+    // decode: every fixed 1-D number array is a slice of one unpack_from (a tuple), booleans a list
+    assert!(m.contains("o.a = t[1:17]\n"), "{m}");
+    assert!(m.contains("o.b = list(t[17:19])\n"), "{m}");
+    assert!(m.contains("o.big = t[19:36]\n"), "{m}");
+    assert!(m.contains("o.v = _nv_unpack_from(\">%dh\" % c0, data, p)"), "{m}");
+    assert!(m.contains("o.vb = list(_nv_unpack_from(\">%d?\" % c0, data, p))"), "{m}");
+    assert!(m.contains("_nerve_numpy = False"), "{m}");
 }

@@ -1,9 +1,17 @@
 """Runtime for the Python code that ``nerve gen -p`` writes: errors, checked reads, array helpers and StructArray.
 
-Generated modules import only this module, ``struct`` and ``numpy``. The generated code is straight-line per type;
-what lives here is what every type shares.
+Generated modules import only this module and ``struct`` (and ``numpy`` with ``--python-numpy``). The generated
+code is straight-line per type; what lives here is what every type shares. This module imports numpy only when a
+numpy-mode helper first runs.
 
-Representation of decoded values (the choices, and why):
+Representation of values, by default (a drop-in for lcm-gen's ``-p`` classes): exactly what lcm-gen's generated
+Python gives. A new object holds lists (fixed arrays filled with zeros, nested as lcm-gen nests them; variable
+arrays empty; a byte array ``bytes`` - zero bytes of the fixed size, where lcm-gen leaves ``b""``, so that a new
+message encodes), nested objects, ``0``/``0.0``/``False``/``""``. A decoded message holds, for an array, lists for
+the outer dimensions and in the innermost one a tuple of numbers, a list of bools or ``bytes``; arrays of strings,
+structs and enums are (nested) lists. Encoding takes lists, tuples, bytes and numpy arrays alike.
+
+Representation with ``nerve gen --python-numpy`` (the choices, and why):
 
 - Scalars are Python ``int``/``float``/``bool``/``str``, exactly as LCM's generated Python gives them.
 - A **small fixed-size one-dimensional** numeric or boolean array (one constant dimension of at most
@@ -32,12 +40,13 @@ Representation of decoded values (the choices, and why):
   is an ordinary mutable list of objects. Re-encoding an array that was never touched is one memcpy.
   ``len()`` never materializes; ``to_numpy()`` gives a structured array without building objects.
 
-Native accelerator: when the ``nerve_lcm_native`` extension (``bindings/python``, built into the venv by
-``scripts/setup``) imports, :func:`accelerate` gives every generated class its native ``decode`` / ``encode`` (and
-StructArray its native element builder). That code is a fast path only: on any input it does not handle exactly, and
-on every malformed message, it runs this module's pure-Python codec on the same input, so results and errors are the
-same with or without it. ``NATIVE`` says whether it is in use; set ``NERVE_LCM_PURE=1`` to turn it off. The pure
-codec of a class stays reachable as ``cls._nerve_py_decode(data)`` / ``cls._nerve_py_encode(msg)``.
+Native accelerator: when the ``nerve`` package's extension ``nerve._native`` (``bindings/python``, installed with
+``pip install ./bindings/python``; ``scripts/setup`` does it) imports, :func:`accelerate` gives every generated
+class its native ``decode`` / ``encode`` (and StructArray its native element builder). That code is a fast path
+only: on any input it does not handle exactly, and on every malformed message, it runs this module's pure-Python
+codec on the same input, so results and errors are the same with or without it. ``NATIVE`` says whether it is in
+use; set ``NERVE_LCM_PURE=1`` to turn it off. The pure codec of a class stays reachable as
+``cls._nerve_py_decode(data)`` / ``cls._nerve_py_encode(msg)``.
 
 Encoding accepts what LCM's encoder accepts (lists, tuples) and also numpy arrays of any dtype that converts (for
 tuple members as well as numpy ones), bytes
@@ -47,10 +56,9 @@ for byte arrays, numpy structured arrays for struct arrays, and objects of anoth
 
 import os as _os
 import struct as _struct
+import sys as _sys
 from collections.abc import MutableSequence as _MutableSequence
 from io import BytesIO as _BytesIO
-
-import numpy as np
 
 __all__ = ["DecodeError", "EncodeError", "StructArray", "NATIVE", "TUPLE_MAX"]
 
@@ -59,19 +67,34 @@ __all__ = ["DecodeError", "EncodeError", "StructArray", "NATIVE", "TUPLE_MAX"]
 #: hands it to the native accelerator, so both give the same representation.
 TUPLE_MAX = 16
 
+#: The interface version of the native accelerator this runtime was written for.
+_ABI = 3
+
 _native = None
 if not _os.environ.get("NERVE_LCM_PURE"):
     try:
-        import nerve_lcm_native as _native
+        from nerve import _native
     except ImportError:
         _native = None
-    if _native is not None and getattr(_native, "ABI", None) != 2:
+    if _native is not None and getattr(_native, "ABI", None) != _ABI:
         _native = None  # built for another version of this runtime
 
 #: Whether the native accelerator is in use.
 NATIVE = _native is not None
 
-U8 = np.dtype("u1")
+np = None  # numpy, once a numpy-mode helper needs it (_numpy)
+U8 = None
+
+
+def _numpy():
+    """numpy, imported on first use: generated code of the default mode never needs it."""
+    global np, U8
+    if np is None:
+        import numpy
+
+        U8 = numpy.dtype("u1")
+        np = numpy
+    return np
 _I = _struct.Struct(">I")
 unpack_I = _I.unpack_from
 pack_I = _I.pack
@@ -173,6 +196,7 @@ def too_deep(type_name):
 def array_bytes(value, dtype, shape, what):
     """The wire bytes of a numeric array member: ``value`` (list, tuple, numpy array, nested) converted to
     ``dtype`` (big-endian), its first ``shape`` elements along each dimension (LCM slices ``x[:n]`` too)."""
+    np = _numpy()
     try:
         a = np.asarray(value, dtype=dtype)
     except (ValueError, TypeError, OverflowError) as e:
@@ -184,6 +208,7 @@ def array_bytes(value, dtype, shape, what):
 
 def bool_array_bytes(value, shape, what):
     """The wire bytes of a boolean array member (0 or 1 per element)."""
+    np = _numpy()
     try:
         a = np.asarray(value)
         if a.dtype != np.bool_:
@@ -197,6 +222,7 @@ def bool_array_bytes(value, shape, what):
 
 def byte_array_bytes(value, shape, what):
     """The wire bytes of a byte array member: bytes-like objects as they are, anything else via uint8."""
+    np = _numpy()
     if len(shape) == 1 and isinstance(value, (bytes, bytearray, memoryview)):
         n = shape[0]
         if len(value) == n:
@@ -219,6 +245,7 @@ def byte_array_bytes(value, shape, what):
 
 
 def _unbytes(value):
+    np = _numpy()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return np.frombuffer(value, U8)
     if isinstance(value, (list, tuple)):
@@ -227,6 +254,7 @@ def _unbytes(value):
 
 
 def _fit(a, shape, what):
+    np = _numpy()
     if 0 in shape and min(shape) >= 0 and a.size == 0:
         return a.reshape(shape) if a.ndim == len(shape) else np.zeros(shape, a.dtype)
     if a.ndim != len(shape):
@@ -248,6 +276,36 @@ def put_string(ap, s, what):
     ap(pack_I(len(e) + 1))
     ap(e)
     ap(b"\0")
+
+
+def pack_array(value, code, shape, what):
+    """The wire bytes of a primitive array member in the default mode: ``value`` nested sequences (lists, tuples,
+    numpy arrays; ``bytes`` for a byte array's innermost dimension) of at least ``shape`` elements along each
+    dimension, of which the first ones are packed with ``struct`` format ``code`` (LCM's generated code slices
+    ``x[:n]`` too). Booleans are packed as 0 or 1."""
+    out = []
+    _pack_dims(value, code, shape, 0, out, what)
+    return b"".join(out)
+
+
+def _pack_dims(value, code, shape, k, out, what):
+    n = shape[k]
+    check_len(value, n, what)
+    if k + 1 < len(shape):
+        for i in range(n):
+            _pack_dims(value[i], code, shape, k + 1, out, what)
+        return
+    if code == "B" and isinstance(value, (bytes, bytearray)):
+        out.append(bytes(value[:n]))
+        return
+    try:
+        items = value[:n]
+    except TypeError:
+        items = list(value)[:n]
+    try:
+        out.append(_struct.pack(f">{n}{code}", *items))
+    except (_struct.error, OverflowError, TypeError, ValueError) as e:
+        raise EncodeError(f"{what}: {e}") from None
 
 
 def check_len(seq, n, what):
@@ -283,7 +341,7 @@ def encode_struct_list(seq, n, cls, ap, what):
     if seq.__class__ is StructArray and seq._cls is cls:
         seq._encode(n, ap, what)
         return
-    if isinstance(seq, np.ndarray) and seq.dtype.names is not None and cls._nerve_dtype is not None:
+    if cls._nerve_dtype is not None and isinstance(seq, _numpy().ndarray) and seq.dtype.names is not None:
         check_len(seq, n, what)
         try:
             ap(np.asarray(seq[:n]).astype(cls._nerve_dtype).tobytes())
@@ -338,11 +396,13 @@ class StructArray(_MutableSequence):
     def from_numpy(cls_, elem, records):
         """A StructArray of ``elem`` objects from a numpy structured array whose fields are named like ``elem``'s
         members (any byte order or numeric types that convert). Stays packed: no objects are built."""
+        np = _numpy()
         rec = np.ascontiguousarray(np.asarray(records).astype(elem._nerve_dtype))
         return cls_._packed(elem, rec.tobytes(), 0, len(rec))
 
     def to_numpy(self):
         """The elements as a numpy structured array (big-endian fields, named like the members). A copy."""
+        np = _numpy()
         if self._items is None:
             return np.frombuffer(self._buf, self._cls._nerve_dtype, self._n, self._off).copy()
         parts = []
@@ -362,7 +422,7 @@ class StructArray(_MutableSequence):
             if items is not None:
                 pass
             elif self._n:
-                rec = np.frombuffer(self._buf, self._cls._nerve_dtype, self._n, self._off)
+                rec = _numpy().frombuffer(self._buf, self._cls._nerve_dtype, self._n, self._off)
                 items = self._cls._nerve_from_records(rec)
             else:
                 items = []
@@ -427,6 +487,7 @@ def accelerate(cls, type_name, classes):
     cls._nerve_name = type_name
     cls._nerve_struct_array = StructArray
     cls._nerve_tuple_max = TUPLE_MAX
+    cls._nerve_numpy = cls.__dict__.get("_nerve_numpy", True)
     cls._nerve_py_decode = cls.__dict__["decode"]
     cls._nerve_py_encode = cls.__dict__["encode"]
     if _native is None:
