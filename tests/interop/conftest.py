@@ -76,3 +76,15 @@ def type_descs() -> list:
 def real_cases() -> list:
     """oracle.cases(seed=0, per_type=20), once per session: random values encoded by the real LCM."""
     return oracle.cases(0, 20)
+
+
+@pytest.fixture(scope="session")
+def c_prefix(tmp_path_factory) -> Path:
+    """Nerve's C libraries installed by `scripts/install-c PREFIX --debug` into a fresh prefix (libnerve, libach)."""
+    out = tmp_path_factory.mktemp("c-prefix")
+    p = subprocess.run([str(oracle.REPO / "scripts" / "install-c"), str(out), "--debug"], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        pytest.fail(f"scripts/install-c failed:\n{p.stderr[-4000:]}")
+    return out
+

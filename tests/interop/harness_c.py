@@ -21,6 +21,7 @@ one that decodes; it prints one summary line. Run under the sanitizers this is a
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -380,11 +381,14 @@ def harness_source(descs: list) -> str:
 
 
 def generate(nerve_bin: Path, out_dir: Path, files: list) -> Path:
-    """Runs ``nerve gen -c`` on ``files`` into ``out_dir`` (headers and sources together); returns out_dir."""
+    """Runs ``nerve gen -c`` on ``files`` into ``out_dir`` (headers and sources together); returns out_dir.
+
+    Without publish/subscribe (``--c-no-pubsub``), so the harness needs no LCM header or library; test_c_pubsub.py
+    covers that part of the API."""
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    subprocess.run([str(nerve_bin), "gen", "-c", "--c-cpath", str(out_dir), "--c-hpath", str(out_dir),
+    subprocess.run([str(nerve_bin), "gen", "-c", "--c-no-pubsub", "--c-cpath", str(out_dir), "--c-hpath", str(out_dir),
                     *map(str, files)], check=True, capture_output=True, text=True)
     return out_dir
 
@@ -399,3 +403,13 @@ def build(gen_dir: Path, descs: list, exe: Path, extra_flags: list, cc: str = "g
     if proc.returncode != 0:
         raise AssertionError(f"compiling the C harness failed:\n{' '.join(cmd)}\n{proc.stderr[-8000:]}")
     return exe
+
+
+def pkg_config(prefix: Path, package: str, *args: str) -> list:
+    """`pkg-config ARGS PACKAGE` against an install prefix's lib/pkgconfig (scripts/install-c), split into arguments."""
+    if shutil.which("pkg-config") is None:
+        raise AssertionError("pkg-config is not installed (scripts/setup)")
+    env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+    p = subprocess.run(["pkg-config", *args, package], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split()

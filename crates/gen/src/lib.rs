@@ -98,14 +98,27 @@ pub struct Options {
     pub package_prefix: String,
     /// Python: write `__init__.py` files for packages (lcm-gen's default; `--python-no-init` turns it off).
     pub python_init: bool,
+    /// Python: numpy arrays for primitive arrays, tuples for small fixed ones and lazily decoded arrays of
+    /// fixed-size structs (`--python-numpy`); otherwise (the default) lcm-gen's lists, tuples and bytes.
+    pub python_numpy: bool,
     /// Rust: whether generated code may contain `unsafe` (the one-shuffle-per-element decode of arrays of small
     /// numeric structs, `__NERVE_SHUFFLE`). Off (`--rust-no-unsafe`) for crates that `#![forbid(unsafe_code)]`,
     /// which no `#[allow]` can lift: such arrays then decode member by member.
     pub rust_unsafe: bool,
+    /// C: generate lcm-gen's `_publish`, `_subscribe`, `_unsubscribe`, `_subscription_set_queue_capacity` and the
+    /// `_subscription_t` / `_handler_t` types against `<lcm/lcm.h>` (lcm-gen's default; `--c-no-pubsub` leaves them
+    /// out, and the generated C then needs no LCM header or library at all).
+    pub c_pubsub: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { package_prefix: String::new(), python_init: true, rust_unsafe: true }
+        Options {
+            package_prefix: String::new(),
+            python_init: true,
+            python_numpy: false,
+            rust_unsafe: true,
+            c_pubsub: true,
+        }
     }
 }

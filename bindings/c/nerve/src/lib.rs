@@ -1,0 +1,755 @@
+//! libnerve: the C ABI of Nerve (`include/nerve/nerve.h`, issue 21 section 2): the bus ([`bus`]: by URL, publish,
+//! subscribe by pattern with capacity and overflow policy, handle, a pollable descriptor, per-subscription stats),
+//! shared-memory channels (create, open, remove, put, loans written in place, get next or newest with wait and
+//! timeout, missed counts, a buffer-too-small status that loses nothing, stats) and LCM event logs (read with the
+//! damage report, write).
+//!
+//! # Brief overview
+//!
+//! A `nerve_channel *` is a [`ShmHandle`] in [`CHANNELS`]; a `nerve_loan *` is a [`LoanSlot`] in this thread's
+//! [`LOANS`] (a loan holds the channel's writer lock, which belongs to the thread that took it); log readers and
+//! writers are `nerve-log`'s, each behind a mutex in its registry. Every entry point runs under [`guard`] and looks
+//! its handle up before touching it; statuses are [`status`]'s, the reason for the last error is
+//! `nerve_last_error()`.
+
+#![allow(unsafe_code)] // The C ABI: raw pointers from C at every entry point; each block says why it is sound.
+#![deny(missing_docs)]
+
+pub mod status;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use nerve_c_common::{guard, last_error, set_last_error, str_arg, Got, Registry, ShmHandle};
+use nerve_log::{LogError, LogReader, LogWriter};
+use nerve_shm::{Channel, ChannelConfig, Loan, ReadMode, ShmError, Wait, Writer};
+use status::*;
+
+/// Every open `nerve_channel`.
+pub static CHANNELS: Registry<ShmHandle> = Registry::new();
+/// Every open `nerve_log_reader`.
+pub static LOG_READERS: Registry<Mutex<LogReader<File>>> = Registry::new();
+/// Every open `nerve_log_writer`.
+pub static LOG_WRITERS: Registry<Mutex<LogWriter<BufWriter<File>>>> = Registry::new();
+
+thread_local! {
+    /// This thread's loans (a loan holds the writer lock, which the thread that took it must release).
+    static LOANS: RefCell<HashMap<usize, Box<LoanSlot>>> = RefCell::new(HashMap::new());
+}
+
+/// A loan and the writer it borrows. The writer is a heap object of its own that outlives the loan (dropped after
+/// it, in `Drop`), so the loan can be kept between C calls.
+pub struct LoanSlot {
+    loan: Option<Loan<'static>>,
+    writer: *mut Writer,
+}
+
+impl Drop for LoanSlot {
+    fn drop(&mut self) {
+        // The loan first (uncommitted: it publishes nothing and releases the lock), then its writer.
+        self.loan = None;
+        // SAFETY: `writer` came from Box::into_raw in nerve_channel_loan and is freed only here, after the loan that
+        // borrowed it is gone.
+        drop(unsafe { Box::from_raw(self.writer) });
+    }
+}
+
+fn fail(status: c_int, message: impl Into<String>) -> c_int {
+    set_last_error(message);
+    status
+}
+
+fn fail_shm(e: &ShmError) -> c_int {
+    let status = match e {
+        ShmError::InvalidName { .. } | ShmError::InvalidConfig { .. } => NERVE_E_INVALID,
+        ShmError::NotFound { .. } => NERVE_E_NOT_FOUND,
+        ShmError::AlreadyExists { .. } | ShmError::SizeMismatch { .. } => NERVE_E_EXISTS,
+        ShmError::PermissionDenied { .. } => NERVE_E_PERMISSION,
+        ShmError::NotAChannel { .. }
+        | ShmError::UnsupportedVersion { .. }
+        | ShmError::Truncated { .. }
+        | ShmError::Corrupt { .. } => NERVE_E_BAD_FILE,
+        ShmError::MessageTooLarge { .. } => NERVE_E_TOO_LARGE,
+        ShmError::Lock { .. } => NERVE_E_BUSY,
+        ShmError::Io { .. } => NERVE_E_IO,
+        _ => NERVE_E_INTERNAL,
+    };
+    fail(status, e.to_string())
+}
+
+fn fail_log(e: &LogError) -> c_int {
+    let status = match e {
+        LogError::Io { source, .. } => match source.kind() {
+            std::io::ErrorKind::NotFound => NERVE_E_NOT_FOUND,
+            std::io::ErrorKind::PermissionDenied => NERVE_E_PERMISSION,
+            _ => NERVE_E_IO,
+        },
+        LogError::ChannelLength { .. } => NERVE_E_INVALID,
+        LogError::DataTooLong { .. } => NERVE_E_TOO_LARGE,
+        LogError::Exists { .. } => NERVE_E_EXISTS,
+        _ => NERVE_E_INTERNAL,
+    };
+    fail(status, e.to_string())
+}
+
+/// A required string argument.
+fn text_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, c_int> {
+    // SAFETY: nerve.h's contract: a string argument is NULL or NUL-terminated and lives for the call.
+    unsafe { str_arg(p) }.map_err(|_| fail(NERVE_E_INVALID, format!("{what} is NULL or not UTF-8")))
+}
+
+/// A `(data, len)` byte argument: empty when `len` is 0 (whatever `data` is), an error when `data` is NULL for a
+/// non-zero `len`.
+fn bytes_arg<'a>(data: *const c_void, len: usize) -> Result<&'a [u8], c_int> {
+    if len == 0 {
+        Ok(&[])
+    } else if data.is_null() {
+        Err(fail(NERVE_E_INVALID, "data is NULL but len is not 0"))
+    } else {
+        // SAFETY: not NULL; nerve.h's contract: `len` readable bytes that stay unchanged for the call.
+        Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) })
+    }
+}
+
+/// An optional directory argument (NULL: the default).
+fn dir_arg<'a>(p: *const c_char) -> Result<Option<&'a Path>, c_int> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        text_arg(p, "dir").map(|d| Some(Path::new(d)))
+    }
+}
+
+/// Writes `value` through an output pointer that must not be NULL.
+fn out_required<T>(out: *mut T, value: T, what: &str) -> Result<(), c_int> {
+    if out.is_null() || !out.is_aligned() {
+        return Err(fail(NERVE_E_INVALID, format!("{what} is NULL or misaligned")));
+    }
+    // SAFETY: not NULL, aligned, writable by contract.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Writes `value` through an output pointer that may be NULL (then nothing is written).
+fn out_optional<T>(out: *mut T, value: T) -> Result<(), c_int> {
+    if out.is_null() {
+        return Ok(());
+    }
+    out_required(out, value, "an output pointer")
+}
+
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(status) => return status,
+        }
+    };
+}
+
+/// Opens a handle on `ch` at `start` and hands it to C.
+fn hand_out(ch: Channel, start: c_int, out: *mut *mut c_void) -> c_int {
+    let newest = ch.newest_seq();
+    let last = match start {
+        NERVE_START_NEWEST => newest.saturating_sub(1),
+        NERVE_START_OLDEST => newest.saturating_sub(ch.frames()),
+        NERVE_START_NEXT => newest,
+        other => return fail(NERVE_E_INVALID, format!("start {other} is not an enum nerve_start value")),
+    };
+    if out.is_null() || !out.is_aligned() {
+        return fail(NERVE_E_INVALID, "out is NULL or misaligned");
+    }
+    let p = CHANNELS.insert(ShmHandle::new(ch, last));
+    tri!(out_required(out, p.cast_mut().cast(), "out"));
+    NERVE_OK
+}
+
+/// `nerve_last_error`.
+#[no_mangle]
+pub extern "C" fn nerve_last_error() -> *const c_char {
+    guard(c"".as_ptr(), last_error)
+}
+
+/// `nerve_status_string`.
+#[no_mangle]
+pub extern "C" fn nerve_status_string(status: c_int) -> *const c_char {
+    guard(c"unknown status".as_ptr(), || status_name(status).as_ptr())
+}
+
+/// `nerve_channel_create`.
+///
+/// # Safety
+///
+/// `name` and `dir` are NULL or NUL-terminated strings; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_create(
+    name: *const c_char,
+    frames: u64,
+    frame_size: u64,
+    mode: u32,
+    dir: *const c_char,
+    flags: c_int,
+    out: *mut *mut c_void,
+) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let name = tri!(text_arg(name, "name"));
+        let dir = tri!(dir_arg(dir));
+        if out.is_null() {
+            return fail(NERVE_E_INVALID, "out is NULL");
+        }
+        let mut config = ChannelConfig::new(frames, frame_size).mode(mode);
+        if let Some(d) = dir {
+            config = config.dir(d);
+        }
+        let made = match flags {
+            NERVE_CREATE_NEW => Channel::create(name, &config),
+            NERVE_CREATE_OR_OPEN => Channel::open_or_create(name, &config),
+            other => return fail(NERVE_E_INVALID, format!("flags {other} is not an enum nerve_create_flags value")),
+        };
+        match made {
+            Ok(ch) => hand_out(ch, NERVE_START_NEWEST, out),
+            Err(e) => fail_shm(&e),
+        }
+    })
+}
+
+/// `nerve_channel_open`.
+///
+/// # Safety
+///
+/// `name` and `dir` are NULL or NUL-terminated strings; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_open(
+    name: *const c_char,
+    dir: *const c_char,
+    start: c_int,
+    out: *mut *mut c_void,
+) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let name = tri!(text_arg(name, "name"));
+        let dir = tri!(dir_arg(dir));
+        if !(NERVE_START_NEWEST..=NERVE_START_NEXT).contains(&start) {
+            return fail(NERVE_E_INVALID, format!("start {start} is not an enum nerve_start value"));
+        }
+        match Channel::open(name, dir) {
+            Ok(ch) => hand_out(ch, start, out),
+            Err(e) => fail_shm(&e),
+        }
+    })
+}
+
+/// `nerve_channel_close`.
+///
+/// # Safety
+///
+/// None beyond C's: the handle is looked up, never dereferenced unless open.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_close(channel: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || match CHANNELS.remove(channel.cast()) {
+        Some(_) => NERVE_OK,
+        None => fail(NERVE_E_INVALID, "the channel handle is not open (NULL, closed, or garbage)"),
+    })
+}
+
+/// `nerve_channel_remove`.
+///
+/// # Safety
+///
+/// `name` and `dir` are NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_remove(name: *const c_char, dir: *const c_char) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let name = tri!(text_arg(name, "name"));
+        let dir = tri!(dir_arg(dir));
+        match Channel::remove(name, dir) {
+            Ok(()) => NERVE_OK,
+            Err(e) => fail_shm(&e),
+        }
+    })
+}
+
+/// `nerve_channel_sizes`.
+///
+/// # Safety
+///
+/// `frames` and `frame_size` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_sizes(channel: *const c_void, frames: *mut u64, frame_size: *mut u64) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let h = tri!(channel_of(channel));
+        tri!(out_optional(frames, h.channel().frames()));
+        tri!(out_optional(frame_size, h.channel().frame_size()));
+        NERVE_OK
+    })
+}
+
+/// The open channel behind a `nerve_channel *`, or `NERVE_E_INVALID`.
+fn channel_of(p: *const c_void) -> Result<std::sync::Arc<ShmHandle>, c_int> {
+    CHANNELS
+        .get(p.cast())
+        .ok_or_else(|| fail(NERVE_E_INVALID, "the channel handle is not open (NULL, closed, or garbage)"))
+}
+
+/// `nerve_channel_put`.
+///
+/// # Safety
+///
+/// `data` is NULL (with `len` 0) or points to `len` readable bytes; `seq` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_put(
+    channel: *mut c_void,
+    data: *const c_void,
+    len: usize,
+    seq: *mut u64,
+) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let h = tri!(channel_of(channel));
+        let bytes = tri!(bytes_arg(data, len));
+        match h.put(bytes) {
+            Ok(s) => {
+                tri!(out_optional(seq, s));
+                NERVE_OK
+            }
+            Err(e) => fail_shm(&e),
+        }
+    })
+}
+
+/// `nerve_channel_loan`.
+///
+/// # Safety
+///
+/// `data` and `loan` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_loan(
+    channel: *mut c_void,
+    len: usize,
+    data: *mut *mut c_void,
+    loan: *mut *mut c_void,
+) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let h = tri!(channel_of(channel));
+        if data.is_null() || loan.is_null() || !data.is_aligned() || !loan.is_aligned() {
+            return fail(NERVE_E_INVALID, "data or loan is NULL or misaligned");
+        }
+        let writer = Box::into_raw(Box::new(h.channel().writer()));
+        // SAFETY: `writer` is a fresh heap object freed only by LoanSlot's Drop, after the loan made here is dropped;
+        // nothing else refers to it, so the exclusive borrow may last as long as the loan.
+        let borrowed: &'static mut Writer = unsafe { &mut *writer };
+        let mut lent = match borrowed.loan(len) {
+            Ok(l) => l,
+            Err(e) => {
+                // SAFETY: from Box::into_raw above; the failed loan holds no borrow of it any more.
+                drop(unsafe { Box::from_raw(writer) });
+                return fail_shm(&e);
+            }
+        };
+        let bytes = lent.bytes_mut().as_mut_ptr();
+        let slot = Box::new(LoanSlot { loan: Some(lent), writer });
+        let key = &*slot as *const LoanSlot as usize;
+        LOANS.with(|l| l.borrow_mut().insert(key, slot));
+        tri!(out_required(data, bytes.cast(), "data"));
+        tri!(out_required(loan, key as *mut c_void, "loan"));
+        NERVE_OK
+    })
+}
+
+fn take_loan(loan: *mut c_void) -> Result<Box<LoanSlot>, c_int> {
+    LOANS.with(|l| l.borrow_mut().remove(&(loan as usize))).ok_or_else(|| {
+        fail(
+            NERVE_E_INVALID,
+            "the loan is not open in this thread (NULL, already ended, garbage, or taken by another thread)",
+        )
+    })
+}
+
+/// `nerve_loan_commit`.
+///
+/// # Safety
+///
+/// `seq` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_loan_commit(loan: *mut c_void, seq: *mut u64) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let mut slot = tri!(take_loan(loan));
+        let s = match slot.loan.take() {
+            Some(l) => l.commit(),
+            None => return fail(NERVE_E_INTERNAL, "a loan slot without its loan"),
+        };
+        drop(slot);
+        tri!(out_optional(seq, s));
+        NERVE_OK
+    })
+}
+
+/// `nerve_loan_abort`.
+///
+/// # Safety
+///
+/// None beyond C's: the loan is looked up, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_loan_abort(loan: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        drop(tri!(take_loan(loan)));
+        NERVE_OK
+    })
+}
+
+/// `nerve_channel_get`.
+///
+/// # Safety
+///
+/// `buf` is NULL (with `capacity` 0) or points to `capacity` writable bytes; `info` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_get(
+    channel: *mut c_void,
+    buf: *mut c_void,
+    capacity: usize,
+    mode: c_int,
+    timeout_ns: i64,
+    info: *mut NerveMessageInfo,
+) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let h = tri!(channel_of(channel));
+        let mode = match mode {
+            NERVE_READ_NEXT => ReadMode::Next,
+            NERVE_READ_NEWEST => ReadMode::Newest,
+            other => return fail(NERVE_E_INVALID, format!("mode {other} is not an enum nerve_read_mode value")),
+        };
+        let wait = match timeout_ns {
+            0 => Wait::Poll,
+            t if t < 0 => Wait::Forever,
+            t => Wait::Timeout(Duration::from_nanos(t as u64)),
+        };
+        if !info.is_null() && !info.is_aligned() {
+            return fail(NERVE_E_INVALID, "info is misaligned");
+        }
+        let out: &mut [u8] = if capacity == 0 {
+            &mut []
+        } else if buf.is_null() {
+            return fail(NERVE_E_INVALID, "buf is NULL but capacity is not 0");
+        } else {
+            // SAFETY: not NULL; capacity writable bytes by contract, not aliased during the call.
+            unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), capacity) }
+        };
+        match h.get(out, mode, wait, || false) {
+            Ok(Got::Message(m, _)) => {
+                let i = NerveMessageInfo {
+                    seq: m.seq,
+                    len: m.len as u64,
+                    missed: m.missed,
+                    put_utime: m.put_utime,
+                    origin: m.origin,
+                };
+                tri!(out_optional(info, i));
+                NERVE_OK
+            }
+            Ok(Got::NothingNew) => NERVE_NOTHING_NEW,
+            Ok(Got::TimedOut) => NERVE_TIMED_OUT,
+            Ok(Got::TooSmall { needed }) => {
+                let i = NerveMessageInfo { len: needed as u64, ..NerveMessageInfo::default() };
+                tri!(out_optional(info, i));
+                NERVE_BUFFER_TOO_SMALL
+            }
+            Err(e) => fail_shm(&e),
+        }
+    })
+}
+
+/// `nerve_message_info`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NerveMessageInfo {
+    /// Sequence number.
+    pub seq: u64,
+    /// Length (needed length for a buffer too small).
+    pub len: u64,
+    /// Missed since the last message.
+    pub missed: u64,
+    /// Put time, µs since the epoch.
+    pub put_utime: i64,
+    /// Writer's origin id.
+    pub origin: u64,
+}
+
+/// `nerve_channel_skip_to_newest`.
+///
+/// # Safety
+///
+/// None beyond C's: the handle is looked up first.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_skip_to_newest(channel: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let h = tri!(channel_of(channel));
+        let newest = h.channel().newest_seq();
+        h.reader().seek(newest);
+        NERVE_OK
+    })
+}
+
+/// `nerve_channel_stats`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct NerveChannelStats {
+    /// Frames.
+    pub frames: u64,
+    /// Frame size.
+    pub frame_size: u64,
+    /// Messages put.
+    pub messages: u64,
+    /// Writers made.
+    pub writer_opens: u64,
+    /// Readers made.
+    pub reader_opens: u64,
+    /// Recoveries.
+    pub recoveries: u64,
+    /// Readers asleep.
+    pub waiting_readers: u32,
+    /// Mode bits.
+    pub mode: u32,
+}
+
+/// `nerve_channel_stats_get`.
+///
+/// # Safety
+///
+/// `stats` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_stats_get(channel: *const c_void, stats: *mut NerveChannelStats) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let h = tri!(channel_of(channel));
+        let s = h.channel().stats();
+        let out = NerveChannelStats {
+            frames: s.frames,
+            frame_size: s.frame_size,
+            messages: s.messages,
+            writer_opens: s.writer_opens,
+            reader_opens: s.reader_opens,
+            recoveries: s.recoveries,
+            waiting_readers: s.waiting_readers,
+            mode: s.mode,
+        };
+        tri!(out_required(stats, out, "stats"));
+        NERVE_OK
+    })
+}
+
+/// `nerve_log_event`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct NerveLogEvent {
+    /// Event number.
+    pub number: i64,
+    /// Timestamp.
+    pub utime: i64,
+    /// Channel bytes.
+    pub channel: *const c_char,
+    /// Channel length.
+    pub channel_len: usize,
+    /// Message bytes.
+    pub data: *const c_void,
+    /// Message length.
+    pub data_len: usize,
+    /// File offset.
+    pub offset: u64,
+}
+
+/// `nerve_log_damage`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct NerveLogDamage {
+    /// Damaged regions.
+    pub regions: u64,
+    /// Bytes skipped.
+    pub bytes: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `nerve_log_reader_open`.
+///
+/// # Safety
+///
+/// `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_reader_open(path: *const c_char, out: *mut *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let path = tri!(text_arg(path, "path"));
+        if out.is_null() || !out.is_aligned() {
+            return fail(NERVE_E_INVALID, "out is NULL or misaligned");
+        }
+        match LogReader::open(path) {
+            Ok(r) => {
+                let p = LOG_READERS.insert(Mutex::new(r));
+                tri!(out_required(out, p.cast_mut().cast(), "out"));
+                NERVE_OK
+            }
+            Err(e) => fail_log(&e),
+        }
+    })
+}
+
+/// `nerve_log_reader_next`: the event's pointers point into the reader's buffer, valid until its next call.
+///
+/// # Safety
+///
+/// `event` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_reader_next(reader: *mut c_void, event: *mut NerveLogEvent) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let r = tri!(LOG_READERS.get(reader.cast()).ok_or_else(|| fail(NERVE_E_INVALID, "the log reader is not open")));
+        if event.is_null() || !event.is_aligned() {
+            return fail(NERVE_E_INVALID, "event is NULL or misaligned");
+        }
+        let mut r = lock(&r);
+        match r.next_event() {
+            Ok(Some(e)) => {
+                let ev = NerveLogEvent {
+                    number: e.number,
+                    utime: e.utime,
+                    channel: e.channel_bytes.as_ptr().cast(),
+                    channel_len: e.channel_bytes.len(),
+                    data: e.data.as_ptr().cast(),
+                    data_len: e.data.len(),
+                    offset: e.offset,
+                };
+                tri!(out_required(event, ev, "event"));
+                NERVE_OK
+            }
+            Ok(None) => NERVE_END,
+            Err(e) => fail_log(&e),
+        }
+    })
+}
+
+/// `nerve_log_reader_damage`.
+///
+/// # Safety
+///
+/// `damage` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_reader_damage(reader: *const c_void, damage: *mut NerveLogDamage) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let r = tri!(LOG_READERS.get(reader.cast()).ok_or_else(|| fail(NERVE_E_INVALID, "the log reader is not open")));
+        let t = lock(&r).damage_totals();
+        tri!(out_required(damage, NerveLogDamage { regions: t.regions, bytes: t.bytes }, "damage"));
+        NERVE_OK
+    })
+}
+
+/// `nerve_log_reader_close`.
+///
+/// # Safety
+///
+/// None beyond C's: the handle is looked up first.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_reader_close(reader: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || match LOG_READERS.remove(reader.cast()) {
+        Some(_) => NERVE_OK,
+        None => fail(NERVE_E_INVALID, "the log reader is not open"),
+    })
+}
+
+/// `nerve_log_writer_open`.
+///
+/// # Safety
+///
+/// `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_writer_open(path: *const c_char, flags: c_int, out: *mut *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let path = tri!(text_arg(path, "path"));
+        if out.is_null() || !out.is_aligned() {
+            return fail(NERVE_E_INVALID, "out is NULL or misaligned");
+        }
+        let opened = match flags {
+            NERVE_LOG_CREATE => LogWriter::create(path, false),
+            NERVE_LOG_OVERWRITE => LogWriter::create(path, true),
+            NERVE_LOG_APPEND => LogWriter::append(path),
+            other => return fail(NERVE_E_INVALID, format!("flags {other} is not an enum nerve_log_open_flags value")),
+        };
+        match opened {
+            Ok(w) => {
+                let p = LOG_WRITERS.insert(Mutex::new(w));
+                tri!(out_required(out, p.cast_mut().cast(), "out"));
+                NERVE_OK
+            }
+            Err(e) => fail_log(&e),
+        }
+    })
+}
+
+fn log_writer(p: *const c_void) -> Result<std::sync::Arc<Mutex<LogWriter<BufWriter<File>>>>, c_int> {
+    LOG_WRITERS.get(p.cast()).ok_or_else(|| fail(NERVE_E_INVALID, "the log writer is not open"))
+}
+
+/// `nerve_log_writer_write`.
+///
+/// # Safety
+///
+/// `channel` is NULL or a NUL-terminated string; `data` is NULL (with `len` 0) or points to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_writer_write(
+    writer: *mut c_void,
+    utime: i64,
+    channel: *const c_char,
+    data: *const c_void,
+    len: usize,
+) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let w = tri!(log_writer(writer));
+        let channel = tri!(text_arg(channel, "channel"));
+        let bytes = tri!(bytes_arg(data, len));
+        let written = lock(&w).write_event(utime, channel, bytes);
+        match written {
+            Ok(()) => NERVE_OK,
+            Err(e) => fail_log(&e),
+        }
+    })
+}
+
+/// `nerve_log_writer_flush`.
+///
+/// # Safety
+///
+/// None beyond C's: the handle is looked up first.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_writer_flush(writer: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let w = tri!(log_writer(writer));
+        let r = lock(&w).flush();
+        match r {
+            Ok(()) => NERVE_OK,
+            Err(e) => fail_log(&e),
+        }
+    })
+}
+
+/// `nerve_log_writer_close`.
+///
+/// # Safety
+///
+/// None beyond C's: the handle is looked up first.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_log_writer_close(writer: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let w =
+            tri!(LOG_WRITERS.remove(writer.cast()).ok_or_else(|| fail(NERVE_E_INVALID, "the log writer is not open")));
+        let r = lock(&w).flush();
+        match r {
+            Ok(()) => NERVE_OK,
+            Err(e) => fail_log(&e),
+        }
+    })
+}
+
+// After `tri!`, which the bus module uses.
+pub mod bus;

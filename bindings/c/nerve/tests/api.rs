@@ -1,0 +1,101 @@
+//! nerve.h's entry points called from Rust as C calls them: a put/get round trip, a loan, the bus (delivery, capacity,
+//! stats), and NULL, garbage and closed handles refused with NERVE_E_INVALID. (nerve_programs.c and the bus programs,
+//! run under ASan and UBSan by tests/interop/test_nerve_c.py and test_nerve_bus_c.py, cover the rest from C.)
+
+#![allow(unsafe_code)] // Calling the C ABI is what this file tests.
+
+use std::ffi::{c_void, CString};
+
+use nerve::status::*;
+use nerve::*;
+
+#[test]
+fn a_round_trip_a_loan_and_hostile_handles() {
+    let dir = std::env::temp_dir().join(format!("nerve-c-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_c = CString::new(dir.to_str().unwrap()).unwrap();
+    let name = CString::new("api").unwrap();
+    let mut ch: *mut c_void = std::ptr::null_mut();
+    let mut info = NerveMessageInfo::default();
+    let mut buf = [0u8; 16];
+    // SAFETY: every pointer handed over is valid for what nerve.h says the function does with it.
+    unsafe {
+        assert_eq!(
+            nerve_channel_create(name.as_ptr(), 4, 16, 0o600, dir_c.as_ptr(), NERVE_CREATE_NEW, &mut ch),
+            NERVE_OK
+        );
+        assert_eq!(nerve_channel_put(ch, b"abc".as_ptr().cast(), 3, std::ptr::null_mut()), NERVE_OK);
+        let get = |ch, buf: &mut [u8], info: &mut NerveMessageInfo| {
+            nerve_channel_get(ch, buf.as_mut_ptr().cast(), buf.len(), NERVE_READ_NEXT, 0, info)
+        };
+        assert_eq!(get(ch, &mut buf[..1], &mut info), NERVE_BUFFER_TOO_SMALL);
+        assert_eq!(info.len, 3);
+        assert_eq!(get(ch, &mut buf, &mut info), NERVE_OK);
+        assert_eq!((&buf[..3], info.seq), (&b"abc"[..], 1));
+
+        let (mut data, mut loan): (*mut c_void, *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
+        assert_eq!(nerve_channel_loan(ch, 2, &mut data, &mut loan), NERVE_OK);
+        std::ptr::copy_nonoverlapping(b"hi".as_ptr(), data.cast::<u8>(), 2);
+        let mut seq = 0u64;
+        assert_eq!(nerve_loan_commit(loan, &mut seq), NERVE_OK);
+        assert_eq!(get(ch, &mut buf, &mut info), NERVE_OK);
+        assert_eq!((&buf[..2], info.seq, seq), (&b"hi"[..], 2, 2));
+        assert_eq!(nerve_loan_abort(loan), NERVE_E_INVALID);
+
+        assert_eq!(nerve_channel_close(ch), NERVE_OK);
+        let mut garbage = [0xabu8; 64];
+        for h in [ch, std::ptr::null_mut(), garbage.as_mut_ptr().cast()] {
+            assert_eq!(get(h, &mut buf, &mut info), NERVE_E_INVALID);
+            assert_eq!(nerve_channel_close(h), NERVE_E_INVALID);
+            assert_eq!(nerve_log_reader_close(h), NERVE_E_INVALID);
+            assert_eq!(nerve_log_writer_close(h), NERVE_E_INVALID);
+        }
+        assert!(std::ffi::CStr::from_ptr(nerve_last_error()).to_bytes().ends_with(b"not open"));
+        assert_eq!(nerve_channel_remove(name.as_ptr(), dir_c.as_ptr()), NERVE_OK);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The bus handler of the test below: counts messages into the `usize` behind `user`.
+unsafe extern "C" fn count(msg: *const bus::NerveReceived, user: *mut c_void) {
+    // SAFETY: libnerve passes a valid message; `user` is the test's counter, alive for the subscription.
+    unsafe {
+        assert_eq!(std::slice::from_raw_parts((*msg).data.cast::<u8>(), (*msg).len), b"xy");
+        *user.cast::<usize>() += 1;
+    }
+}
+
+#[test]
+fn the_bus_delivers_counts_and_refuses_hostile_handles() {
+    use bus::*;
+    let (mut b, mut sub): (*mut c_void, *mut c_void) = (std::ptr::null_mut(), std::ptr::null_mut());
+    let mut n = 0usize;
+    let mut stats = NerveSubscriptionStats { received: 0, delivered: 0, dropped: 0, queued: 0 };
+    let garbage = [0x5au8; 64];
+    let g = garbage.as_ptr() as *mut c_void;
+    // SAFETY: every pointer handed over is valid for what nerve.h says the function does with it, or is one the
+    // function must refuse without dereferencing (NULL, garbage).
+    unsafe {
+        assert_eq!(nerve_bus_open(c"memq://".as_ptr(), &mut b), NERVE_OK);
+        let user = (&mut n as *mut usize).cast();
+        assert_eq!(nerve_bus_subscribe(b, c"X".as_ptr(), 1, NERVE_DROP_OLDEST, Some(count), user, &mut sub), NERVE_OK);
+        for _ in 0..3 {
+            assert_eq!(nerve_bus_publish(b, c"X".as_ptr(), b"xy".as_ptr().cast(), 2), NERVE_OK);
+        }
+        assert_eq!(nerve_bus_handle_timeout(b, 1_000_000_000), NERVE_OK);
+        assert_eq!(nerve_bus_handle_timeout(b, 0), NERVE_TIMED_OUT);
+        assert_eq!(n, 1, "capacity 1 keeps one of three");
+        assert_eq!(nerve_subscription_stats_get(sub, &mut stats), NERVE_OK);
+        assert_eq!((stats.received, stats.delivered, stats.dropped, stats.queued), (3, 1, 2, 0));
+
+        assert_eq!(nerve_bus_open(c"nope://".as_ptr(), &mut b.clone()), NERVE_E_INVALID);
+        assert_eq!(nerve_bus_publish(g, c"X".as_ptr(), std::ptr::null(), 0), NERVE_E_INVALID);
+        assert_eq!(nerve_bus_handle(std::ptr::null_mut()), NERVE_E_INVALID);
+        assert_eq!(nerve_bus_unsubscribe(b, g), NERVE_E_INVALID);
+        assert_eq!(nerve_subscription_set_capacity(g, 1), NERVE_E_INVALID);
+        assert_eq!(nerve_bus_subscribe(b, c"X".as_ptr(), 1, 9, Some(count), user, &mut sub), NERVE_E_INVALID);
+        assert_eq!(nerve_bus_close(b), NERVE_OK);
+        assert_eq!(nerve_subscription_stats_get(sub, &mut stats), NERVE_E_INVALID, "closing ended it");
+        assert_eq!(nerve_bus_close(b), NERVE_E_INVALID);
+    }
+}
