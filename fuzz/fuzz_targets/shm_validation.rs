@@ -1,0 +1,96 @@
+//! Fuzzes nerve-shm's validation of what it reads from a channel file. Two modes, by the first byte:
+//! - even: the rest is a whole channel file, opened like any other: it must be refused with an error or opened, and
+//!   an opened one checked (`Channel::check`), listed and read without a panic or an out-of-bounds access;
+//! - odd: a valid channel (4 frames of 64 bytes, with checksums if bit 1 is set) holding 6 known messages is patched
+//!   with the input's `(offset u16, length u8, bytes)` records, as another process scribbling over it would; then
+//!   the check runs, readers get in every mode, and a writer puts (unless the patches touched the writer lock, which
+//!   would make it wait out its patience). On a channel with checksums every message a reader is handed must be one
+//!   of the messages put, byte for byte.
+#![no_main]
+
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use nerve_shm::{Channel, ChannelConfig, GetOutcome, ReadMode, Wait};
+
+/// The writer lock's bytes in the header (offset 128, a pthread mutex of at most 40 bytes, then the writer state).
+const LOCK: std::ops::Range<u64> = 128..168;
+
+fn dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = if std::path::Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        let d = base.join(format!("nerve-fuzz-shm-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("a fuzz directory");
+        d
+    })
+}
+
+fn message(i: u8) -> Vec<u8> {
+    vec![i; 8 + usize::from(i) * 7]
+}
+
+fn read_everything(channel: &Channel, known: Option<&[Vec<u8>]>) {
+    let _ = channel.check();
+    let _ = channel.stats();
+    let mut buf = [0u8; 128];
+    for mode in [ReadMode::Next, ReadMode::Newest] {
+        let mut reader = channel.reader_from_oldest();
+        for _ in 0..8 {
+            match reader.get(&mut buf, mode, Wait::Poll) {
+                Ok(GetOutcome::Message(info)) => {
+                    if let Some(known) = known {
+                        assert!(known.iter().any(|m| m[..] == buf[..info.len]), "scribbled bytes handed out as good");
+                    }
+                }
+                Ok(GetOutcome::NothingNew) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let _ = reader.get_with(mode, Wait::Poll, |b| b.iter().map(|&x| u64::from(x)).sum::<u64>());
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else { return };
+    let path = dir().join("nerve-f");
+    let _ = std::fs::remove_file(&path);
+    if mode % 2 == 0 {
+        std::fs::write(&path, rest).expect("writing the file");
+        if let Ok(channel) = Channel::open("f", Some(dir())) {
+            read_everything(&channel, None);
+        }
+        let _ = Channel::list(Some(dir()));
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    let checksum = mode & 2 != 0;
+    let channel = Channel::create("f", &ChannelConfig::new(4, 64).dir(dir()).checksum(checksum)).expect("a channel");
+    let mut writer = channel.writer();
+    let known: Vec<Vec<u8>> = (0..7).map(message).collect();
+    for m in &known[..6] {
+        writer.put(m).expect("a put on a fresh channel");
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("the channel file");
+    let len = file.metadata().expect("stat").len();
+    let mut lock_touched = false;
+    let mut patches = rest;
+    while patches.len() >= 3 {
+        let offset = u64::from(u16::from_le_bytes([patches[0], patches[1]])) % len;
+        let n = (usize::from(patches[2]) % 16).min(patches.len() - 3);
+        let bytes = &patches[3..3 + n];
+        let n = bytes.len().min((len - offset) as usize);
+        file.write_at(&bytes[..n], offset).expect("a patch");
+        lock_touched |= offset < LOCK.end && offset + n as u64 > LOCK.start;
+        patches = &patches[3 + n..];
+    }
+    read_everything(&channel, checksum.then_some(&known[..]));
+    if !lock_touched {
+        let _ = writer.put(&known[6]);
+        read_everything(&channel, checksum.then_some(&known[..]));
+    }
+    // The mapping stays valid after the file goes; the directory is left empty for the next run.
+    let _ = std::fs::remove_file(&path);
+});
