@@ -4,7 +4,9 @@
 //! - nerve-c: `nerve_gen::c::generate` into `$OUT_DIR/nerve_c/`, compiled with `csrc/` glue at -O3;
 //! - lcm-c: the real `lcm-gen -c` from the venv into `$OUT_DIR/lcm_c/`, compiled the same way against the wheel's
 //!   `lcm_coretypes.h`;
-//! - nerve-python / lcm-python: `nerve_gen::python::generate` and `lcm-gen -p` into `$OUT_DIR/{nerve,lcm}_py/`;
+//! - nerve-python / lcm-python: `nerve_gen::python::generate` (with `--python-numpy`) and `lcm-gen -p` into
+//!   `$OUT_DIR/{nerve,lcm}_py/`; nerve-python-list: `nerve_gen::python::generate`'s default (lists, lcm-gen's
+//!   drop-in) into `$OUT_DIR/nerve_py_list/`;
 //! - flatbuffers: `flatc --rust` on `fbs/marshalling.fbs`.
 //!
 //! A system that cannot be built (its generator has not landed, a tool is missing) does not fail the build: the
@@ -16,7 +18,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SYSTEMS: &[&str] = &["nerve_rust", "nerve_c", "lcm_c", "nerve_py", "lcm_py", "flatbuffers"];
+const SYSTEMS: &[&str] = &["nerve_rust", "nerve_c", "lcm_c", "nerve_py", "nerve_py_list", "lcm_py", "flatbuffers"];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -62,7 +64,8 @@ fn main() {
         ("nerve_rust", nerve_rust(&lcm_files, &out)),
         ("nerve_c", nerve_c(&lcm_files, &out, &manifest, &venv)),
         ("lcm_c", lcm_c(&lcm_files, &out, &manifest, &venv)),
-        ("nerve_py", nerve_py(&lcm_files, &out)),
+        ("nerve_py", nerve_py(&lcm_files, &out, true)),
+        ("nerve_py_list", nerve_py(&lcm_files, &out, false)),
         ("lcm_py", lcm_py(&lcm_files, &out, &venv)),
         ("flatbuffers", flatbuffers(&manifest, &out)),
     ];
@@ -162,12 +165,16 @@ fn nerve_rust(files: &[PathBuf], out: &Path) -> Result<(), String> {
     fs::write(out.join("nerve_rust_include.rs"), inc).map_err(|e| e.to_string())
 }
 
-fn nerve_py(files: &[PathBuf], out: &Path) -> Result<(), String> {
+/// Generated Python into `nerve_py` (numpy arrays) or `nerve_py_list` (the default: lists, as lcm-gen's).
+fn nerve_py(files: &[PathBuf], out: &Path, numpy: bool) -> Result<(), String> {
     let checked = checked(files)?;
     let input = nerve_gen::Input::new(&checked);
-    let gen = nerve_gen::python::generate(&input, &nerve_gen::Options::default())
-        .map_err(|e| format!("nerve_gen::python::generate: {e}"))?;
-    write_generated(&out.join("nerve_py"), &gen)
+    let gen = nerve_gen::python::generate(
+        &input,
+        &nerve_gen::Options { python_numpy: numpy, ..nerve_gen::Options::default() },
+    )
+    .map_err(|e| format!("nerve_gen::python::generate: {e}"))?;
+    write_generated(&out.join(if numpy { "nerve_py" } else { "nerve_py_list" }), &gen)
 }
 
 fn lcm_py(files: &[PathBuf], out: &Path, venv: &Path) -> Result<(), String> {
@@ -213,8 +220,8 @@ fn lcm_c(files: &[PathBuf], out: &Path, manifest: &Path, venv: &Path) -> Result<
 fn nerve_c(files: &[PathBuf], out: &Path, manifest: &Path, _venv: &Path) -> Result<(), String> {
     let checked = checked(files)?;
     let input = nerve_gen::Input::new(&checked);
-    let gen = nerve_gen::c::generate(&input, &nerve_gen::Options::default())
-        .map_err(|e| format!("nerve_gen::c::generate: {e}"))?;
+    let opts = nerve_gen::Options { c_pubsub: false, ..nerve_gen::Options::default() };
+    let gen = nerve_gen::c::generate(&input, &opts).map_err(|e| format!("nerve_gen::c::generate: {e}"))?;
     let dir = out.join("nerve_c");
     write_generated(&dir, &gen)?;
     // Headers may sit in subfolders (e.g. a runtime header under nerve/): put every folder on the include path.

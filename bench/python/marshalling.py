@@ -1,7 +1,7 @@
 """The Python rows of the marshalling bench (bench/README.md).
 
-Run by `nerve-bench marshalling` once per Python system, each in its own interpreter (both generators write modules
-named `seed` and `lidar`), both at once:
+Run by `nerve-bench marshalling` once per Python system, each in its own interpreter (the generators write modules
+named `seed` and `lidar`), all at once:
 
     python marshalling.py --system lcm-python --path DIR --manifest cases.json [--quick]
 
@@ -13,7 +13,7 @@ encode must give the reference bytes back, and the projections the expected valu
 request per line on stdin, {"case", "metric"}, answered by {"case", "metric", "ns"} with the median time of one
 operation in nanoseconds (null for a metric the case does not have), until stdin closes; each request is timed
 twice and the second timing reported (see the serve loop). The driver alternates its
-requests between the two interpreters, so the two sides of a ratio are timed moments apart. Metrics: encode,
+requests between the interpreters, so the two sides of a ratio are timed moments apart. Metrics: encode,
 decode, and on the LiDAR cases full_projection, fixed_field, variable_region and object_loop (decode + read every
 value through objects, the loop lcm-python runs). {"unavailable": reason} if the generated code cannot be imported.
 """

@@ -65,7 +65,7 @@ pub enum Cell {
 }
 
 /// Every system, in row order.
-pub const SYSTEMS: [&str; 10] = [
+pub const SYSTEMS: [&str; 11] = [
     "nerve-rust",
     "nerve-rust (reuse)",
     "nerve-c",
@@ -75,6 +75,7 @@ pub const SYSTEMS: [&str; 10] = [
     "bincode",
     "memcpy",
     "nerve-python",
+    "nerve-python-list",
     "lcm-python",
 ];
 
@@ -162,10 +163,10 @@ pub fn run(opts: &Options) -> i32 {
 
     out.header(opts, &cases, only.as_deref());
 
-    // Python rows first (subprocesses), so a missing interpreter shows up early. Both interpreters run at once, each
-    // timing one (case, metric) at a time on request, and the requests alternate between them, PY_ROUNDS rounds in a
-    // full run: timed one whole run after the other, the two processes carried whatever the host was doing at the
-    // time, and their ratio moved by 30 % with it.
+    // Python rows first (subprocesses), so a missing interpreter shows up early. The interpreters (one per Python
+    // system) run at once, each timing one (case, metric) at a time on request, and the requests alternate between
+    // them, PY_ROUNDS rounds in a full run: timed one whole run after the other, the processes carried whatever the
+    // host was doing at the time, and their ratio moved by 30 % with it.
     let runs = run_python(&cases, opts.quick, opts.json);
     let mut rounds = Rounds::new();
     for (sys, rs) in &runs {
@@ -198,7 +199,7 @@ pub fn run(opts: &Options) -> i32 {
         }
         for sys in SYSTEMS {
             let r: Outcome = match sys {
-                "nerve-python" | "lcm-python" => match &py[sys] {
+                "nerve-python" | "nerve-python-list" | "lcm-python" => match &py[sys] {
                     Err(e) => Err(e.clone()),
                     Ok(m) => Ok(METRICS
                         .iter()
@@ -312,7 +313,7 @@ fn median_of_native_rounds(rounds: Vec<Outcome>) -> Outcome {
         .collect())
 }
 
-/// Rounds of the Python rows in a full run (the two interpreters taking turns).
+/// Rounds of the Python rows in a full run (the interpreters taking turns).
 const PY_ROUNDS: usize = 9;
 
 /// Each figure's median over the rounds; the first failure if a round failed.
@@ -328,10 +329,10 @@ fn median_of_rounds(rounds: Vec<PyResult>) -> PyResult {
         .collect())
 }
 
-/// The Python rows: both interpreters serve bench/python/marshalling.py at once, and every (case, metric) is timed
-/// in one, then the other, round after round. Returns each system's rounds (a failed system: one `Err`).
+/// The Python rows: the interpreters (one per Python system) serve bench/python/marshalling.py at once, and every
+/// (case, metric) is timed in one, then the next, round after round. Returns each system's rounds (a failed system: one `Err`).
 fn run_python(cases: &[Case], quick: bool, json_out: bool) -> BTreeMap<&'static str, Vec<PyResult>> {
-    let systems = ["nerve-python", "lcm-python"];
+    let systems = ["nerve-python", "nerve-python-list", "lcm-python"];
     let tmp = std::env::temp_dir().join(format!("nerve-bench-{}", std::process::id()));
     let manifest = write_manifest(&tmp, cases);
     let mut workers: Vec<Result<PyWorker, String>> =
@@ -430,13 +431,13 @@ impl PyWorker {
         use std::process::Stdio;
         let (status, dir) = match sys {
             "nerve-python" => (env!("BENCH_STATUS_NERVE_PY"), "nerve_py"),
+            "nerve-python-list" => (env!("BENCH_STATUS_NERVE_PY_LIST"), "nerve_py_list"),
             _ => (env!("BENCH_STATUS_LCM_PY"), "lcm_py"),
         };
         if status != "ok" {
             return Err(status.to_string());
         }
-        let venv =
-            std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
+        let venv = crate::systems::venv();
         let python = venv.join("bin/python");
         if !python.exists() {
             return Err(format!("unavailable: {} not found (run scripts/setup)", python.display()));
@@ -583,7 +584,7 @@ impl Output {
                     String::new()
                 } else {
                     format!(
-                        "; the systems of a case take turns {NATIVE_ROUNDS} times (the two Python interpreters {PY_ROUNDS} \
+                        "; the systems of a case take turns {NATIVE_ROUNDS} times (the Python interpreters {PY_ROUNDS} \
                          times) and each figure is the median of its rounds; each ratio is the median over the rounds \
                          of the ratio within a round"
                     )
@@ -744,6 +745,17 @@ impl Output {
                 })();
                 rows.push(Bar::ge(format!("python {} speed-up", m.name()), cn, "nerve-python", m, r));
             }
+        }
+        // Bar 4b: the default generated Python (lists, lcm-gen's drop-in) decodes at least 2x faster than lcm-python.
+        for cn in ["laser_t", "path_t"] {
+            let m = Metric::Decode;
+            let r = (|| {
+                get(results, cn, "nerve-python-list", m)?;
+                get(results, cn, "lcm-python", m)?;
+                let v = paired(rounds, cn, [("lcm-python", m), ("nerve-python-list", m)], |[l, n]| l / n)?;
+                Ok((v, 2.0, "lcm-python decode / nerve-python-list decode (speed-up; the default, list output)".into()))
+            })();
+            rows.push(Bar::ge("python list decode speed-up".into(), cn, "nerve-python-list", m, r));
         }
         // Supplementary: a Python decoder may defer work to the first read (nerve-python's struct arrays do), so the
         // decode row alone can flatter it; decode + read every value (the full projection) cannot.

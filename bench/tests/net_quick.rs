@@ -1,6 +1,7 @@
 //! Runs `nerve-bench echo --quick --json` and `nerve-bench latency --quick --json` and checks the shape of what they
 //! print: every line is a JSON object of the documented shapes, and for every case every system either produced all
-//! its metrics (a value, or null with a note) or said it is unavailable. No timing is asserted.
+//! its metrics (a value, or null with a note) or said it is unavailable; Nerve's own rows always run, so one of them
+//! unavailable fails the test. No timing is asserted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -72,6 +73,17 @@ fn check(
     (metrics, unavailable, ratios)
 }
 
+/// Fails if a Nerve row (a system named `nerve...`) is unavailable: unlike a peer's, a Nerve row has nothing missing
+/// to blame (scripts/setup installs what the peers need too), so its "unavailable" is a failure.
+fn nerve_rows_ran(lines: &[serde_json::Value]) {
+    let failed: Vec<String> = lines
+        .iter()
+        .filter(|v| v["status"] == "unavailable" && v["system"].as_str().is_some_and(|s| s.starts_with("nerve")))
+        .map(|v| format!("{} {}: {}", v["case"], v["system"], v["reason"]))
+        .collect();
+    assert!(failed.is_empty(), "Nerve rows unavailable:\n{}", failed.join("\n"));
+}
+
 /// Every (case, system) either has all `want` metrics or is unavailable, never both, never neither.
 fn complete(
     cases: &[&str],
@@ -100,6 +112,7 @@ fn complete(
 #[test]
 fn echo_quick_json_has_every_system_and_metric() {
     let lines = run("echo");
+    nerve_rows_ran(&lines);
     let units: BTreeMap<&str, &str> = [
         ("offered_mbps", "MB/s"),
         ("delivered_mbps", "MB/s"),
@@ -113,28 +126,51 @@ fn echo_quick_json_has_every_system_and_metric() {
     let (metrics, unavailable, ratios) = check("echo", &lines, &units);
     let metric_names: Vec<&str> = units.keys().copied().collect();
     let cases = ["5MBps_1clients", "max_1clients", "5MBps_4clients", "max_4clients"];
-    complete(&cases, &["nerve", "lcm-c", "nerve-mpudpm", "udp-floor"], &metric_names, &metrics, &unavailable);
-    // Three bars per case, each with a verdict or a reason.
+    let native = ["nerve", "lcm-c", "lcm-c-nerve", "nerve-mpudpm", "udp-floor"];
+    // The Python rows (issue 20) run at one client only.
+    let one_client = ["nerve", "lcm-c", "lcm-c-nerve", "nerve-mpudpm", "udp-floor", "nerve.lcm-python", "lcm-python"];
+    for (cases, systems) in [(&cases[..2], &one_client[..]), (&cases[2..], &native[..])] {
+        let of = |c: &String| cases.contains(&c.as_str());
+        let m = metrics.iter().filter(|((c, _), _)| of(c)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let u = unavailable.iter().filter(|(c, _)| of(c)).cloned().collect();
+        complete(cases, systems, &metric_names, &m, &u);
+    }
+    // Three bars per case (issue 3), and at one client issue 20's two, each with a verdict or a reason.
     for case in cases {
         let bars: BTreeSet<&str> =
             ratios.iter().filter(|r| r["case"] == case).map(|r| r["bar"].as_str().unwrap()).collect();
-        assert_eq!(bars.len(), 3, "{case}: {bars:?}");
+        // And issue 21's two (lcm-c on nerve) at every point.
+        assert!(bars.contains("lcm-c on nerve: delivered vs lcm-c") && bars.contains("lcm-c on nerve: p50 vs lcm-c"));
+        let want = if case.ends_with("_1clients") { 7 } else { 5 };
+        assert_eq!(bars.len(), want, "{case}: {bars:?}");
+        if want == 7 {
+            assert!(bars.contains("python delivered vs lcm-python") && bars.contains("python p50 vs lcm-python"));
+        }
     }
 }
 
 #[test]
 fn latency_quick_json_has_every_system_and_metric() {
     let lines = run("latency");
+    nerve_rows_ran(&lines);
     let units: BTreeMap<&str, &str> =
         [("mean", "us"), ("p50", "us"), ("p99", "us"), ("max", "us"), ("loss_pct", "%"), ("lost", "msgs")].into();
     let (metrics, unavailable, ratios) = check("latency", &lines, &units);
     let metric_names: Vec<&str> = units.keys().copied().collect();
-    // Issue 4's rows: every one measured or unavailable with a reason, in each part of the suite (not their speed).
+    // Issue 4's rows (and issue 25's ach API rows, issue 20's bus rows from Rust and Python): every one measured or
+    // unavailable with a reason, in each part of the suite (not their speed).
     let table = [
         "spin floor",
         "futex floor",
         "nerve-shm (poll)",
         "nerve-shm (wait)",
+        "nerve-shm (wait, xxh3)",
+        "ach API (poll)",
+        "ach API (wait)",
+        "bus shm (poll)",
+        "bus shm (wait)",
+        "C bus shm (poll)",
+        "C bus shm (wait)",
         "iceoryx2 (poll)",
         "iceoryx2 (event)",
         "pipe",
@@ -145,6 +181,8 @@ fn latency_quick_json_has_every_system_and_metric() {
         "tcp",
         "nerve-udpm",
         "lcm-c-udpm",
+        "nerve-bus-shm",
+        "nerve-python-shm",
     ];
     let sweep = ["nerve-shm (wait)", "nerve-shm (poll)", "futex floor", "pipe"];
     let chain = ["nerve-shm (wait)", "pipe"];
@@ -163,7 +201,8 @@ fn latency_quick_json_has_every_system_and_metric() {
     for (c, s) in metrics.keys().chain(unavailable.iter()) {
         assert!(all_cases.contains(&c.as_str()), "unexpected case {c} ({s})");
     }
-    // Issue 4's bars: each printed for both table cases, with a verdict or the reason there is none.
+    // Issue 4's bars (and issue 20's Python one): each printed for both table cases, with a verdict or the reason
+    // there is none.
     for case in ["64B_1kHz", "64B_1kHz_2rx"] {
         let bars: BTreeSet<&str> =
             ratios.iter().filter(|r| r["case"] == case).map(|r| r["bar"].as_str().unwrap()).collect();
@@ -172,11 +211,18 @@ fn latency_quick_json_has_every_system_and_metric() {
             "wait p99 vs futex floor",
             "wait below kernel IPC",
             "poll p50 vs iceoryx2 (poll)",
+            "ach API vs nerve-shm",
+            "C bus vs Rust bus",
             "no loss (reader keeps up)",
+            "python p50 vs rust bus",
         ] {
             assert!(bars.contains(bar), "{case}: no {bar:?} line in {bars:?}");
         }
         let vs_kernel = ratios.iter().filter(|r| r["case"] == case && r["bar"] == "wait below kernel IPC").count();
         assert_eq!(vs_kernel, 12, "{case}: six kernel rows x p50, p99");
+        let vs_shm = ratios.iter().filter(|r| r["case"] == case && r["bar"] == "ach API vs nerve-shm").count();
+        assert_eq!(vs_shm, 4, "{case}: ach API (wait, poll) x p50, p99");
+        let c_bus = ratios.iter().filter(|r| r["case"] == case && r["bar"] == "C bus vs Rust bus").count();
+        assert_eq!(c_bus, 2, "{case}: C bus (wait, poll) p50");
     }
 }

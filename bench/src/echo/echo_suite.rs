@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::proc::{Proc, Program, Role};
 use super::{
-    base_port, cell, clock, lcm_program, nerve_program, nerve_provider, placement, round3, udp_floor_program,
-    Latencies, Out, Placement, GROUP, MSG_SIZE,
+    base_port, cell, clock, lcm_on_nerve_program, lcm_program, nerve_program, nerve_provider, placement,
+    python_program, round3, udp_floor_program, Latencies, Out, Placement, GROUP, MSG_SIZE,
 };
 
 /// Target rates in MB/s (10^6 bytes); `None` is as fast as the source can publish.
@@ -28,6 +28,8 @@ struct System {
     /// Ports one point uses.
     span: u16,
     program: Result<Program, String>,
+    /// Measured only at points of at most this many clients (the Python rows: issue 20 compares them at one).
+    max_clients: usize,
 }
 
 impl System {
@@ -41,15 +43,36 @@ impl System {
 
 fn systems(base: u16) -> Vec<System> {
     let nerve = nerve_program();
-    let mut mp = System { name: "nerve-mpudpm", scheme: "mpudpm", span: MP_PORTS, program: nerve.clone() };
+    let mut mp = System {
+        name: "nerve-mpudpm",
+        scheme: "mpudpm",
+        span: MP_PORTS,
+        program: nerve.clone(),
+        max_clients: usize::MAX,
+    };
     if let Err(e) = nerve_provider(&mp.url(base)) {
         mp.program = Err(format!("no mpudpm provider in this build of nerve-bus ({e})"));
     }
     vec![
-        System { name: "nerve", scheme: "udpm", span: 1, program: nerve },
-        System { name: "lcm-c", scheme: "udpm", span: 1, program: lcm_program() },
+        System { name: "nerve", scheme: "udpm", span: 1, program: nerve, max_clients: usize::MAX },
+        System { name: "lcm-c", scheme: "udpm", span: 1, program: lcm_program(), max_clients: usize::MAX },
+        System {
+            name: "lcm-c-nerve",
+            scheme: "udpm",
+            span: 1,
+            program: lcm_on_nerve_program(),
+            max_clients: usize::MAX,
+        },
         mp,
-        System { name: "udp-floor", scheme: "udpm", span: 1, program: udp_floor_program() },
+        System { name: "udp-floor", scheme: "udpm", span: 1, program: udp_floor_program(), max_clients: usize::MAX },
+        System {
+            name: "nerve.lcm-python",
+            scheme: "udpm",
+            span: 1,
+            program: python_program("nerve.lcm"),
+            max_clients: 1,
+        },
+        System { name: "lcm-python", scheme: "udpm", span: 1, program: python_program("lcm"), max_clients: 1 },
     ]
 }
 
@@ -236,21 +259,29 @@ pub fn run(quick: bool, json: bool) -> i32 {
             (Err(e), _) => format!("unavailable: {e}"),
             (Ok(_), "nerve") => "nerve-bus over udpm (Rust, this program's hidden roles)".into(),
             (Ok(_), "lcm-c") => "real LCM 1.5.3 C (csrc/lcm_echo.c against the wheel's liblcm)".into(),
+            (Ok(_), "lcm-c-nerve") => {
+                "the same lcm_echo binary on Nerve's LCM-compatible liblcm (LD_LIBRARY_PATH; bindings/c/lcm)".into()
+            }
+            (Ok(_), "nerve.lcm-python") => {
+                "nerve.lcm in Python (python/roles.py: an LCM program, `import nerve.lcm as lcm`; one client only)"
+                    .into()
+            }
+            (Ok(_), "lcm-python") => "the real LCM 1.5.3 Python module (the same program, `import lcm`)".into(),
             (Ok(_), "udp-floor") => {
                 "the floor: LCM's datagrams with a blocking recv and a sendto, nothing else (csrc/udp_echo_floor.c)"
                     .into()
             }
             (Ok(_), _) => format!("nerve-bus over multi-port udpm ({MP_PORTS} ports)"),
         };
-        out.text(&format!("  {:<13} {what}", s.name));
+        out.text(&format!("  {:<16} {what}", s.name));
     }
     out.text("");
     out.text(&format!(
-        "{:<13} {:>7} {:>6} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "{:<16} {:>7} {:>6} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8}",
         "system", "clients", "target", "offered", "delivered", "loss", "mean", "p50", "p99", "max"
     ));
     out.text(&format!(
-        "{:<13} {:>7} {:>6} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "{:<16} {:>7} {:>6} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8}",
         "", "", "MB/s", "MB/s", "MB/s", "%", "rtt µs", "µs", "µs", "µs"
     ));
 
@@ -259,7 +290,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
         // One round of the first point for every system, not counted: in recorded runs the first point measured
         // after the host had been idle read 30 % slow for whichever systems ran first, while the next points did not.
         for s in &systems {
-            if let Ok(program) = &s.program {
+            if let (Ok(program), true) = (&s.program, clients[0] <= s.max_clients) {
                 let _ = measure(s, program, clients[0], rates[0], port, &t, &place);
             }
             port += s.span;
@@ -270,6 +301,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
     for &k in clients {
         for &rate in rates {
             let case = case_name(rate, k);
+            let systems: Vec<&System> = systems.iter().filter(|s| k <= s.max_clients).collect();
             let mut runs: Vec<Result<Run, String>> =
                 systems.iter().map(|s| s.program.clone().map(|_| Run::default())).collect();
             // A port (or block of ports) per system and point; its rounds reuse it, since every process of a round
@@ -295,7 +327,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
                 match &r {
                     Ok(p) => {
                         out.text(&format!(
-                            "{:<13} {:>7} {:>6} {:>9.2} {:>9.2} {:>7.2} {:>8} {:>8} {:>8} {:>8}{}",
+                            "{:<16} {:>7} {:>6} {:>9.2} {:>9.2} {:>7.2} {:>8} {:>8} {:>8} {:>8}{}",
                             s.name,
                             k,
                             rate_label(rate),
@@ -319,7 +351,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
                         out.latencies("echo", &case, s.name, p.rtt);
                     }
                     Err(e) => {
-                        out.text(&format!("{:<13} {:>7} {:>6} unavailable: {e}", s.name, k, rate_label(rate)));
+                        out.text(&format!("{:<16} {:>7} {:>6} unavailable: {e}", s.name, k, rate_label(rate)));
                         out.unavailable("echo", &case, s.name, e);
                     }
                 }
@@ -331,6 +363,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
         }
     }
     ratios(&out, &results);
+    lcm_on_nerve_ratios(&out, &results);
     let load_end = clock::loadavg();
     out.text(&format!("load average at end: {load_end}"));
     out.json(json!({"suite": "echo", "kind": "info", "loadavg_end": load_end}));
@@ -410,7 +443,133 @@ fn ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) 
     }
     out.text(&format!("bars passed: {pass} of {total}"));
     out.text("");
+    python_ratios(out, results);
 }
+
+/// Issue 20's bars: `nerve.lcm` in Python against the real LCM Python module, one client, every rate.
+fn python_ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) {
+    const N: &str = "nerve.lcm-python";
+    const L: &str = "lcm-python";
+    out.text("ratios: issue 20's bars, nerve.lcm-python vs lcm-python (the same Python program) at one client");
+    out.text("  delivered: nerve.lcm-python delivered / lcm-python delivered >= 1 (to 3 decimals); p50: ratio < 1");
+    let find =
+        |case: &str, sys: &str| results.iter().find(|(c, s, _)| c == case && *s == sys).map(|(_, _, r)| r.clone());
+    let mut cases: Vec<&String> = Vec::new();
+    for (c, s, _) in results {
+        if *s == N && !cases.contains(&c) {
+            cases.push(c);
+        }
+    }
+    let (mut pass, mut total) = (0, 0);
+    for case in cases {
+        let (Some(n), Some(l)) = (find(case, N), find(case, L)) else { continue };
+        let (n, l) = match (n, l) {
+            (Ok(n), Ok(l)) => (n, l),
+            (n, l) => {
+                let why = [n.err(), l.err()].into_iter().flatten().collect::<Vec<_>>().join("; ");
+                out.text(&format!("{case:<18} UNAVAILABLE ({why})"));
+                for (bar, metric, op) in PY_BARS {
+                    out.json(json!({"suite": "echo", "kind": "ratio", "bar": bar, "case": case, "system": N,
+                        "metric": metric, "op": op, "value": null, "pass": null, "reason": why}));
+                }
+                continue;
+            }
+        };
+        let d = if l.delivered_mbps > 0.0 { n.delivered_mbps / l.delivered_mbps } else { f64::INFINITY };
+        let d_pass = (d * 1000.0).round() / 1000.0 >= 1.0;
+        let p50 = match (n.rtt, l.rtt) {
+            (Some(a), Some(b)) => Some((a.p50 / b.p50, a.p50, b.p50)),
+            _ => None,
+        };
+        let v = |b: bool| if b { "PASS" } else { "FAIL" };
+        out.text(&format!(
+            "{case:<18} delivered {d:>7.3} {:<5} p50 {:>7} {}",
+            v(d_pass),
+            p50.map(|(r, _, _)| format!("{r:.3}")).unwrap_or_else(|| "-".into()),
+            p50.map(|(r, _, _)| v(r < 1.0)).unwrap_or("UNAVAILABLE (no echo)")
+        ));
+        total += 2;
+        pass += d_pass as usize + p50.is_some_and(|(r, _, _)| r < 1.0) as usize;
+        out.json(json!({"suite": "echo", "kind": "ratio", "bar": PY_BARS[0].0, "case": case, "system": N,
+            "metric": "delivered_mbps", "op": ">=", "value": round3(d), "limit": 1.0, "pass": d_pass,
+            "definition": format!("{N} delivered {:.3} MB/s / {L} delivered {:.3} MB/s", n.delivered_mbps, l.delivered_mbps)}));
+        match p50 {
+            Some((r, a, b)) => out.json(json!({"suite": "echo", "kind": "ratio", "bar": PY_BARS[1].0, "case": case,
+                "system": N, "metric": "p50", "op": "<", "value": round3(r), "limit": 1.0, "pass": r < 1.0,
+                "definition": format!("{N} p50 {a:.1} µs / {L} p50 {b:.1} µs")})),
+            None => out.json(json!({"suite": "echo", "kind": "ratio", "bar": PY_BARS[1].0, "case": case, "system": N,
+                "metric": "p50", "op": "<", "value": null, "pass": null, "reason": "a system received no echo"})),
+        }
+    }
+    out.text(&format!("bars passed: {pass} of {total}"));
+    out.text("");
+}
+
+const PY_BARS: [(&str, &str, &str); 2] =
+    [("python delivered vs lcm-python", "delivered_mbps", ">="), ("python p50 vs lcm-python", "p50", "<")];
+
+/// Issue 21's bars: LCM's own C echo program on Nerve's liblcm delivers at least what it delivers on the real
+/// liblcm, with a p50 round trip no higher, at every point of this run.
+fn lcm_on_nerve_ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) {
+    out.text("ratios: issue 21's bars, lcm-c-nerve (lcm_echo on Nerve's liblcm) vs lcm-c (the same binary on LCM's)");
+    out.text("  delivered: lcm-c-nerve / lcm-c >= 1 (rounded to 3 decimals); p50: lcm-c-nerve p50 / lcm-c p50 <= 1");
+    let find =
+        |case: &str, sys: &str| results.iter().find(|(c, s, _)| c == case && *s == sys).map(|(_, _, r)| r.clone());
+    let mut cases: Vec<&String> = Vec::new();
+    for (c, _, _) in results {
+        if !cases.contains(&c) {
+            cases.push(c);
+        }
+    }
+    let (mut pass, mut total) = (0, 0);
+    for case in cases {
+        let (Some(n), Some(l)) = (find(case, "lcm-c-nerve"), find(case, "lcm-c")) else { continue };
+        let (n, l) = match (n, l) {
+            (Ok(n), Ok(l)) => (n, l),
+            (n, l) => {
+                let why = [n.err(), l.err()].into_iter().flatten().collect::<Vec<_>>().join("; ");
+                out.text(&format!("{case:<18} UNAVAILABLE ({why})"));
+                for (bar, metric, op) in LCM_ON_NERVE_BARS {
+                    out.json(json!({"suite": "echo", "kind": "ratio", "bar": bar, "case": case,
+                        "system": "lcm-c-nerve", "metric": metric, "op": op, "value": null, "pass": null,
+                        "reason": why}));
+                }
+                continue;
+            }
+        };
+        let d = if l.delivered_mbps > 0.0 { n.delivered_mbps / l.delivered_mbps } else { f64::INFINITY };
+        let d_pass = (d * 1000.0).round() / 1000.0 >= 1.0;
+        let v = |b: bool| if b { "PASS" } else { "FAIL" };
+        total += 2;
+        pass += d_pass as usize;
+        out.json(json!({"suite": "echo", "kind": "ratio", "bar": LCM_ON_NERVE_BARS[0].0, "case": case,
+            "system": "lcm-c-nerve", "metric": "delivered_mbps", "op": ">=", "value": round3(d), "limit": 1.0,
+            "pass": d_pass, "definition": format!("lcm-c-nerve delivered {:.3} MB/s / lcm-c delivered {:.3} MB/s",
+            n.delivered_mbps, l.delivered_mbps)}));
+        let p50 = match (n.rtt, l.rtt) {
+            (Some(a), Some(b)) => {
+                let r = a.p50 / b.p50;
+                pass += (r <= 1.0) as usize;
+                out.json(json!({"suite": "echo", "kind": "ratio", "bar": LCM_ON_NERVE_BARS[1].0, "case": case,
+                    "system": "lcm-c-nerve", "metric": "p50", "op": "<=", "value": round3(r), "limit": 1.0,
+                    "pass": r <= 1.0, "definition": format!("lcm-c-nerve p50 {:.1} µs / lcm-c p50 {:.1} µs", a.p50, b.p50)}));
+                format!("{r:.3} {}", v(r <= 1.0))
+            }
+            _ => {
+                out.json(json!({"suite": "echo", "kind": "ratio", "bar": LCM_ON_NERVE_BARS[1].0, "case": case,
+                    "system": "lcm-c-nerve", "metric": "p50", "op": "<=", "value": null, "pass": null,
+                    "reason": "a system received no echo"}));
+                "UNAVAILABLE (no echo)".to_owned()
+            }
+        };
+        out.text(&format!("{case:<18} delivered {d:>7.3} {:<5} p50 {p50}", v(d_pass)));
+    }
+    out.text(&format!("bars passed: {pass} of {total}"));
+    out.text("");
+}
+
+const LCM_ON_NERVE_BARS: [(&str, &str, &str); 2] =
+    [("lcm-c on nerve: delivered vs lcm-c", "delivered_mbps", ">="), ("lcm-c on nerve: p50 vs lcm-c", "p50", "<=")];
 
 const BARS: [(&str, &str, &str); 3] = [
     ("delivered vs lcm-c", "delivered_mbps", ">="),

@@ -23,7 +23,10 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::proc::{Proc, Program, Role};
-use super::{base_port, cell, clock, lcm_program, nerve_program, own_exe, placement, round3, Latencies, Out, GROUP};
+use super::{
+    base_port, cell, clock, lcm_program, nerve_program, own_exe, placement, python_program, round3, Latencies, Out,
+    GROUP,
+};
 use crate::ipc;
 
 const SIZE: usize = 64;
@@ -48,6 +51,8 @@ enum Group {
     Kernel,
     /// Multicast middleware (nerve-udpm, LCM).
     Middleware,
+    /// The bus (publish to callback) over its shm provider, from Rust and from Python.
+    Bus,
 }
 
 /// How a path's roles are run.
@@ -57,6 +62,8 @@ enum Runner {
     Udpm(Result<Program, String>),
     /// nerve-bench's `ipc-*` roles (src/ipc) with an address of this scheme.
     Ipc(&'static str),
+    /// The same roles as `Udpm` on a `shm://` bus of its own directory.
+    Shm(Result<Program, String>),
 }
 
 /// One row of the table.
@@ -92,6 +99,13 @@ fn paths() -> Vec<Path> {
         ipc_path("futex floor", "shared page, futex", Floor, "futex", false, true),
         ipc_path("nerve-shm (poll)", "nerve-shm, Poll", NerveShm, "shm-poll", true, true),
         ipc_path("nerve-shm (wait)", "nerve-shm, wait", NerveShm, "shm-wait", false, true),
+        ipc_path("nerve-shm (wait, xxh3)", "nerve-shm, wait, checksums", NerveShm, "shm-sum", false, true),
+        ipc_path("ach API (poll)", "ach.h on nerve-shm, poll", NerveShm, "ach-poll", true, true),
+        ipc_path("ach API (wait)", "ach.h on nerve-shm, wait", NerveShm, "ach-wait", false, true),
+        ipc_path("bus shm (poll)", "Bus on shm://, poll", NerveShm, "bus-poll", true, true),
+        ipc_path("bus shm (wait)", "Bus on shm://, wait", NerveShm, "bus-wait", false, true),
+        ipc_path("C bus shm (poll)", "nerve.h, shm://, poll", NerveShm, "cbus-poll", true, true),
+        ipc_path("C bus shm (wait)", "nerve.h, shm://, wait", NerveShm, "cbus-wait", false, true),
         ipc_path("iceoryx2 (poll)", "iceoryx2 0.10, spun", Iceoryx, "iox-poll", true, true),
         ipc_path("iceoryx2 (event)", "iceoryx2 0.10, event", Iceoryx, "iox-event", false, true),
         ipc_path("pipe", "named FIFO", Kernel, "pipe", false, false),
@@ -115,6 +129,22 @@ fn paths() -> Vec<Path> {
             polls: false,
             one_publish: true,
             runner: Runner::Udpm(lcm_program()),
+        },
+        Path {
+            system: "nerve-bus-shm",
+            transport: "Bus shm://, Rust",
+            group: Bus,
+            polls: false,
+            one_publish: true,
+            runner: Runner::Shm(nerve_program()),
+        },
+        Path {
+            system: "nerve-python-shm",
+            transport: "nerve.Bus shm://, Py",
+            group: Bus,
+            polls: false,
+            one_publish: true,
+            runner: Runner::Shm(python_program("nerve")),
         },
     ]
 }
@@ -162,7 +192,9 @@ impl Names {
             "mq" => format!("/nerve-bench-{}-{id}", self.pid),
             "udp" | "tcp" => format!("127.0.0.1:{}", self.next_port()),
             "iox-poll" | "iox-event" => format!("nerve-bench/latency/{}/{id}", self.pid),
-            "shm-poll" | "shm-wait" => format!("{d}/chan{id}"),
+            "shm-poll" | "shm-wait" | "shm-sum" => format!("{d}/chan{id}"),
+            "ach-poll" | "ach-wait" => format!("{d}/ach{id}"),
+            "bus-poll" | "bus-wait" | "cbus-poll" | "cbus-wait" => format!("{d}/bus{id}"),
             _ => format!("{d}/{scheme}{id}"),
         }
     }
@@ -172,6 +204,13 @@ impl Names {
         match &p.runner {
             Runner::Udpm(_) => {
                 let url = format!("udpm://{GROUP}:{}?ttl=0", self.next_port());
+                (url.clone(), vec![url; receivers])
+            }
+            Runner::Shm(_) => {
+                let dir = self.target("bus");
+                // Made here, so every role finds it; if this fails, the roles say why when they open the bus.
+                let _ = std::fs::create_dir_all(&dir);
+                let url = format!("shm://?dir={dir}");
                 (url.clone(), vec![url; receivers])
             }
             Runner::Ipc(scheme) if p.one_publish => {
@@ -242,25 +281,32 @@ impl Outcome {
 
 fn program(p: &Path) -> Result<Program, String> {
     match &p.runner {
-        Runner::Udpm(prog) => prog.clone(),
+        Runner::Udpm(prog) | Runner::Shm(prog) => prog.clone(),
         Runner::Ipc(_) => {
             let exe = own_exe()?;
             // Client = the relay (an echo client's job: pass every message on), Source and LatSend = the sender.
-            Ok(Program { exe, words: [ipc::ROLE_HOP, ipc::ROLE_SEND, ipc::ROLE_RECV, ipc::ROLE_SEND] })
+            Ok(Program {
+                exe,
+                lead: Vec::new(),
+                words: [ipc::ROLE_HOP, ipc::ROLE_SEND, ipc::ROLE_RECV, ipc::ROLE_SEND],
+                env: Vec::new(),
+            })
         }
     }
 }
 
 fn recv_args(p: &Path, addr: &str, count: u64, max_ms: u64) -> Vec<String> {
     match p.runner {
-        Runner::Udpm(_) => vec![addr.into(), "LAT".into(), count.to_string(), max_ms.to_string()],
+        Runner::Udpm(_) | Runner::Shm(_) => vec![addr.into(), "LAT".into(), count.to_string(), max_ms.to_string()],
         Runner::Ipc(_) => vec![addr.into(), count.to_string(), max_ms.to_string()],
     }
 }
 
 fn send_args(p: &Path, addr: &str, count: u64, hz: f64) -> Vec<String> {
     match p.runner {
-        Runner::Udpm(_) => vec![addr.into(), "LAT".into(), count.to_string(), format!("{hz}"), SIZE.to_string()],
+        Runner::Udpm(_) | Runner::Shm(_) => {
+            vec![addr.into(), "LAT".into(), count.to_string(), format!("{hz}"), SIZE.to_string()]
+        }
         Runner::Ipc(_) => vec![addr.into(), count.to_string(), format!("{hz}"), SIZE.to_string()],
     }
 }
@@ -768,6 +814,53 @@ fn bars(out: &Out, results: &Results, chain_paths: &[&str], hop_counts: &[usize]
             ),
             (Err(e), _) | (_, Err(e)) => {
                 b.unavailable(case, POLL, "p50", "<=", &format!("{POLL} p50 vs iceoryx2 (poll) p50"), &e)
+            }
+        }
+    }
+    // Ach's C API on nerve-shm within 1.1x of nerve-shm itself, waiting and polling, p50 and p99 (issue 25).
+    let b = Bar { out, bar: "ach API vs nerve-shm" };
+    for case in [CASE_1, CASE_2] {
+        for (ach, shm) in [("ach API (wait)", WAIT), ("ach API (poll)", POLL)] {
+            for m in ["p50", "p99"] {
+                match (lat_of(results, case, ach), lat_of(results, case, shm)) {
+                    (Ok((a, _)), Ok((n, _))) => {
+                        let (x, y) = (metric(&a, m), metric(&n, m));
+                        b.verdict(case, ach, m, "<=", x / y, 1.1, format!("{ach} {m} {x:.2} µs / {shm} {m} {y:.2} µs"))
+                    }
+                    (Err(e), _) | (_, Err(e)) => b.unavailable(case, ach, m, "<=", &format!("{ach} {m} vs {shm}"), &e),
+                }
+            }
+        }
+    }
+    // Python's bus within 3x of Rust's: publish to callback over shm, p50 (issue 20).
+    let b = Bar { out, bar: "python p50 vs rust bus" };
+    for case in [CASE_1, CASE_2] {
+        match (lat_of(results, case, "nerve-python-shm"), lat_of(results, case, "nerve-bus-shm")) {
+            (Ok((py, _)), Ok((rs, _))) => b.verdict(
+                case,
+                "nerve-python-shm",
+                "p50",
+                "<=",
+                py.p50 / rs.p50,
+                3.0,
+                format!("nerve-python-shm p50 {:.1} µs / nerve-bus-shm p50 {:.1} µs", py.p50, rs.p50),
+            ),
+            (Err(e), _) | (_, Err(e)) => {
+                b.unavailable(case, "nerve-python-shm", "p50", "<=", "nerve-python-shm p50 vs nerve-bus-shm p50", &e)
+            }
+        }
+    }
+    // nerve.h's bus from C within 1.1x of the Rust bus, publish to handler over shm://, waiting and polling, p50
+    // (issue 21).
+    let b = Bar { out, bar: "C bus vs Rust bus" };
+    for case in [CASE_1, CASE_2] {
+        for (c, rust) in [("C bus shm (wait)", "bus shm (wait)"), ("C bus shm (poll)", "bus shm (poll)")] {
+            match (lat_of(results, case, c), lat_of(results, case, rust)) {
+                (Ok((a, _)), Ok((n, _))) => {
+                    let (x, y) = (metric(&a, "p50"), metric(&n, "p50"));
+                    b.verdict(case, c, "p50", "<=", x / y, 1.1, format!("{c} p50 {x:.2} µs / {rust} p50 {y:.2} µs"))
+                }
+                (Err(e), _) | (_, Err(e)) => b.unavailable(case, c, "p50", "<=", &format!("{c} p50 vs {rust}"), &e),
             }
         }
     }

@@ -50,7 +50,29 @@ pub fn hidden_role(args: &[String]) -> Option<ExitCode> {
 
 /// nerve's roles: this executable.
 fn nerve_program() -> Result<Program, String> {
-    Ok(Program { exe: own_exe()?, words: ["echo-client", "echo-source", "lat-recv", "lat-send"] })
+    Ok(Program {
+        exe: own_exe()?,
+        lead: Vec::new(),
+        words: ["echo-client", "echo-source", "lat-recv", "lat-send"],
+        env: Vec::new(),
+    })
+}
+
+/// The Python roles (bench/python/roles.py) on the `nerve` package, in the venv's Python; `module` is the bus they
+/// use: `nerve` (nerve.Bus), `nerve.lcm` or `lcm` (the real LCM module).
+fn python_program(module: &str) -> Result<Program, String> {
+    let venv = crate::systems::venv();
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        return Err(format!("{} not found (run scripts/setup)", python.display()));
+    }
+    let script = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/python/roles.py"));
+    Ok(Program {
+        exe: python,
+        lead: vec![script, PathBuf::from(format!("--module={module}"))],
+        words: ["echo-client", "echo-source", "lat-recv", "lat-send"],
+        env: Vec::new(),
+    })
 }
 
 /// This very executable, for the role processes: `/proc/<pid>/exe` while this process runs, which still names the
@@ -84,7 +106,35 @@ fn built_program(built: &str, words: [&'static str; 4]) -> Result<Program, Strin
     if !exe.exists() {
         return Err(format!("{} is gone (rebuild nerve-bench)", exe.display()));
     }
-    Ok(Program { exe, words })
+    Ok(Program { exe, lead: Vec::new(), words, env: Vec::new() })
+}
+
+/// lcm-c's program run on Nerve's LCM-compatible liblcm (bindings/c/lcm) instead of the wheel's: the same binary,
+/// with `LD_LIBRARY_PATH` on a directory whose `liblcm.so.1` is ours (the program's rpath is a RUNPATH, which
+/// `LD_LIBRARY_PATH` overrides). Ours is the cdylib cargo built next to this executable (nerve-liblcm is a
+/// dependency of nerve-bench for that reason).
+fn lcm_on_nerve_program() -> Result<Program, String> {
+    let mut program = lcm_program()?;
+    let exe = std::fs::canonicalize(own_exe()?).map_err(|e| format!("finding nerve-bench: {e}"))?;
+    let dir = exe.parent().ok_or("nerve-bench has no directory")?;
+    let ours = [dir.join("liblcm.so"), dir.join("deps").join("liblcm.so")]
+        .into_iter()
+        .find(|p| p.exists())
+        .ok_or_else(|| format!("no liblcm.so (nerve-liblcm) next to {}", exe.display()))?;
+    // One directory per library path, kept between runs (a link, nothing to clean up) and shared by concurrent
+    // runs, which all make the same link.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&ours, &mut h);
+    let libdir = std::env::temp_dir().join(format!("nerve-bench-liblcm-{:016x}", std::hash::Hasher::finish(&h)));
+    std::fs::create_dir_all(&libdir).map_err(|e| format!("creating {}: {e}", libdir.display()))?;
+    let link = libdir.join("liblcm.so.1");
+    match std::os::unix::fs::symlink(&ours, &link) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && std::fs::read_link(&link).ok() == Some(ours) => {}
+        Err(e) => return Err(format!("linking {}: {e}", link.display())),
+    }
+    program.env.push(("LD_LIBRARY_PATH".into(), libdir));
+    Ok(program)
 }
 
 /// Whether this build of nerve-bus knows a provider, by creating a bus on it (the reason when it does not).
@@ -94,7 +144,7 @@ fn nerve_provider(url: &str) -> Result<(), String> {
 
 /// A base port for this run: runs started at the same time (a test and a manual run) use different ports. Ports
 /// stay below the ephemeral range (32768-), so no sender socket's port can be one of them.
-fn base_port() -> u16 {
+pub(crate) fn base_port() -> u16 {
     10_000 + (std::process::id() % 10) as u16 * 2_200
 }
 

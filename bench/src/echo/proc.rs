@@ -26,8 +26,12 @@ pub enum Role {
 pub struct Program {
     /// The executable.
     pub exe: PathBuf,
+    /// Arguments before the role word (an interpreter's script).
+    pub lead: Vec<PathBuf>,
     /// The subcommand words for Client, Source, LatRecv, LatSend.
     pub words: [&'static str; 4],
+    /// Environment variables it runs with (e.g. `LD_LIBRARY_PATH` to run lcm_echo on Nerve's liblcm).
+    pub env: Vec<(String, PathBuf)>,
 }
 
 impl Program {
@@ -54,7 +58,13 @@ impl Proc {
         cpu: Option<usize>,
     ) -> Result<Proc, String> {
         let mut cmd = Command::new(&program.exe);
-        cmd.arg(program.word(role)).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(&program.lead)
+            .arg(program.word(role))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.envs(program.env.iter().map(|(k, v)| (k, v)));
         if let Some(c) = cpu {
             super::clock::pin_command(&mut cmd, c);
         }

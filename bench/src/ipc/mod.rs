@@ -1,5 +1,5 @@
 //! The latency suite's local peers (bench/README.md, "latency"; seed 001 Fig. 8): one sender, one or two receivers
-//! and hop relays, each a separate process, over the Nerve shared-memory channel, kernel IPC (pipe, POSIX message
+//! and hop relays, each a separate process, over the Nerve shared-memory channel (and Ach's C API on it, and the bus on it from Rust and from nerve.h's C ABI), kernel IPC (pipe, POSIX message
 //! queue, Unix stream and datagram sockets, UDP and TCP on loopback), iceoryx2, and two floors (a futex word and a
 //! busy-spun cache line in a shared page).
 //!
@@ -21,6 +21,8 @@
 //! filler; sequence number [`STOP`] ends a run. `gaps` counts sequence numbers a receiver never saw; `missed` is what
 //! the transport itself reported as overwritten (shared-memory rings), included in `gaps`.
 
+mod ach;
+mod bus;
 mod floor;
 mod iox;
 mod kernel;
@@ -156,8 +158,15 @@ pub fn open_rx(addr: &str) -> Result<Box<dyn Rx>, IpcError> {
         "udgram" => Box::new(kernel::UnixDgramRx::create(target)?),
         "udp" => Box::new(kernel::UdpRx::create(target)?),
         "tcp" => Box::new(kernel::TcpRx::create(target)?),
-        "shm-wait" => Box::new(shm::ShmRx::open(target, false)?),
-        "shm-poll" => Box::new(shm::ShmRx::open(target, true)?),
+        "shm-wait" => Box::new(shm::ShmRx::open(target, false, false)?),
+        "shm-poll" => Box::new(shm::ShmRx::open(target, true, false)?),
+        "shm-sum" => Box::new(shm::ShmRx::open(target, false, true)?),
+        "ach-wait" => Box::new(ach::AchRx::open(target, false)?),
+        "ach-poll" => Box::new(ach::AchRx::open(target, true)?),
+        "bus-wait" => Box::new(bus::BusRx::open(target, false)?),
+        "bus-poll" => Box::new(bus::BusRx::open(target, true)?),
+        "cbus-wait" => Box::new(bus::CBusRx::open(target, false)?),
+        "cbus-poll" => Box::new(bus::CBusRx::open(target, true)?),
         "futex" => Box::new(floor::FloorRx::open(target, true)?),
         "spin" => Box::new(floor::FloorRx::open(target, false)?),
         "iox-poll" => Box::new(iox::IoxRx::open(target, false)?),
@@ -184,7 +193,10 @@ pub fn open_tx(addr: &str) -> Result<Box<dyn Tx>, IpcError> {
         "udgram" => Box::new(kernel::UnixDgramTx::open(&targets)?),
         "udp" => Box::new(kernel::UdpTx::open(&targets)?),
         "tcp" => Box::new(kernel::TcpTx::open(&targets)?),
-        "shm-wait" | "shm-poll" => Box::new(shm::ShmTx::open(single()?)?),
+        "shm-wait" | "shm-poll" | "shm-sum" => Box::new(shm::ShmTx::open(single()?)?),
+        "ach-wait" | "ach-poll" => Box::new(ach::AchTx::open(single()?)?),
+        "bus-wait" | "bus-poll" => Box::new(bus::BusTx::open(single()?)?),
+        "cbus-wait" | "cbus-poll" => Box::new(bus::CBusTx::open(single()?)?),
         "futex" => Box::new(floor::FloorTx::open(single()?, true)?),
         "spin" => Box::new(floor::FloorTx::open(single()?, false)?),
         "iox-poll" => Box::new(iox::IoxTx::open(single()?, false)?),
@@ -367,6 +379,9 @@ mod tests {
             format!("tcp:127.0.0.1:{}", port + 1),
             format!("shm-wait:{d}/wait"),
             format!("shm-poll:{d}/poll"),
+            format!("shm-sum:{d}/sum"),
+            format!("ach-wait:{d}/achwait"),
+            format!("ach-poll:{d}/achpoll"),
             format!("futex:{d}/futex.page"),
             format!("spin:{d}/spin.page"),
             format!("iox-poll:nerve-bench/test/{pid}/poll"),

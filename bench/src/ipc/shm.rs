@@ -3,7 +3,9 @@
 //!
 //! - `shm-wait`: the receiver sleeps in `get(.., Wait::Timeout)` (the channel's futex; no spinning: the reader's
 //!   default) - the waiting mode the bars hold against the futex floor and kernel IPC;
-//! - `shm-poll`: the receiver spins on `get(.., Wait::Poll)` - the polling mode held against iceoryx2's.
+//! - `shm-poll`: the receiver spins on `get(.., Wait::Poll)` - the polling mode held against iceoryx2's;
+//! - `shm-sum`: `shm-wait` on a channel made with per-frame checksums (xxh3, hashed by the writer and checked by the
+//!   reader): what the checksum option costs.
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,11 +46,13 @@ pub struct ShmRx {
 }
 
 impl ShmRx {
-    /// Opens (or makes) the channel `DIR/NAME`; `poll`: spin instead of waiting.
-    pub fn open(target: &str, poll: bool) -> Result<ShmRx, IpcError> {
+    /// Opens (or makes) the channel `DIR/NAME`; `poll`: spin instead of waiting; `checksum`: make it with
+    /// per-frame checksums.
+    pub fn open(target: &str, poll: bool, checksum: bool) -> Result<ShmRx, IpcError> {
         let (dir, name) = split(target)?;
-        let channel = Channel::open_or_create(name, &ChannelConfig::new(FRAMES, SIZE as u64).dir(dir))
-            .map_err(shm_err(format!("opening nerve-shm channel {target}")))?;
+        let config = ChannelConfig::new(FRAMES, SIZE as u64).dir(dir).checksum(checksum);
+        let channel =
+            Channel::open_or_create(name, &config).map_err(shm_err(format!("opening nerve-shm channel {target}")))?;
         // An empty channel: the first Next get returns the first message put.
         let reader = channel.reader();
         Ok(ShmRx { reader, poll, missed: 0, _channel: channel })

@@ -115,7 +115,7 @@ fn tools() -> Tools {
         .map(|e| e.with_file_name("nerve"))
         .filter(|p| p.exists())
         .ok_or_else(|| "no nerve binary next to nerve-bench (cargo build --release -p nerve-cli)".to_string());
-    let venv = std::env::var_os("NERVE_VENV").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("BENCH_VENV")));
+    let venv = crate::systems::venv();
     // The wheel's C programs, not the Python wrappers of the same name in VENV/bin: a wrapper runs its program with
     // subprocess.call, so the SIGINT that stops lcm-logger would stop only the wrapper and leave the logger running,
     // its last events unflushed when the suite counts them (or be ignored outright when SIGINT is ignored).

@@ -12,6 +12,12 @@ pub mod peers;
 
 type Outcome = Result<Vec<(Metric, Cell)>, String>;
 
+/// The venv that scripts/setup made (the real LCM, the `nerve` package, the Python peers): `NERVE_VENV`, else the one
+/// build.rs found.
+pub fn venv() -> std::path::PathBuf {
+    std::env::var_os("NERVE_VENV").map(Into::into).unwrap_or_else(|| env!("BENCH_VENV").into())
+}
+
 /// Nerve's generated Rust: structs for encode/decode, views for the projections.
 pub fn nerve_rust(case: &Case, cfg: &Config) -> Outcome {
     #[cfg(has_nerve_rust)]
