@@ -7,7 +7,7 @@ Each input is one operation, chosen by its first byte (the low two bits; the oth
   as bytes or bytearray. The native codec must give what the pure-Python one gives: the same value, or the same
   exception (type, message, offset); re-encoding the two values must agree too.
 - 1 native entry point: `_nerve_native.decode_records(buf, off, n)` of a fixed-size struct with an arbitrary count
-  and an offset within `buf`. A list it returns must be what the numpy builder makes of the same records; records
+  and an offset within `buf` or just past it. A list it returns must be what the numpy builder makes of the same records; records
   past the end give None or an exception, never bytes read outside `buf`.
 - 2 event log: the rest is a file, read by `nerve.EventLog` (damage skipped and listed), strictly (a prefix of the
   same events, then `LogDamageError` exactly when there was damage), by `nerve.lcm.EventLog` (the same events), and
@@ -192,10 +192,9 @@ def TestOneInput(data: bytes):
         blob = cls._get_packed_fingerprint() + rest if flags & 1 else rest
         check_decode(cls, blob, bool(flags & 2))
     elif op == 1 and RECORDS and len(rest) >= 2:
-        # Offsets within the buffer only, as a StructArray's are: with n == 0 and an offset past the end the native
-        # code returns [] where numpy raises (Input::take does not check the offset when nothing is taken).
+        # Offsets up to 8 past the end too: the native code must refuse them (None) even when n == 0.
         buf = rest[2:]
-        check_records(RECORDS[pick % len(RECORDS)], buf, rest[0] % (len(buf) + 1), rest[1] % 64)
+        check_records(RECORDS[pick % len(RECORDS)], buf, rest[0] % (len(buf) + 9), rest[1] % 64)
     elif op == 2:
         check_log(rest, flags)
     elif op == 3:

@@ -289,3 +289,35 @@ def test_encode_errors_in_the_default_mode(nerve_bin, lcm_gen, feel_lcm, tmp_pat
     assert a == b
     for r in eval(a):  # noqa: S307 - our own program's output
         assert r != "ok" and r[2], r
+
+
+def test_rows_of_nothing_are_bounded_in_the_default_mode(nerve_bin, corpus_files, tmp_path):
+    """A multi-dimensional array whose inner count is 0 takes no bytes but makes one list per row: 30 bytes saying
+    `data[95829760][0][..]` must be a DecodeError at once (found by fuzz/python), not 95 million empty lists, with
+    the native codec and without; a legitimate `data[3][0][..]` still decodes to three empty rows."""
+    ours = tmp_path / "nerve"
+    subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(ours), *map(str, corpus_files)], check=True,
+                   capture_output=True)
+    code = r'''if 1:
+        import struct, sys, time; sys.path.insert(0, sys.argv[1])
+        import nerve_lcm
+        from lcmtest.multidim_array_t import multidim_array_t as M
+        fp = M._get_packed_fingerprint()
+        empty = struct.pack(">i", 1) + b"\0"  # a string: its length counting the NUL, then the NUL
+        ok = M.decode(fp + struct.pack(">iii", 3, 0, 5) + empty * 10)
+        res = [ok.data, ok.strarray]
+        for a, b in ((95829760, 0), (1 << 24, 0), (70000, 0)):
+            start = time.monotonic()
+            try:
+                M.decode(fp + struct.pack(">iii", a, b, 0))
+                res.append("decoded")
+            except nerve_lcm.DecodeError as e:
+                res.append(str(e).split(" needs")[0])
+            assert time.monotonic() - start < 1.0, (a, b)
+        print(res)
+    '''
+    a, b = _run(code, ours, pure=True), _run(code, ours, pure=False)
+    assert a == b
+    res = eval(a)  # noqa: S307 - our own program's output
+    assert res[0] == [[], [], []] and res[1] == [[""] * 5, [""] * 5]
+    assert res[2:] == [f"lcmtest.multidim_array_t: count {n} for data" for n in (95829760, 16777216, 70000)], res

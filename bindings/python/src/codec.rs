@@ -71,6 +71,11 @@ const ABI: u32 = 3;
 /// Python's recursion limit is hit, or decodes it more slowly).
 const MAX_DEPTH: u32 = 200;
 
+/// How many more rows than bytes left a level of a multi-dimensional array may have: the generator's
+/// `ZERO_SIZE_SLACK` (crates/gen/src/python.rs), which the pure code enforces. The native code only needs to stay
+/// within it: past it, it falls back and the pure code raises the error.
+const ZERO_SIZE_SLACK: usize = 65536;
+
 /// "Let the pure-Python codec do this call": any Python error set on the way has been cleared.
 struct Fallback;
 type R<T> = Result<T, Fallback>;
@@ -608,7 +613,9 @@ struct Input {
 impl Input {
     #[inline]
     fn take(&self, off: usize, n: usize) -> R<&[u8]> {
-        if n > self.len.saturating_sub(off) {
+        // `off` may come from Python (decode_records): past the end it is refused even for n == 0, since forming
+        // the pointer would already leave the allocation.
+        if off > self.len || n > self.len - off {
             return Err(Fallback);
         }
         // SAFETY: off + n <= len, within the bytes object that `obj` keeps alive.
@@ -852,6 +859,18 @@ unsafe fn decode_member(
         total = total.checked_mul(c).ok_or(Fallback)?;
     }
     let counts = &counts[..m.dims.len()];
+    if total == 0 && counts.len() > 1 {
+        // Rows of nothing (an inner count of 0) still make a list each: past the generator's bound (at most
+        // ZERO_SIZE_SLACK more rows than bytes left at each level), the pure code raises its DecodeError.
+        let limit = (input.len - *off).saturating_add(ZERO_SIZE_SLACK);
+        let mut rows = 1usize;
+        for c in &counts[..counts.len() - 1] {
+            rows = rows.saturating_mul(*c);
+            if rows > limit {
+                return Err(Fallback);
+            }
+        }
+    }
     match &m.kind {
         Kind::Prim(p) if m.tuple => {
             let t = check(ffi::PyTuple_New(total as ffi::Py_ssize_t))?;

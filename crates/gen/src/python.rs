@@ -17,8 +17,9 @@
 //!
 //! Every count and string length is checked against the bytes left before anything is allocated or read; a string
 //! must end in its NUL and be valid UTF-8; a message nested deeper than Python's recursion limit is a
-//! `DecodeError`, not a `RecursionError`. An array of a zero-size struct (which takes no bytes) may have at most
-//! 65,536 elements more than the bytes left, so a hostile count cannot make millions of objects.
+//! `DecodeError`, not a `RecursionError`. An array of a zero-size struct (which takes no bytes), and each outer
+//! level of rows of a multi-dimensional array (a row of length 0 takes no bytes either), may have at most 65,536
+//! items more than the bytes left, so a hostile count cannot make millions of objects.
 //!
 //! # Two representations
 //!
@@ -1081,6 +1082,7 @@ impl<'a> Gen<'a> {
                     w.line("if e > ln:");
                     w.indent().line(format!("raise _rt.truncated(data, off, {full})")).dedent();
                     if !self.numpy {
+                        Self::emit_rows_bound(m, w, &full, &what);
                         emit_decode_prim_lists(m, p, w);
                         w.line("off = e");
                         continue;
@@ -1129,8 +1131,27 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// Bounds the rows of a multi-dimensional array with a variable dimension: each row is a list even when it
+    /// encodes to nothing (`a[size_a][size_b]` with `size_b` 0), so a count checked only against the bytes of its
+    /// elements could make millions of empty lists from a few bytes. At each outer level there may be at most
+    /// [`ZERO_SIZE_SLACK`] more rows than bytes left (nerve-codec's `ensure_dims` rule; the C runtime's too).
+    fn emit_rows_bound(m: &Member, w: &mut CodeWriter, full: &str, what: &str) {
+        let n = m.dims.len();
+        if n < 2 || m.dims.iter().all(|d| d.is_fixed()) {
+            return;
+        }
+        let prefixes: Vec<String> =
+            (1..n).map(|k| (0..k).map(|i| format!("c{i}")).collect::<Vec<_>>().join(" * ")).collect();
+        // One test per level, so the error names the count that is too many.
+        for rows in &prefixes {
+            w.line(format!("if {rows} > ln - off + {ZERO_SIZE_SLACK}:"));
+            w.indent().line(format!("raise _rt.too_many({what}, {rows}, 0, data, off, {full})")).dedent();
+        }
+    }
+
     fn emit_decode_obj_array(&self, m: &Member, w: &mut CodeWriter, md: &mut Module, full: &str, what: &str) {
         self.emit_counts(m, w, full, what);
+        Self::emit_rows_bound(m, w, full, what);
         let n = m.dims.len();
         let fixed: usize = m.dims.iter().filter(|d| d.is_fixed()).map(fixed_len).product();
         let count = count_expr(m, fixed);
