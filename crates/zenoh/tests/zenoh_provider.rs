@@ -110,6 +110,13 @@ fn plain_zenoh_clients_read_and_write_nerve_channels() {
     std::thread::sleep(Duration::from_millis(100));
     let seen = seen.lock().unwrap();
     assert!(seen.iter().all(|m| m.channel == "CMD" && m.data == b"go" && m.origin == Origin::Transport), "{seen:?}");
+    drop(seen);
+    // The key that decodes to no channel name is counted, not silently dropped.
+    until(
+        "the malformed key counted",
+        || z.put(format!("{p}/%ZZ"), b"bad".to_vec()).wait().unwrap(),
+        || bus.provider_stats().malformed >= 1,
+    );
 }
 
 #[test]
