@@ -137,6 +137,22 @@ class BadBlob:
     why: str
 
 
+#: How many more zero-size array items than bytes left every Nerve decoder accepts (nerve_codec::ZERO_SIZE_SLACK,
+#: the generated C's NERVE_LCM_SLACK, the generated Python's): one rule, so a message decodes in every language or
+#: in none. LCM itself has no limit.
+ZERO_SIZE_SLACK = 65536
+
+
+def slack_blobs() -> list:
+    """feat.holds_empty_t (``empty_t e; int32_t n; empty_t es[n];``) with as many empty elements as the slack allows
+    after its count (no bytes are left there), and with one more: the first decodes, the second must be refused."""
+    fp = desc_by_name()["feat.holds_empty_t"].fingerprint.to_bytes(8, "big")
+    return [
+        BadBlob("feat.holds_empty_t", fp + ZERO_SIZE_SLACK.to_bytes(4, "big"), False, "empty elements at the slack"),
+        BadBlob("feat.holds_empty_t", fp + (ZERO_SIZE_SLACK + 1).to_bytes(4, "big"), True, "one past the slack"),
+    ]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The corpus and the real lcm-gen
 

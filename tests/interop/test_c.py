@@ -227,3 +227,10 @@ def test_truncation_and_fingerprint_errors_have_lcm_codes(harness):
     assert first["ok"] and descs["seed.laser_t"]
     assert short == {"ok": False, "error": "buffer too short (-1)"}
     assert wrong == {"ok": False, "error": "fingerprint mismatch (-2)"}
+
+
+def test_empty_elements_stop_at_the_slack_every_language_uses(harness):
+    """The C decoder takes feat.holds_empty_t with ZERO_SIZE_SLACK empty elements and refuses one more, as the Rust,
+    C++ and Python decoders do."""
+    replies = oracle.run_harness_bad([harness], oracle.slack_blobs())
+    assert [r["ok"] for r in replies] == [True, False], replies[1]

@@ -212,3 +212,10 @@ def test_hostile_nesting_and_counts_are_rejected_without_crashing(harness):
     assert replies[0]["ok"] is False  # deeper than NERVE_LCM_MAX_DEPTH
     assert replies[1]["ok"] is True
     assert replies[2]["ok"] is False
+
+
+def test_empty_elements_stop_at_the_slack_every_language_uses(harness):
+    """The C++ decoder takes feat.holds_empty_t with ZERO_SIZE_SLACK empty elements and refuses one more, as the
+    Rust, C and Python decoders do."""
+    replies = oracle.run_harness_bad([str(harness)], oracle.slack_blobs(), env=SAN_ENV)
+    assert [r["ok"] for r in replies] == [True, False], replies[1]

@@ -321,3 +321,24 @@ def test_rows_of_nothing_are_bounded_in_the_default_mode(nerve_bin, corpus_files
     res = eval(a)  # noqa: S307 - our own program's output
     assert res[0] == [[], [], []] and res[1] == [[""] * 5, [""] * 5]
     assert res[2:] == [f"lcmtest.multidim_array_t: count {n} for data" for n in (95829760, 16777216, 70000)], res
+
+
+def test_empty_elements_stop_at_the_slack_every_language_uses(nerve_bin, corpus_files, tmp_path):
+    """The generated Python takes feat.holds_empty_t with ZERO_SIZE_SLACK empty elements and refuses one more, with
+    the native codec and without, as the Rust, C and C++ decoders do."""
+    ours = tmp_path / "nerve"
+    subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(ours), *map(str, corpus_files)], check=True,
+                   capture_output=True)
+    code = r'''if 1:
+        import sys; sys.path.insert(0, sys.argv[1])
+        import nerve_lcm
+        from feat.holds_empty_t import holds_empty_t
+        for data in map(bytes.fromhex, sys.stdin.read().split()):
+            try:
+                print(len(holds_empty_t.decode(data).es))
+            except nerve_lcm.DecodeError as e:
+                print("DecodeError")
+    '''
+    blobs = " ".join(b.data.hex() for b in oracle.slack_blobs())
+    for pure in (True, False):
+        assert _run(code, ours, pure, stdin=blobs).split() == [str(oracle.ZERO_SIZE_SLACK), "DecodeError"]

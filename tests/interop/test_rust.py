@@ -74,3 +74,10 @@ def test_damaged_fingerprints_and_truncations_fail_in_views_too(harness, real_ca
     # A view only reads what it is asked for, but the JSON walk reads every field, so it must fail as well.
     bad = [f"{b.type} ({b.why})" for b, r in zip(blobs, replies) if r.get("view_ok") is True]
     assert not bad, f"{len(bad)} views accepted what the decoder must reject: {bad[:10]}"
+
+
+def test_empty_elements_stop_at_the_slack_every_language_uses(harness):
+    """The Rust decoder takes feat.holds_empty_t with ZERO_SIZE_SLACK empty elements and refuses one more, as the C,
+    C++ and Python decoders do (their tests use the same two inputs)."""
+    replies = oracle.run_harness_bad(harness, oracle.slack_blobs())
+    assert [r["ok"] for r in replies] == [True, False], replies[1]

@@ -40,8 +40,9 @@ pub const MAX_DEPTH: u32 = 256;
 
 /// How many more array items than there are bytes left a decoder or view accepts when the items encode to nothing
 /// (empty structs, or sub-arrays of length 0). LCM itself has no limit; without one, a count of 2^31 empty rows in a
-/// tiny buffer would make the decoder loop for seconds or allocate gigabytes for the rows' `Vec`s.
-pub const ZERO_SIZE_SLACK: usize = 4096;
+/// tiny buffer would make the decoder loop for seconds or allocate gigabytes for the rows' `Vec`s. The same figure as
+/// the generated C's `NERVE_LCM_SLACK` and Python's, so one message decodes in every language or in none.
+pub const ZERO_SIZE_SLACK: usize = 65536;
 
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use reader::Reader;
