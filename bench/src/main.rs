@@ -7,6 +7,7 @@
 //! nerve-bench intraprocess [--quick] [--json]
 //! nerve-bench foxglove [--quick] [--json]
 //! nerve-bench soak [--minutes N] [--quick] [--json]
+//! nerve-bench zenoh [--fleet] [--quick] [--json]
 //! ```
 //!
 //! `nerve bench SUITE` runs this program. Figures are medians measured in this run; ratios against the peers measured
@@ -22,13 +23,14 @@ mod log;
 mod soak;
 mod suite;
 mod systems;
+mod zenoh;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: nerve-bench SUITE [--quick] [--json]\n\nsuites:\n  marshalling  seed 000 Fig. 6 and seed 002 \
+const USAGE: &str = "usage: nerve-bench SUITE [--quick] [--json] [--minutes N] [--fleet]\n\nsuites:\n  marshalling  seed 000 Fig. 6 and seed 002 \
 Table 1: encode, decode and projections for Nerve's Rust, C and Python, real LCM C and Python, flatbuffers, bincode \
 and a memcpy floor\n  echo         seed 000 Figs. 4-5: 800-byte messages echoed by 1/2/4 client processes over udpm, nerve vs real \
-LCM C: bandwidth, loss, round trip\n  latency      seed 001 Fig. 8: one-way latency of 64-byte messages between processes at 1 kHz (one and two receivers), a 0.1-100 kHz sweep and a 1-64 hop chain: nerve-shm, Ach's C API on nerve-shm, futex and spin floors, iceoryx2, pipe, POSIX mq, Unix sockets, UDP, TCP, nerve-udpm, real LCM C\n  log          nerve log keep-up at the echo suite's top rate vs lcm-logger, nerve play msgs/s vs lcm-logplayer, nerve export MB/s vs a file copy\n  intraprocess seed 003: image pipeline, Sierra Nevada, Mont Blanc in one process, nerve inproc vs the same graph over shm and udpm\n  foxglove     nerve foxglove serving a 1 kHz pose and a 30 Hz 640x480 image to one client: CPU per message and publish-to-client latency, vs nerve spy --once on the same traffic\n  soak         inproc, shm and udpm at once for --minutes N (default 60; --quick: one minute) with processes killed, subscriptions and channels made and dropped: delivered, lost, memory, descriptors, shm files and latency per period, and PASS/FAIL bars\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
+LCM C: bandwidth, loss, round trip\n  latency      seed 001 Fig. 8: one-way latency of 64-byte messages between processes at 1 kHz (one and two receivers), a 0.1-100 kHz sweep and a 1-64 hop chain: nerve-shm, Ach's C API on nerve-shm, futex and spin floors, iceoryx2, pipe, POSIX mq, Unix sockets, UDP, TCP, nerve-udpm, real LCM C\n  log          nerve log keep-up at the echo suite's top rate vs lcm-logger, nerve play msgs/s vs lcm-logplayer, nerve export MB/s vs a file copy\n  intraprocess seed 003: image pipeline, Sierra Nevada, Mont Blanc in one process, nerve inproc vs the same graph over shm and udpm\n  foxglove     nerve foxglove serving a 1 kHz pose and a 30 Hz 640x480 image to one client: CPU per message and publish-to-client latency, vs nerve spy --once on the same traffic\n  soak         inproc, shm and udpm at once for --minutes N (default 60; --quick: one minute) with processes killed, subscriptions and channels made and dropped: delivered, lost, memory, descriptors, shm files and latency per period, and PASS/FAIL bars\n  zenoh        issue 22, between two network namespaces (root): the zenoh:// provider vs Zenoh's own Rust pub/sub (64 B and 64 KiB, 1 kHz and flat out: latency, msgs/s, PASS/MISS bars), a bridge hop shm > zenoh > shm, udpm across the veth, and a fleet of 1-50 robots through one Zenoh router (--fleet: the fleet only)\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         .or_else(|| ipc::hidden_role(&args))
         .or_else(|| log::hidden_role(&args))
         .or_else(|| soak::hidden_role(&args))
+        .or_else(|| zenoh::hidden_role(&args))
     {
         return code;
     }
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
     let mut quick = false;
     let mut json = false;
     let mut minutes = None;
+    let mut fleet_only = false;
     let mut argv = std::env::args().skip(1);
     while let Some(a) = argv.next() {
         match a.as_str() {
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
                 }
             },
             "--quick" => quick = true,
+            "--fleet" => fleet_only = true,
             "--json" => json = true,
             "-h" | "--help" => {
                 print!("{USAGE}");
@@ -78,6 +83,7 @@ fn main() -> ExitCode {
         Some("log") => ExitCode::from(log::run(quick, json) as u8),
         Some("foxglove") => ExitCode::from(foxglove::run(quick, json) as u8),
         Some("soak") => ExitCode::from(soak::run(quick, json, minutes) as u8),
+        Some("zenoh") => ExitCode::from(zenoh::run(quick, json, fleet_only) as u8),
         Some(other) => {
             eprint!("nerve-bench: unknown suite {other:?}\n{USAGE}");
             ExitCode::from(2)

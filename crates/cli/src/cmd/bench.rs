@@ -9,13 +9,15 @@ const EXAMPLES: &str = "\
 EXAMPLES:
   nerve bench marshalling            # the table and ratios
   nerve bench marshalling --quick --json
-  nerve bench soak --minutes 60";
+  nerve bench soak --minutes 60
+  sudo nerve bench zenoh             # between two network namespaces, and a fleet through a Zenoh router
+  sudo nerve bench zenoh --fleet     # the fleet only";
 
 /// Arguments of `nerve bench`.
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// The suite: marshalling, echo, latency, intraprocess, log, foxglove or soak (`nerve-bench --help` lists them).
+    /// The suite: marshalling, echo, latency, intraprocess, log, foxglove, soak or zenoh (`nerve-bench --help` lists them).
     suite: String,
     /// A short run for CI.
     #[arg(long)]
@@ -26,6 +28,9 @@ pub struct Args {
     /// How long the soak suite runs, in minutes (at least 2; default 60).
     #[arg(long, value_name = "N")]
     minutes: Option<u64>,
+    /// The zenoh suite's fleet part only (N robots through one Zenoh router).
+    #[arg(long)]
+    fleet: bool,
 }
 
 /// Runs the `nerve-bench` program that sits next to this binary.
@@ -42,6 +47,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.json {
         cmd.arg("--json");
+    }
+    if args.fleet {
+        cmd.arg("--fleet");
     }
     if let Some(m) = args.minutes {
         cmd.args(["--minutes", &m.to_string()]);
