@@ -88,6 +88,10 @@ fn measure(hosts: &Hosts, n: usize, port: u16, warm_ms: u64, run_ms: u64) -> Res
     })
 }
 
+fn r2(v: Option<f64>) -> Option<f64> {
+    v.map(|v| (v * 100.0).round() / 100.0)
+}
+
 /// Runs the fleet for each N and prints the table.
 pub fn run(out: &Out, hosts: &Hosts, quick: bool) {
     let (ns, warm_ms, run_ms): (&[usize], u64, u64) =
@@ -125,7 +129,8 @@ pub fn run(out: &Out, hosts: &Hosts, quick: bool) {
                 let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
                 let per_robot_kib = f.router_rss_kib.saturating_sub(f.router_idle_rss_kib) as f64 / n as f64;
                 out.text(&format!(
-                    "  {n:>3} {:>9} {:>9} {:>6.1}% {:>9} {:>7} {:>7} {:>6.1}% {:>9} {:>9.1}% {:>10.2}% {:>10.1} {:>11.0} \
+                    "  {n:>3} {:>9} {:>9} {:>6.1}% {:>9} {:>7} {:>7} {:>6.1}% {:>9} {:>9.1}% {:>10.2}% \
+                     {:>10.1} {:>11.0} \
                      {:>10.1}",
                     f.sent[0],
                     f.received[0],
@@ -142,9 +147,10 @@ pub fn run(out: &Out, hosts: &Hosts, quick: bool) {
                     f.robot_rss_kib as f64 / 1024.0
                 ));
                 out.json(json!({"suite": SUITE, "kind": "fleet", "robots": f.n, "seconds": f.seconds,
-                    "pose_sent": f.sent[0], "pose_received": f.received[0], "pose_p99_ms": f.p99_ms[0],
-                    "map_sent": f.sent[1], "map_received": f.received[1], "map_p99_ms": f.p99_ms[1],
-                    "pose_rate_sent": f.sent[0] as f64 / f.seconds, "pose_rate_received": f.received[0] as f64 / f.seconds,
+                    "pose_sent": f.sent[0], "pose_received": f.received[0], "pose_p99_ms": r2(f.p99_ms[0]),
+                    "map_sent": f.sent[1], "map_received": f.received[1], "map_p99_ms": r2(f.p99_ms[1]),
+                    "pose_rate_sent": f.sent[0] as f64 / f.seconds,
+                    "pose_rate_received": f.received[0] as f64 / f.seconds,
                     "router_cpu_pct": (f.router_cpu_pct * 10.0).round() / 10.0,
                     "router_rss_kib": f.router_rss_kib, "router_idle_rss_kib": f.router_idle_rss_kib,
                     "router_rss_per_robot_kib": per_robot_kib.round(), "robot_rss_kib": f.robot_rss_kib,

@@ -57,6 +57,8 @@ impl Out {
 struct Timing {
     warm_ms: u64,
     run_ms: u64,
+    /// Rounds of part (a).
+    rounds: u32,
 }
 
 /// One one-way measurement.
@@ -149,12 +151,12 @@ fn header(out: &Out) {
     ));
 }
 
-fn row(out: &Out, part: &str, case: &str, system: &str, r: &Result<Measured, String>) {
+fn row(out: &Out, part: &str, case: &str, label: &str, system: &str, round: u32, r: &Result<Measured, String>) {
     let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
     match r {
         Ok(m) => {
             out.text(&format!(
-                "  {case:<22} {system:<40} {:>8} {:>8} {:>9} {:>9} {:>9} {:>10.0} {:>8.2}",
+                "  {case:<22} {label:<40} {:>8} {:>8} {:>9} {:>9} {:>9} {:>10.0} {:>8.2}",
                 m.sent,
                 m.received,
                 f(m.p50_us),
@@ -164,15 +166,21 @@ fn row(out: &Out, part: &str, case: &str, system: &str, r: &Result<Measured, Str
                 m.mb_per_s
             ));
             out.json(json!({"suite": SUITE, "kind": "row", "part": part, "case": case, "system": system,
-                "sent": m.sent, "received": m.received, "p50_us": m.p50_us, "p99_us": m.p99_us, "max_us": m.max_us,
+                "round": round, "sent": m.sent, "received": m.received, "p50_us": r1(m.p50_us), "p99_us": r1(m.p99_us),
+                "max_us": r1(m.max_us),
                 "msgs_per_s": m.msgs_per_s.round(), "mb_per_s": (m.mb_per_s * 100.0).round() / 100.0}));
         }
         Err(e) => {
-            out.text(&format!("  {case:<22} {system:<40} unavailable: {e}"));
+            out.text(&format!("  {case:<22} {label:<40} unavailable: {e}"));
             out.json(json!({"suite": SUITE, "kind": "row", "part": part, "case": case, "system": system,
-                "status": "unavailable", "reason": e}));
+                "round": round, "status": "unavailable", "reason": e}));
         }
     }
+}
+
+/// Rounded to 0.1 (µs) for JSON.
+pub fn r1(v: Option<f64>) -> Option<f64> {
+    v.map(|v| (v * 10.0).round() / 10.0)
 }
 
 /// One PASS/MISS line: `value op limit`.
@@ -217,10 +225,11 @@ fn provider_vs_zenoh(out: &Out, hosts: &Hosts, t: Timing, port: &mut u16) -> Res
     out.text(&format!(
         "(a) {NERVE} (Bus publish -> Bus subscription) vs {PLAIN}: host A -> host B over the veth; both peers, \
          scouting off, B listens on tcp/{ADDR_B}, A connects; key nerve/PING, dropping congestion control, express up \
-         to {} bytes; {} ms warm-up, {} ms measured",
+         to {} bytes; {} ms warm-up, {} ms measured, {} round(s)",
         nerve_zenoh::EXPRESS_MAX,
         t.warm_ms,
-        t.run_ms
+        t.run_ms,
+        t.rounds
     ));
     header(out);
     let cases: [(&str, usize, u64); 4] = [
@@ -229,22 +238,38 @@ fn provider_vs_zenoh(out: &Out, hosts: &Hosts, t: Timing, port: &mut u16) -> Res
         ("64 B flat out", 64, 0),
         ("64 KiB flat out", 65536, 0),
     ];
-    let mut results = Vec::new();
-    for (case, size, rate) in cases {
-        let mut pair = Vec::new();
-        for (system, api) in [(NERVE, "bus"), (PLAIN, "zenoh")] {
-            *port += 1;
-            let (pub_url, sub_url) = zenoh_urls(*port);
-            let r = one_way(&hosts.a, &hosts.b, api, &pub_url, &sub_url, size, rate, t);
-            row(out, "a", case, system, &r);
-            pair.push(r);
+    // Rounds alternate the two systems case by case, so both see the same moments of this shared machine; the bars
+    // take each figure's median over the rounds.
+    let mut results: Vec<(&str, [Rounds; 2])> = cases.iter().map(|c| (c.0, [Vec::new(), Vec::new()])).collect();
+    for round in 1..=t.rounds {
+        for (i, &(case, size, rate)) in cases.iter().enumerate() {
+            for (j, (system, api)) in [(NERVE, "bus"), (PLAIN, "zenoh")].into_iter().enumerate() {
+                *port += 1;
+                let (pub_url, sub_url) = zenoh_urls(*port);
+                let r = one_way(&hosts.a, &hosts.b, api, &pub_url, &sub_url, size, rate, t);
+                let label = if t.rounds > 1 { format!("{system} (round {round})") } else { system.to_string() };
+                row(out, "a", case, &label, system, round, &r);
+                results[i].1[j].push(r);
+            }
         }
-        results.push((case, pair));
+    }
+    let medians: Vec<(&str, [Result<Measured, String>; 2])> =
+        results.iter().map(|(case, [n, z])| (*case, [median(n), median(z)])).collect();
+    if t.rounds > 1 {
+        out.text("");
+        out.text(&format!("  median of each figure over the {} rounds:", t.rounds));
+        for (case, pair) in &medians {
+            for (system, r) in [NERVE, PLAIN].into_iter().zip(pair) {
+                row(out, "a-median", case, system, system, 0, r);
+            }
+        }
     }
     out.text("");
-    out.text("bars (issue 22), from this run:");
-    for (case, pair) in &results {
-        let (n, z) = (&pair[0], &pair[1]);
+    out.text(&format!(
+        "bars (issue 22), from this run{}:",
+        if t.rounds > 1 { " (medians over the rounds)" } else { "" }
+    ));
+    for (case, [n, z]) in &medians {
         if case.ends_with("1 kHz") {
             bar(out, "p50 within 1.2x of zenoh", case, ratio(n, z, |m| m.p50_us), "<=", 1.2, "nerve p50 / zenoh p50");
             bar(out, "p99 within 1.2x of zenoh", case, ratio(n, z, |m| m.p99_us), "<=", 1.2, "nerve p99 / zenoh p99");
@@ -253,7 +278,40 @@ fn provider_vs_zenoh(out: &Out, hosts: &Hosts, t: Timing, port: &mut u16) -> Res
             bar(out, "throughput >= 0.8x zenoh", case, r, ">=", 0.8, "nerve msgs/s / zenoh msgs/s");
         }
     }
-    results.swap_remove(0).1.swap_remove(1)
+    let [_, plain] =
+        medians.into_iter().next().map(|m| m.1).unwrap_or_else(|| [Err(String::new()), Err(String::new())]);
+    plain
+}
+
+/// One system's rounds of one case.
+type Rounds = Vec<Result<Measured, String>>;
+
+/// Each figure's median over the rounds that measured (sent and received: their sums).
+fn median(rounds: &[Result<Measured, String>]) -> Result<Measured, String> {
+    let ok: Vec<&Measured> = rounds.iter().filter_map(|r| r.as_ref().ok()).collect();
+    if ok.is_empty() {
+        return Err(rounds.iter().find_map(|r| r.as_ref().err().cloned()).unwrap_or_else(|| "not run".into()));
+    }
+    let med = |f: &dyn Fn(&Measured) -> Option<f64>| -> Option<f64> {
+        let mut v: Vec<f64> = ok.iter().filter_map(|m| f(m)).collect();
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            None
+        } else if v.len() % 2 == 1 {
+            Some(v[v.len() / 2])
+        } else {
+            Some((v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0)
+        }
+    };
+    Ok(Measured {
+        sent: ok.iter().map(|m| m.sent).sum(),
+        received: ok.iter().map(|m| m.received).sum(),
+        p50_us: med(&|m| m.p50_us),
+        p99_us: med(&|m| m.p99_us),
+        max_us: med(&|m| m.max_us),
+        msgs_per_s: med(&|m| Some(m.msgs_per_s)).unwrap_or(0.0),
+        mb_per_s: med(&|m| Some(m.mb_per_s)).unwrap_or(0.0),
+    })
 }
 
 /// Part (b): shm -> bridge -> zenoh -> bridge -> shm.
@@ -261,7 +319,8 @@ fn bridge_hop(out: &Out, hosts: &Hosts, t: Timing, port: &mut u16, plain: &Resul
     out.text("");
     out.text(
         "(b) a bridge hop, 64 B at 1 kHz: shm publisher -> nerve bridge shm:// zenoh:// (host A, listens) -> \
-         nerve bridge zenoh:// shm:// (host B, connects) -> shm reader, vs zenoh (Rust API) A -> B in (a)",
+         nerve bridge zenoh:// shm:// (host B, connects) -> shm reader, vs zenoh (Rust API) A -> B in (a) (its median \
+         over the rounds)",
     );
     header(out);
     let case = "64 B at 1 kHz";
@@ -291,7 +350,7 @@ fn bridge_hop(out: &Out, hosts: &Hosts, t: Timing, port: &mut u16, plain: &Resul
         std::thread::sleep(Duration::from_millis(1000));
         one_way(&hosts.a, &hosts.b, "bus", &shm_a, &shm_b, 64, 1000, t)
     })();
-    row(out, "b", case, system, &r);
+    row(out, "b", case, system, system, 1, &r);
     match (&r, plain) {
         (Ok(b), Ok(z)) => {
             let add = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| x - y);
@@ -299,7 +358,8 @@ fn bridge_hop(out: &Out, hosts: &Hosts, t: Timing, port: &mut u16, plain: &Resul
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:+.0} µs"));
             out.text(&format!("  added by the bridge hop vs zenoh (Rust API) A -> B: p50 {}, p99 {}", f(p50), f(p99)));
             out.json(json!({"suite": SUITE, "kind": "added", "part": "b", "case": case,
-                "definition": "bridge hop minus zenoh (Rust API), same hosts", "added_p50_us": p50, "added_p99_us": p99}));
+                "definition": "bridge hop minus zenoh (Rust API), same hosts", "added_p50_us": r1(p50),
+                "added_p99_us": r1(p99)}));
         }
         _ => out.text("  added by the bridge hop: unavailable (a run above failed)"),
     }
@@ -324,14 +384,19 @@ fn udpm(out: &Out, hosts: &Hosts, t: Timing) {
     header(out);
     let url = "udpm://239.255.78.1:7800?ttl=1";
     let r = one_way(&hosts.a, &hosts.b, "bus", url, url, 64, 1000, t);
-    row(out, "c", "64 B at 1 kHz", "nerve udpm:// (TTL 1)", &r);
+    let system = "nerve udpm:// (TTL 1)";
+    row(out, "c", "64 B at 1 kHz", system, system, 1, &r);
 }
 
 /// Runs the suite; the exit code (0 when it ran or was skipped for want of root; the bars are reported, not
 /// enforced, as in the latency suite).
 pub fn run(quick: bool, json: bool, fleet_only: bool) -> i32 {
     let out = Out { json };
-    let t = if quick { Timing { warm_ms: 500, run_ms: 1000 } } else { Timing { warm_ms: 1000, run_ms: 5000 } };
+    let t = if quick {
+        Timing { warm_ms: 500, run_ms: 1000, rounds: 1 }
+    } else {
+        Timing { warm_ms: 1000, run_ms: 5000, rounds: 3 }
+    };
     out.text(&format!(
         "zenoh: Nerve over Zenoh between two network namespaces joined by a veth pair (A {ADDR_A}, B {ADDR_B}); \
          one-way latency on CLOCK_MONOTONIC (bench/README.md, \"zenoh\"){}",

@@ -206,7 +206,8 @@ fn publisher(args: &[String]) -> Result<(), String> {
     let sent: BTreeMap<&str, u64> = streams.iter().map(|s| (s.channel.as_str(), s.sent)).collect();
     println!(
         "{}",
-        json!({"sent": sent, "errors": errors, "skipped": skipped, "seconds": run_ns as f64 / 1e9, "rss_kib": rss_kib()})
+        json!({"sent": sent, "errors": errors, "skipped": skipped, "seconds": run_ns as f64 / 1e9,
+               "rss_kib": rss_kib()})
     );
     // Let the transport flush what it holds before the session closes.
     std::thread::sleep(Duration::from_millis(200));
