@@ -26,6 +26,8 @@ struct Fleet {
     router_idle_rss_kib: u64,
     robot_rss_kib: u64,
     skipped: u64,
+    /// Messages the station's own subscription queue (the bus's, LCM's 30, oldest dropped) dropped.
+    station_queue_drops: u64,
     seconds: f64,
 }
 
@@ -84,6 +86,7 @@ fn measure(hosts: &Hosts, n: usize, port: u16, warm_ms: u64, run_ms: u64) -> Res
         router_idle_rss_kib,
         robot_rss_kib: robot_rss / n.max(1) as u64,
         skipped,
+        station_queue_drops: got["queue_overflow"].as_u64().unwrap_or(0),
         seconds: run_ms as f64 / 1e3,
     })
 }
@@ -154,9 +157,13 @@ pub fn run(out: &Out, hosts: &Hosts, quick: bool) {
                     "router_cpu_pct": (f.router_cpu_pct * 10.0).round() / 10.0,
                     "router_rss_kib": f.router_rss_kib, "router_idle_rss_kib": f.router_idle_rss_kib,
                     "router_rss_per_robot_kib": per_robot_kib.round(), "robot_rss_kib": f.robot_rss_kib,
-                    "robot_pose_skipped": f.skipped}));
-                if f.skipped > 0 {
-                    out.text(&format!("      (robots fell behind their schedule and skipped {} sends)", f.skipped));
+                    "robot_pose_skipped": f.skipped, "station_queue_drops": f.station_queue_drops}));
+                if f.skipped > 0 || f.station_queue_drops > 0 {
+                    out.text(&format!(
+                        "      (robots fell behind their schedule and skipped {} sends; the station's subscription \
+                         queue dropped {} messages, the rest of what is missing never reached the station)",
+                        f.skipped, f.station_queue_drops
+                    ));
                 }
             }
             Err(e) => {
