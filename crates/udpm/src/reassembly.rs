@@ -3,8 +3,10 @@
 //! A message in flight is keyed by (sender address, sequence number), as in LCM. Unlike LCM's C receiver, each
 //! buffer remembers which fragments it has, so a duplicate fragment is ignored instead of completing the message
 //! early with garbage; and the store is bounded by bytes and by messages: when a new message would exceed either
-//! bound, the least recently updated incomplete messages are dropped first (newest data wins), and every drop is
-//! counted. A lost fragment therefore costs its whole message, never a half-filled one. A message whose fragments
+//! bound, an incomplete message of the sender holding the most is dropped, its least recently updated one (newest
+//! data wins), and every drop is counted: a sender flooding fragments that never complete evicts its own messages,
+//! not another sender's whose fragments are still arriving. A lost fragment therefore costs its whole message, never
+//! a half-filled one. A message whose fragments
 //! overlap or leave a hole (a forged or corrupt sender: their byte counts can add up to the total all the same) is
 //! dropped as inconsistent at completion, never delivered with bytes no fragment carried.
 
@@ -76,11 +78,20 @@ struct InFlight {
 /// a fragment of a forgotten one is buffered again like any other (bounded by [`Limits`]).
 const SKIPPED_REMEMBERED: usize = 64;
 
+/// What one sender's incomplete messages hold.
+#[derive(Default)]
+struct Held {
+    bytes: usize,
+    messages: usize,
+}
+
 /// The reassembly store of one receiver.
 pub struct Reassembler {
     limits: Limits,
     in_flight: HashMap<(SocketAddr, u32), InFlight>,
     reserved: usize,
+    /// Per sender with messages in flight, what they hold (the sum over senders is `reserved`, `in_flight.len()`).
+    held: HashMap<SocketAddr, Held>,
     clock: u64,
     stats: ReassemblyStats,
     /// Messages nobody here wants (see [`Reassembler::skip`]), newest last.
@@ -94,6 +105,7 @@ impl Reassembler {
             limits,
             in_flight: HashMap::new(),
             reserved: 0,
+            held: HashMap::new(),
             clock: 0,
             stats: ReassemblyStats::default(),
             skipped: VecDeque::new(),
@@ -123,17 +135,42 @@ impl Reassembler {
     fn remove(&mut self, key: &(SocketAddr, u32)) -> Option<InFlight> {
         let entry = self.in_flight.remove(key)?;
         self.reserved -= entry.total as usize;
+        if let Some(h) = self.held.get_mut(&key.0) {
+            h.bytes -= entry.total as usize;
+            h.messages -= 1;
+            if h.messages == 0 {
+                self.held.remove(&key.0);
+            }
+        }
         Some(entry)
     }
 
-    /// Drops least recently updated messages until `need` more bytes and one more message fit.
+    /// Drops incomplete messages until `need` more bytes and one more message fit. The one dropped is the least
+    /// recently updated message of the sender that holds the most of what is short (bytes, or messages): a global
+    /// least-recently-updated rule let a fast flood of fragments that never complete push out a slower sender's
+    /// message between two of its fragments (seen in crates/udpm/tests/hostile.rs on a loaded host).
     fn make_room(&mut self, need: usize) {
-        while !self.in_flight.is_empty()
-            && (self.reserved + need > self.limits.max_bytes_in_flight
-                || self.in_flight.len() >= self.limits.max_messages_in_flight)
-        {
-            let oldest = *self.in_flight.iter().min_by_key(|(_, e)| e.touched).map(|(k, _)| k).expect("not empty");
-            self.remove(&oldest);
+        loop {
+            let bytes_short = self.reserved + need > self.limits.max_bytes_in_flight;
+            if self.in_flight.is_empty() || !(bytes_short || self.in_flight.len() >= self.limits.max_messages_in_flight)
+            {
+                return;
+            }
+            let share = |sender: &SocketAddr| {
+                let h = &self.held[sender];
+                if bytes_short {
+                    h.bytes
+                } else {
+                    h.messages
+                }
+            };
+            let victim = *self
+                .in_flight
+                .iter()
+                .max_by_key(|((sender, _), e)| (share(sender), std::cmp::Reverse(e.touched)))
+                .map(|(k, _)| k)
+                .expect("not empty");
+            self.remove(&victim);
             self.stats.dropped_incomplete += 1;
         }
     }
@@ -174,6 +211,9 @@ impl Reassembler {
             }
             self.make_room(total);
             self.reserved += total;
+            let held = self.held.entry(sender).or_default();
+            held.bytes += total;
+            held.messages += 1;
             self.in_flight.insert(
                 key,
                 InFlight {
@@ -353,6 +393,33 @@ mod tests {
         let big = fragments(9, "M", &payload(300_000));
         assert_eq!(feed(&mut r, addr(1), &big[0]), None);
         assert_eq!(r.stats().dropped_too_large, 1);
+    }
+
+    #[test]
+    fn a_flooding_sender_evicts_its_own_messages_not_anothers() {
+        // Bytes short: sender 2's messages that never complete make room for each other, never by dropping sender
+        // 1's message, although it is the least recently updated.
+        let limits = Limits { max_message: 1 << 20, max_bytes_in_flight: 250_000, max_messages_in_flight: 1000 };
+        let mut r = Reassembler::new(limits);
+        let good = fragments(1, "G", &payload(100_000));
+        assert_eq!(feed(&mut r, addr(1), &good[0]), None);
+        for s in 0..10 {
+            assert_eq!(feed(&mut r, addr(2), &fragments(100 + s, "E", &payload(70_000))[0]), None);
+        }
+        assert!(r.bytes_in_flight() <= 250_000);
+        assert_eq!(r.stats().dropped_incomplete, 8);
+        let rest = good[1..].iter().filter_map(|f| feed(&mut r, addr(1), f)).next();
+        assert_eq!(rest.map(|m| m.payload), Some(payload(100_000)));
+        // Messages short: the same with the count bound.
+        let limits = Limits { max_message: 1 << 20, max_bytes_in_flight: 1 << 30, max_messages_in_flight: 4 };
+        let mut r = Reassembler::new(limits);
+        assert_eq!(feed(&mut r, addr(1), &good[0]), None);
+        for s in 0..10 {
+            feed(&mut r, addr(2), &fragments(100 + s, "E", &payload(70_000))[0]);
+        }
+        assert_eq!((r.in_flight(), r.stats().dropped_incomplete), (4, 7));
+        let rest = good[1..].iter().filter_map(|f| feed(&mut r, addr(1), f)).next();
+        assert_eq!(rest.map(|m| m.payload), Some(payload(100_000)));
     }
 
     #[test]
