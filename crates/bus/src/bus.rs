@@ -155,6 +155,7 @@ impl Bus {
         for &(channel, data) in &batch[..reached] {
             self.core.deliver_bytes(channel, data, now);
         }
+        self.core.wake_local_dispatch();
         result
     }
 
@@ -262,8 +263,13 @@ impl Bus {
     pub fn spawn_dispatcher(&self) -> Result<Dispatcher, BusError> {
         self.core.start()?;
         if self.core.provider.has_receive_thread() {
+            let local = if self.core.provider.drains_after_own_publications() {
+                None
+            } else {
+                Some(LocalDispatch::spawn(&self.core)?)
+            };
             self.core.add_inline_dispatcher();
-            return Ok(Dispatcher { mode: DispatchMode::Inline(Arc::clone(&self.core)) });
+            return Ok(Dispatcher { mode: DispatchMode::Inline { core: Arc::clone(&self.core), local } });
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (bus, flag) = (self.clone(), Arc::clone(&stop));
@@ -302,8 +308,9 @@ pub struct Dispatcher {
 }
 
 enum DispatchMode {
-    /// Callbacks run on the provider's receive thread.
-    Inline(Arc<Core>),
+    /// Callbacks run on the provider's receive threads (and those of in-process deliveries on `local`, when the
+    /// receive threads never see them).
+    Inline { core: Arc<Core>, local: Option<LocalDispatch> },
     /// Callbacks run on a thread of their own that calls `handle()`.
     Thread { stop: Arc<AtomicBool>, thread: Option<std::thread::JoinHandle<()>> },
 }
@@ -311,14 +318,19 @@ enum DispatchMode {
 impl Dispatcher {
     /// Whether callbacks run on the transport's receive thread (rather than on a dispatch thread).
     pub fn is_inline(&self) -> bool {
-        matches!(self.mode, DispatchMode::Inline(_))
+        matches!(self.mode, DispatchMode::Inline { .. })
     }
 }
 
 impl Drop for Dispatcher {
     fn drop(&mut self) {
         match &mut self.mode {
-            DispatchMode::Inline(core) => core.remove_inline_dispatcher(),
+            DispatchMode::Inline { core, local } => {
+                core.remove_inline_dispatcher();
+                if let Some(local) = local.take() {
+                    local.stop(core);
+                }
+            }
             DispatchMode::Thread { stop, thread } => {
                 stop.store(true, Ordering::Relaxed);
                 if let Some(t) = thread.take() {
@@ -326,6 +338,31 @@ impl Drop for Dispatcher {
                 }
             }
         }
+    }
+}
+
+/// The thread of an inline dispatcher on a provider whose receive threads never see this bus's own publications
+/// (zenoh): it runs the callbacks of in-process deliveries, woken by [`Core::wake_local_dispatch`]. What arrives
+/// from the transport is still run on the transport's threads, as it arrives.
+struct LocalDispatch {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl LocalDispatch {
+    fn spawn(core: &Arc<Core>) -> Result<LocalDispatch, BusError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (core, flag) = (Arc::clone(core), Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("nerve-dispatch-local".into())
+            .spawn(move || core.run_local_dispatch(&flag))
+            .map_err(|e| BusError::Transport { provider: "dispatch", source: Box::new(e) })?;
+        Ok(LocalDispatch { stop, thread })
+    }
+
+    fn stop(self, core: &Core) {
+        core.stop_local_dispatch(&self.stop);
+        let _ = self.thread.join();
     }
 }
 

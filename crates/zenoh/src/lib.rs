@@ -260,6 +260,10 @@ impl ZenohProvider {
                 counters.received.fetch_add(1, Ordering::Relaxed);
                 let data = sample.payload().to_bytes().into_owned();
                 sink.deliver(Incoming { channel, data, recv_utime: now_utime() });
+                // With a dispatcher, the callbacks run here, on Zenoh's thread, as a Zenoh subscriber's own callback
+                // does: no hand-off to another thread (that wake-up was most of what zenoh:// added to Zenoh's
+                // latency). Zenoh calls back once per sample, never to say "no more", so run everything waiting.
+                while sink.drained() {}
             })
             .wait()
             .map_err(transport)
@@ -326,6 +330,21 @@ impl Provider for ZenohProvider {
                 sink.report(e);
             }
         }
+    }
+
+    /// Samples arrive on Zenoh's own threads, which run a dispatcher's callbacks ([`Bus::spawn_dispatcher`]). As
+    /// with a Zenoh subscriber's callback, a handler that blocks holds up Zenoh's reading of that link (its sender
+    /// then drops, as our dropping congestion control says); a handler that must block belongs on an executor.
+    ///
+    /// [`Bus::spawn_dispatcher`]: nerve_bus::Bus::spawn_dispatcher
+    fn has_receive_thread(&self) -> bool {
+        true
+    }
+
+    /// Zenoh never shows a session its own samples (and we ask it not to), so an inline dispatcher keeps a thread
+    /// for this bus's in-process deliveries.
+    fn drains_after_own_publications(&self) -> bool {
+        false
     }
 
     fn stats(&self) -> ProviderStats {

@@ -40,7 +40,9 @@ fn until(what: &str, mut publish: impl FnMut(), got: impl Fn() -> bool) {
     }
 }
 
-fn collector(bus: &Bus, pattern: &str) -> (nerve_bus::Subscription, Arc<Mutex<Vec<Received>>>) {
+type Seen = Arc<Mutex<Vec<Received>>>;
+
+fn collector(bus: &Bus, pattern: &str) -> (nerve_bus::Subscription, Seen) {
     let seen: Arc<Mutex<Vec<Received>>> = Arc::default();
     let s = Arc::clone(&seen);
     let sub = bus.subscribe_raw(pattern, move |m| s.lock().unwrap().push(m.clone())).unwrap();
@@ -127,4 +129,125 @@ fn bad_urls_are_clear_errors() {
     assert!(e.to_string().contains("listn"), "{e}");
     let e = Bus::new(Some("zenoh://?scouting=off&listen=nonsense")).err().expect("accepted");
     assert!(matches!(e, BusError::Config { .. } | BusError::Transport { provider: "zenoh", .. }), "{e}");
+}
+
+/// The thread a callback ran on, by name.
+fn thread_name() -> String {
+    std::thread::current().name().unwrap_or("?").to_owned()
+}
+
+#[test]
+fn a_dispatcher_runs_callbacks_on_zenohs_thread_and_local_ones_on_its_own() {
+    let p = prefix();
+    let (a, b, _) = pair(&p);
+    let seen: Arc<Mutex<Vec<(u8, Origin, String)>>> = Arc::default();
+    let s = Arc::clone(&seen);
+    let _sub = b.subscribe_raw("T", move |m| s.lock().unwrap().push((m.data[0], m.origin, thread_name()))).unwrap();
+    let d = b.spawn_dispatcher().unwrap();
+    assert!(d.is_inline());
+    let has = |v: u8| seen.lock().unwrap().iter().any(|m| m.0 == v);
+    let wait_for = |v: u8| {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !has(v) {
+            assert!(Instant::now() < end, "timed out waiting for {v}: {:?}", seen.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    until("the first sample", || a.publish_raw("T", &[0]).unwrap(), || has(0));
+    for i in 1..=50u8 {
+        a.publish_raw("T", &[i]).unwrap();
+    }
+    wait_for(50);
+    // An in-process publication: Zenoh never shows it to this session, so the dispatcher's own thread runs it
+    // (a message waiting when either thread dispatches is run by that one: callbacks never run concurrently).
+    b.publish_raw("T", &[200]).unwrap();
+    wait_for(200);
+    let seen = seen.lock().unwrap();
+    // No hand-off: Zenoh's thread ran the remote samples' callbacks, in order.
+    let remote: Vec<_> = seen.iter().filter(|m| m.0 > 0 && m.0 <= 50).collect();
+    assert!(remote.iter().all(|m| m.1 == Origin::Transport && !m.2.starts_with("nerve-dispatch")), "{remote:?}");
+    assert_eq!(remote.iter().map(|m| m.0).collect::<Vec<u8>>(), (1..=50).collect::<Vec<u8>>());
+    let local = seen.last().unwrap();
+    assert_eq!((local.0, local.1, local.2.as_str()), (200, Origin::Local, "nerve-dispatch-local"));
+    drop(seen);
+    // Once the dispatcher is dropped, nothing runs callbacks but handle().
+    drop(d);
+    let before = b.health();
+    b.publish_raw("T", &[201]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!has(201));
+    assert!(b.handle_timeout(Duration::from_secs(1)).unwrap(), "the message waited for handle()");
+    assert!(has(201));
+    assert_eq!(b.health(), before);
+}
+
+#[test]
+fn handlers_on_zenohs_thread_may_unsubscribe_subscribe_and_panic() {
+    let p = prefix();
+    let (a, b, _) = pair(&p);
+    let _d = b.spawn_dispatcher().unwrap();
+    // A handler that unsubscribes itself, undeclaring the Zenoh subscriber whose callback it runs in.
+    let own: Arc<Mutex<Option<nerve_bus::Subscription>>> = Arc::default();
+    let calls = Arc::new(AtomicU32::new(0));
+    let (o, c, bus) = (Arc::clone(&own), Arc::clone(&calls), b.clone());
+    let later: Arc<Mutex<Option<(nerve_bus::Subscription, Seen)>>> = Arc::default();
+    let l = Arc::clone(&later);
+    *own.lock().unwrap() = Some(
+        b.subscribe_raw("ONCE", move |_| {
+            c.fetch_add(1, Ordering::SeqCst);
+            if let Some(sub) = o.lock().unwrap().take() {
+                bus.unsubscribe(&sub).unwrap();
+                // ... and subscribes anew to another channel, declaring a Zenoh subscriber from inside a callback.
+                *l.lock().unwrap() = Some(collector(&bus, "AFTER"));
+            }
+        })
+        .unwrap(),
+    );
+    until("the first ONCE", || a.publish_raw("ONCE", b"x").unwrap(), || calls.load(Ordering::SeqCst) > 0);
+    for _ in 0..20 {
+        a.publish_raw("ONCE", b"x").unwrap();
+    }
+    let seen = later.lock().unwrap().as_ref().map(|(_, seen)| Arc::clone(seen)).expect("subscribed inside");
+    until("AFTER", || a.publish_raw("AFTER", b"y").unwrap(), || !seen.lock().unwrap().is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "a handler ran after its own unsubscribe");
+
+    // A handler that panics: counted, and the next sample's callbacks still run.
+    let n = Arc::new(AtomicU32::new(0));
+    let m = Arc::clone(&n);
+    let _boom = b
+        .subscribe_raw("BOOM", move |_| {
+            if m.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("first sample");
+            }
+        })
+        .unwrap();
+    until("BOOM twice", || a.publish_raw("BOOM", b"z").unwrap(), || n.load(Ordering::SeqCst) >= 2);
+    assert_eq!(b.health().handler_panics, 1);
+}
+
+#[test]
+fn a_handler_that_blocks_on_zenohs_thread_holds_up_only_until_it_returns() {
+    let p = prefix();
+    let (a, b, _) = pair(&p);
+    let _d = b.spawn_dispatcher().unwrap();
+    let got = Arc::new(AtomicU32::new(0));
+    let g = Arc::clone(&got);
+    let _sub = b
+        .subscribe_raw("SLOW", move |m| {
+            g.fetch_add(1, Ordering::SeqCst);
+            if m.data == b"block" {
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+        })
+        .unwrap();
+    until("the first SLOW", || a.publish_raw("SLOW", b"warm").unwrap(), || got.load(Ordering::SeqCst) > 0);
+    a.publish_raw("SLOW", b"block").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..10 {
+        a.publish_raw("SLOW", b"meanwhile").unwrap();
+    }
+    // After the handler returns, the session still carries samples (the link and its lease survived).
+    let before = got.load(Ordering::SeqCst);
+    until("after the block", || a.publish_raw("SLOW", b"after").unwrap(), || got.load(Ordering::SeqCst) > before + 10);
+    assert_eq!(b.health().transport_errors, 0);
 }

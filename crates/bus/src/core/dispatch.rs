@@ -233,6 +233,46 @@ impl Core {
         self.inline_dispatchers.fetch_sub(1, Ordering::AcqRel);
     }
 
+    /// Wakes the threads of inline dispatchers that run in-process deliveries (see `bus::LocalDispatch`) after this
+    /// bus delivered a publication of its own, if a callback now waits. Costs one atomic load on every other bus.
+    pub(crate) fn wake_local_dispatch(&self) {
+        if self.local_dispatchers.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let st = self.lock();
+        if st.pending > 0 {
+            self.local_ready.notify_all();
+        }
+    }
+
+    /// The loop of an inline dispatcher's thread for in-process deliveries: runs every waiting message's callbacks
+    /// (one waiting from before it started too), then sleeps until [`Core::wake_local_dispatch`] or
+    /// [`Core::stop_local_dispatch`]. Handlers' panics are counted in the health.
+    pub(crate) fn run_local_dispatch(&self, stop: &AtomicBool) {
+        // Counted from here: a publication made before this thread ran needs no wake, as the loop below starts by
+        // running what waits.
+        self.local_dispatchers.fetch_add(1, Ordering::AcqRel);
+        loop {
+            while self.dispatch_one().is_some() {}
+            let st = self.lock();
+            if stop.load(Ordering::Acquire) {
+                self.local_dispatchers.fetch_sub(1, Ordering::AcqRel);
+                return;
+            }
+            if st.pending == 0 {
+                drop(self.local_ready.wait(st).unwrap_or_else(PoisonError::into_inner));
+            }
+        }
+    }
+
+    /// Stops the thread running [`Core::run_local_dispatch`] with `stop` (the caller then joins it).
+    pub(crate) fn stop_local_dispatch(&self, stop: &AtomicBool) {
+        // Set and signalled under the state lock, which the thread holds from its check of `stop` to its wait.
+        let _st = self.lock();
+        stop.store(true, Ordering::Release);
+        self.local_ready.notify_all();
+    }
+
     /// Runs waiting messages' callbacks on this (the receive) thread, oldest first, if a dispatcher asked for that:
     /// at least one message's, and more for as long as the thread spent on its transport since its last such turn
     /// (so that under load it splits its time evenly between reading and callbacks). Returns whether more wait.

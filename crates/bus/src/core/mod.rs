@@ -353,6 +353,10 @@ pub(crate) struct Core {
     dispatching: Mutex<()>,
     /// How many dispatchers run callbacks on the provider's receive thread.
     inline_dispatchers: AtomicUsize,
+    /// How many of those keep a thread for in-process deliveries (the provider's receive threads never see this
+    /// bus's own publications: [`Provider::drains_after_own_publications`]), and what those threads wait on.
+    local_dispatchers: AtomicUsize,
+    local_ready: Condvar,
     /// Whether `State::faults` is not empty (so `handle()` need not lock to look).
     has_faults: AtomicBool,
 }
@@ -417,6 +421,8 @@ impl Core {
             fd_in_use: AtomicBool::new(false),
             dispatching: Mutex::new(()),
             inline_dispatchers: AtomicUsize::new(0),
+            local_dispatchers: AtomicUsize::new(0),
+            local_ready: Condvar::new(),
             has_faults: AtomicBool::new(false),
         })
     }
@@ -648,6 +654,7 @@ impl Core {
             }
             Local::Typed(p) => self.commit(channel, p.items, p.received, &p.failed, Some(p.publisher)),
         };
+        self.wake_local_dispatch();
         if let Some(bytes) = wire {
             if self.provider.leaves_process() {
                 self.provider.publish(channel, bytes)?;

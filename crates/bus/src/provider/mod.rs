@@ -178,6 +178,13 @@ pub trait Provider: Send + Sync {
     fn has_receive_thread(&self) -> bool {
         false
     }
+    /// Whether the receive threads also call [`Sink::drained`] soon after this bus publishes (udpm hears its own
+    /// datagrams, shm is woken by its own writes, both then skip them), so that an inline dispatcher runs the
+    /// callbacks of in-process deliveries too. A provider whose transport never shows a process its own traffic
+    /// (zenoh) says no, and an inline dispatcher then keeps a thread of its own for in-process deliveries.
+    fn drains_after_own_publications(&self) -> bool {
+        true
+    }
     /// Whether what is published through this provider may reach anyone outside this bus (another process, a file).
     /// When not (`inproc://`, `memq://`), the bus delivers in-process only and never encodes a typed message for it.
     fn leaves_process(&self) -> bool {
