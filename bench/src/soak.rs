@@ -284,6 +284,7 @@ fn inproc(args: &[String]) -> Result<(), String> {
 struct Role {
     name: String,
     args: Vec<String>,
+    keep_latencies: bool,
     child: Child,
     latest: Arc<Mutex<serde_json::Value>>,
     latencies: Arc<Mutex<(Vec<u64>, u64)>>,
@@ -291,7 +292,10 @@ struct Role {
 }
 
 impl Role {
-    fn start(name: &str, args: &[String]) -> Result<Role, String> {
+    /// Starts a role; only a role started with `keep_latencies` has its latency samples kept (for the period's
+    /// figures): every subscriber reports up to 2000 a second, and nobody takes the others', so keeping them would
+    /// grow the orchestrator by megabytes a minute.
+    fn start(name: &str, args: &[String], keep_latencies: bool) -> Result<Role, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = Command::new(exe)
             .arg("soak-role")
@@ -307,7 +311,7 @@ impl Role {
         thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
                 let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-                if let Some(samples) = v["lat_us"].as_array() {
+                if let Some(samples) = v["lat_us"].as_array().filter(|_| keep_latencies) {
                     let mut g = lat.lock().expect("latencies");
                     g.0.extend(samples.iter().filter_map(|s| s.as_u64()));
                     g.1 = g.1.max(v["max_us"].as_u64().unwrap_or(0));
@@ -315,7 +319,7 @@ impl Role {
                 *l.lock().expect("latest") = v;
             }
         });
-        Ok(Role { name: name.into(), args: args.to_vec(), child, latest, latencies, restarts: 0 })
+        Ok(Role { name: name.into(), args: args.to_vec(), keep_latencies, child, latest, latencies, restarts: 0 })
     }
 
     fn counter(&self, key: &str) -> u64 {
@@ -326,7 +330,7 @@ impl Role {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let restarts = self.restarts + 1;
-        *self = Role::start(&self.name, &self.args.clone())?;
+        *self = Role::start(&self.name, &self.args.clone(), self.keep_latencies)?;
         self.restarts = restarts;
         Ok(())
     }
@@ -422,16 +426,17 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
         Role::start(
             "shm pub",
             &[s("pub"), shm.clone(), s("soak"), shape.shm_channels.to_string(), (r * 5 / 10).to_string()],
+            false,
         )?,
-        Role::start("udpm pub", &[s("pub"), udpm.clone(), s("soak"), s("8"), (r / 10).to_string()])?,
-        Role::start("shm sub (keeps up)", &[s("sub"), shm.clone(), s("soak/.*"), s("0")])?,
-        Role::start("shm sub (falls behind)", &[s("sub"), shm.clone(), s("soak/.*"), s("200")])?,
-        Role::start("udpm sub", &[s("sub"), udpm.clone(), s("soak/.*"), s("0")])?,
-        Role::start("inproc", &[s("inproc"), (r * 3 / 10).to_string(), s("50")])?,
+        Role::start("udpm pub", &[s("pub"), udpm.clone(), s("soak"), s("8"), (r / 10).to_string()], false)?,
+        Role::start("shm sub (keeps up)", &[s("sub"), shm.clone(), s("soak/.*"), s("0")], true)?,
+        Role::start("shm sub (falls behind)", &[s("sub"), shm.clone(), s("soak/.*"), s("200")], false)?,
+        Role::start("udpm sub", &[s("sub"), udpm.clone(), s("soak/.*"), s("0")], false)?,
+        Role::start("inproc", &[s("inproc"), (r * 3 / 10).to_string(), s("50")], false)?,
     ];
     let victim_args = [s("pub"), shm.clone(), s("victim"), s("4"), (r / 10).to_string()];
-    let mut victim = Role::start("victim pub", &victim_args)?;
-    let victim_sub = Role::start("victim sub", &[s("sub"), shm.clone(), s("victim/.*"), s("0")])?;
+    let mut victim = Role::start("victim pub", &victim_args, false)?;
+    let victim_sub = Role::start("victim sub", &[s("sub"), shm.clone(), s("victim/.*"), s("0")], false)?;
     let mut periods: Vec<Period> = Vec::new();
     let mut churn = 0u64;
     let mut last_kill = Instant::now();
