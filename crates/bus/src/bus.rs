@@ -334,7 +334,7 @@ impl Drop for Dispatcher {
             DispatchMode::Thread { stop, thread } => {
                 stop.store(true, Ordering::Relaxed);
                 if let Some(t) = thread.take() {
-                    let _ = t.join();
+                    join_unless_current(t);
                 }
             }
         }
@@ -362,7 +362,15 @@ impl LocalDispatch {
 
     fn stop(self, core: &Core) {
         core.stop_local_dispatch(&self.stop);
-        let _ = self.thread.join();
+        join_unless_current(self.thread);
+    }
+}
+
+/// Joins a dispatcher's thread, unless this is that thread: a handler it runs may drop the `Dispatcher`, and a thread
+/// joining itself fails (EDEADLK, which std turns into a panic). It stops on its own once its handler returns.
+fn join_unless_current(thread: std::thread::JoinHandle<()>) {
+    if thread.thread().id() != std::thread::current().id() {
+        let _ = thread.join();
     }
 }
 

@@ -69,6 +69,10 @@ macro_rules! conformance_suite {
                 $crate::conformance::background_dispatcher(&$make)
             }
             #[test]
+            fn a_handler_may_drop_its_dispatcher() {
+                $crate::conformance::a_handler_may_drop_its_dispatcher(&$make)
+            }
+            #[test]
             fn late_subscriber_sees_only_newer_messages() {
                 $crate::conformance::late_subscriber_sees_only_newer_messages(&$make)
             }
@@ -314,6 +318,32 @@ pub fn background_dispatcher(make: &dyn Fn() -> Bus) {
     }
     eventually("5 handled by the background thread", || *got.lock().unwrap() == 5);
     drop(dispatcher);
+}
+
+/// Conformance: see the test's name. The dispatcher's thread (or the transport's, for an inline one) runs the handler
+/// that drops it: it must not try to join itself, and the bus must go on with `handle()`.
+pub fn a_handler_may_drop_its_dispatcher(make: &dyn Fn() -> Bus) {
+    let bus = make();
+    let slot: Arc<Mutex<Option<crate::Dispatcher>>> = Arc::default();
+    let got = Arc::new(Mutex::new(0));
+    let (s, g) = (Arc::clone(&slot), Arc::clone(&got));
+    bus.subscribe_raw("DROP", move |_: &Received| {
+        *g.lock().unwrap() += 1;
+        drop(s.lock().unwrap().take());
+    })
+    .unwrap();
+    *slot.lock().unwrap() = Some(bus.spawn_dispatcher().unwrap());
+    bus.publish_raw("DROP", b"").unwrap();
+    eventually("handled by the dispatcher", || *got.lock().unwrap() == 1);
+    assert!(slot.lock().unwrap().is_none());
+    assert_eq!(bus.health().handler_panics, 0, "{:?}", bus.health().last_error);
+    // No dispatcher now: the next message waits for handle().
+    bus.publish_raw("DROP", b"").unwrap();
+    let end = Instant::now() + Duration::from_secs(5);
+    while *got.lock().unwrap() < 2 && Instant::now() < end {
+        bus.handle_timeout(Duration::from_millis(100)).unwrap();
+    }
+    assert_eq!(*got.lock().unwrap(), 2);
 }
 
 /// Conformance: see the test's name.
