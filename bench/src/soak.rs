@@ -553,7 +553,8 @@ fn print_period(index: usize, p: &Period, json_out: bool) {
         .rss_kib
         .iter()
         .zip(&p.fds)
-        .map(|((n, rss), (_, fds))| format!("{n}: {} MiB, {fds} fds", rss / 1024))
+        // Two decimals (10 KiB): the bar is 1 % of a process that may hold only 10 MiB.
+        .map(|((n, rss), (_, fds))| format!("{n}: {:.2} MiB, {fds} fds", *rss as f64 / 1024.0))
         .collect();
     println!("            {}", procs.join("; "));
 }
@@ -569,7 +570,8 @@ fn bars(periods: &[Period], json_out: bool) -> bool {
             let mean = values.iter().sum::<f64>() / values.len() as f64;
             let spread = values.iter().map(|v| (v - mean).abs() / mean.max(1.0)).fold(0.0, f64::max);
             if spread >= worst.0 {
-                worst = (spread, periods[0].rss_kib[i].0.clone());
+                let (lo, hi) = values.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                worst = (spread, format!("{}: {lo} to {hi} around {mean:.0}", periods[0].rss_kib[i].0));
             }
         }
         (
