@@ -383,7 +383,11 @@ struct Period {
     delivered: u64,
     lost: [(&'static str, u64); 3],
     shm_keepup_lost: u64,
+    /// Per process: the lowest resident memory sampled in the period (what the bar judges).
     rss_kib: Vec<(String, u64)>,
+    /// Per process, in the same order: the highest.
+    rss_peak_kib: Vec<u64>,
+    /// Per process: the fewest open descriptors sampled in the period.
     fds: Vec<(String, u64)>,
     shm_files: usize,
     leftovers: usize,
@@ -451,10 +455,23 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             dir.display()
         );
     }
+    let mut pids: Vec<(String, u32)> = roles.iter().map(|r| (r.name.clone(), r.child.id())).collect();
+    pids.push(("orchestrator".into(), std::process::id()));
     for index in 0..shape.periods {
         let end = start + shape.period * (index as u32 + 1);
+        // Memory and descriptors are sampled at every turn: a process's queue holds a moment's backlog (megabytes
+        // when the scheduler stalls a reader), and a descriptor may be on its way out (the reader of a killed
+        // victim's pipe closes it a moment after the restart), so one sample a minute says more about that moment
+        // than about growth. The period's lowest sample is what a leak raises; the highest memory is printed beside.
+        let mut rss = vec![(u64::MAX, 0u64); pids.len()];
+        let mut fds = vec![u64::MAX; pids.len()];
         while Instant::now() < end {
             thread::sleep(Duration::from_millis(250));
+            for (((_, pid), (low, high)), fd_low) in pids.iter().zip(&mut rss).zip(&mut fds) {
+                let now = rss_kib(*pid);
+                (*low, *high) = ((*low).min(now), (*high).max(now));
+                *fd_low = (*fd_low).min(open_fds(*pid));
+            }
             // A process killed and restarted every few seconds; its channels are removed while it is dead (a later
             // incarnation makes them again): no file of it may stay behind.
             if last_kill.elapsed() >= shape.kill_every {
@@ -493,8 +510,6 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
         let shm_keepup_lost = keepup.counter("lost_gap") + keepup.counter("lost_queue") + keepup.counter("corrupt");
         let (mut lat, max) = std::mem::take(&mut *keepup.latencies.lock().expect("latencies"));
         lat.sort_unstable();
-        let mut pids: Vec<(String, u32)> = roles.iter().map(|r| (r.name.clone(), r.child.id())).collect();
-        pids.push(("orchestrator".into(), std::process::id()));
         let files: Vec<String> = std::fs::read_dir(&dir)
             .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
             .unwrap_or_default();
@@ -503,8 +518,9 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             delivered: delivered - seen.0,
             lost: [0, 1, 2].map(|i| (lost[i].0, lost[i].1 - seen.1[i])),
             shm_keepup_lost,
-            rss_kib: pids.iter().map(|(n, pid)| (n.clone(), rss_kib(*pid))).collect(),
-            fds: pids.iter().map(|(n, pid)| (n.clone(), open_fds(*pid))).collect(),
+            rss_kib: pids.iter().zip(&rss).map(|((n, _), (low, _))| (n.clone(), *low)).collect(),
+            rss_peak_kib: rss.iter().map(|(_, high)| *high).collect(),
+            fds: pids.iter().zip(&fds).map(|((n, _), low)| (n.clone(), *low)).collect(),
             shm_files: files.len(),
             leftovers,
             p50: percentile(&lat, 0.5),
@@ -527,12 +543,14 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
 fn print_period(index: usize, p: &Period, json_out: bool) {
     if json_out {
         let rss: serde_json::Map<_, _> = p.rss_kib.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
+        let peak: serde_json::Map<_, _> =
+            p.rss_kib.iter().zip(&p.rss_peak_kib).map(|((n, _), v)| (n.clone(), json!(v))).collect();
         let fds: serde_json::Map<_, _> = p.fds.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
         let lost: serde_json::Map<_, _> = p.lost.iter().map(|(n, v)| (n.to_string(), json!(v))).collect();
         println!(
             "{}",
             json!({"suite": "soak", "kind": "period", "period": index + 1, "delivered": p.delivered, "lost": lost,
-                   "rss_kib": rss, "fds": fds, "shm_files": p.shm_files, "leftover_files": p.leftovers,
+                   "rss_kib": rss, "rss_peak_kib": peak, "fds": fds, "shm_files": p.shm_files, "leftover_files": p.leftovers,
                    "latency_p50_us": p.p50, "latency_p99_us": p.p99, "latency_max_us": p.max})
         );
         return;
@@ -552,9 +570,12 @@ fn print_period(index: usize, p: &Period, json_out: bool) {
     let procs: Vec<String> = p
         .rss_kib
         .iter()
+        .zip(&p.rss_peak_kib)
         .zip(&p.fds)
         // Two decimals (10 KiB): the bar is 1 % of a process that may hold only 10 MiB.
-        .map(|((n, rss), (_, fds))| format!("{n}: {:.2} MiB, {fds} fds", *rss as f64 / 1024.0))
+        .map(|(((n, low), high), (_, fds))| {
+            format!("{n}: {:.2} MiB (up to {:.2}), {fds} fds", *low as f64 / 1024.0, *high as f64 / 1024.0)
+        })
         .collect();
     println!("            {}", procs.join("; "));
 }
@@ -585,7 +606,7 @@ fn bars(periods: &[Period], json_out: bool) -> bool {
     let keepup_lost = periods.last().map_or(0, |p| p.shm_keepup_lost);
     let (first, last) = (periods[0].p99.max(1), periods[periods.len() - 1].p99);
     let results = [
-        ("resident memory flat (last half within 1 %)", rss_ok, rss_why),
+        ("resident memory flat (each period's lowest; last half within 1 %)", rss_ok, rss_why),
         ("open descriptors flat (last half within 1 %)", fds_ok, fds_why),
         ("no shm file left by a dead process", leftovers == 0, format!("{leftovers} temporary files seen")),
         ("no loss on shm for the reader that keeps up", keepup_lost == 0, format!("{keepup_lost} lost")),

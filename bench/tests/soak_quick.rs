@@ -29,7 +29,8 @@ fn the_quick_soak_prints_every_period_and_every_bar() {
             assert!(p["lost"][key].as_u64().is_some(), "{p}");
         }
         for role in ["shm pub", "udpm pub", "shm sub (keeps up)", "shm sub (falls behind)", "udpm sub", "inproc"] {
-            assert!(p["rss_kib"][role].as_u64().is_some_and(|k| k > 0), "{role}: {p}");
+            let (low, high) = (p["rss_kib"][role].as_u64(), p["rss_peak_kib"][role].as_u64());
+            assert!(low.is_some_and(|k| k > 0) && high >= low, "{role}: {p}");
             assert!(p["fds"][role].as_u64().is_some_and(|k| k > 0), "{role}: {p}");
         }
         for key in ["shm_files", "leftover_files", "latency_p50_us", "latency_p99_us", "latency_max_us"] {
