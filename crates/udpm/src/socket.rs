@@ -360,7 +360,23 @@ const MAX_BATCH: usize = crate::sys::MAX_RECV_BATCH;
 /// A slot's size: the largest UDP payload over IPv4 is 65507 bytes.
 const SLOT: usize = 65536;
 
+/// When [`Receiver::recv_with`] returns without a message (besides its time being up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// Only then (`recv`).
+    Message,
+    /// Also once the datagrams read made none (`recv_until_activity`).
+    Activity,
+    /// Also once the socket was found empty (`recv_queued`).
+    Queued,
+}
+
 impl Reads {
+    /// Whether every datagram read has been taken.
+    fn is_empty(&self) -> bool {
+        self.next >= self.got.len()
+    }
+
     /// The next datagram read and not yet absorbed: its slot, length and sender.
     fn take(&mut self) -> Option<(usize, usize, SocketAddrV4)> {
         let &(n, from) = self.got.get(self.next)?;
@@ -507,11 +523,20 @@ impl Receiver {
     /// datagrams that made no message (fragments, malformed or filtered ones): a caller draining a flood of traffic
     /// it does not want gets control back, to run its callbacks.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
-        self.recv_with(timeout, false)
+        self.recv_with(timeout, Until::Message)
     }
 
-    /// [`Receiver::recv`], or with `queued_only` [`Receiver::recv_queued`].
-    fn recv_with(&mut self, timeout: Option<Duration>, queued_only: bool) -> Result<Option<Message>, UdpmError> {
+    /// Like [`Receiver::recv`], but also returns `None` once the datagrams it read made no message (filtered ones,
+    /// such as the caller's own, or fragments of a message not yet whole): for a caller that waits on the socket for
+    /// other work too, and must look at it whenever the socket stirs (a `handle()` caller reading the socket itself
+    /// learns of its own process's publications, queued in-process, when their datagrams come back).
+    pub fn recv_until_activity(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
+        self.recv_with(timeout, Until::Activity)
+    }
+
+    /// [`Receiver::recv`], [`Receiver::recv_until_activity`] or [`Receiver::recv_queued`].
+    fn recv_with(&mut self, timeout: Option<Duration>, until: Until) -> Result<Option<Message>, UdpmError> {
+        let queued_only = until == Until::Queued;
         let deadline = timeout.map(|t| Instant::now() + t);
         // A call that may not wait always reads: it is how a caller drains the socket.
         let may_wait = timeout.is_none_or(|t| !t.is_zero());
@@ -524,7 +549,7 @@ impl Receiver {
                     return Ok(Some(m));
                 }
                 absorbed += 1;
-                if !may_wait && absorbed == READ_TURN {
+                if (!may_wait && absorbed == READ_TURN) || (until == Until::Activity && self.reads.is_empty()) {
                     return Ok(None);
                 }
                 continue;
@@ -579,7 +604,7 @@ impl Receiver {
     /// meanwhile). Not for a caller woken by `poll` on [`Receiver::socket`]: that one must read, with
     /// `recv(Some(Duration::ZERO))`.
     pub fn recv_queued(&mut self) -> Result<Option<Message>, UdpmError> {
-        self.recv_with(Some(Duration::ZERO), true)
+        self.recv_with(Some(Duration::ZERO), Until::Queued)
     }
 
     /// Waits up to `left` (forever with `None`) for a datagram on the empty socket and reads it, with whatever

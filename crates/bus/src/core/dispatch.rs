@@ -140,6 +140,20 @@ impl Core {
             if st.pending > 0 || !st.faults.is_empty() {
                 continue;
             }
+            if self.may_receive_here() {
+                drop(st);
+                // Read the transport on this thread rather than wait for the receive thread to wake it.
+                if self.provider.receive_here(deadline, &|| self.has_work()) {
+                    if !self.has_work() && deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Ok(false);
+                    }
+                    continue;
+                }
+                st = self.lock();
+                if st.pending > 0 || !st.faults.is_empty() {
+                    continue;
+                }
+            }
             st.handle_waiters += 1;
             st = match deadline {
                 None => self.ready.wait(st).unwrap_or_else(PoisonError::into_inner),
@@ -153,6 +167,19 @@ impl Core {
             };
             st.handle_waiters -= 1;
         }
+    }
+
+    /// Whether a `handle()` caller may read the transport itself (`Provider::receive_here`): not while callbacks
+    /// run on the receive thread (an inline dispatcher), and not once the descriptor is handed out, whose users
+    /// wait on it rather than in `handle()` and need the receive thread to keep it up to date.
+    fn may_receive_here(&self) -> bool {
+        !self.fd_in_use.load(Ordering::Relaxed) && self.inline_dispatchers.load(Ordering::Relaxed) == 0
+    }
+
+    /// Whether a message or an error waits for `handle()`.
+    fn has_work(&self) -> bool {
+        let st = self.lock();
+        st.pending > 0 || !st.faults.is_empty()
     }
 
     /// The oldest transport error waiting for a `handle()`, if any (cheap when there is none).

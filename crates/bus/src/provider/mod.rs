@@ -27,6 +27,7 @@ mod own;
 pub mod registry;
 pub mod shm;
 mod thread;
+mod turn;
 pub mod udpm;
 
 /// A message as a provider hands it to the bus.
@@ -176,6 +177,16 @@ pub trait Provider: Send + Sync {
     fn stats(&self) -> ProviderStats;
     /// Whether messages arrive on a receive thread of the provider's own (so callbacks can run there).
     fn has_receive_thread(&self) -> bool {
+        false
+    }
+    /// For a `handle()` caller that found nothing to dispatch: reads the transport on the calling thread, waiting
+    /// until `until` at most (a provider may return sooner), and hands what it read to the sink, so that the
+    /// callbacks run without a hand-off from the receive thread (see `turn`). It does not wait when `has_work`
+    /// (asked once the transport is in hand) says something is waiting for the caller already, and it returns when
+    /// anything comes, the provider's own datagrams included (their in-process copies wait in the queues by then).
+    /// `false` when it cannot now: the provider has no such path, or its receive thread has the transport in hand
+    /// (it stands aside after its current wait); the caller then waits to be woken as usual.
+    fn receive_here(&self, _until: Option<std::time::Instant>, _has_work: &dyn Fn() -> bool) -> bool {
         false
     }
     /// Whether the receive threads also call [`Sink::drained`] soon after this bus publishes (udpm hears its own

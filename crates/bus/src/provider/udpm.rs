@@ -3,13 +3,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nerve_udpm::{Config, KernelDrops, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
 use super::registry::unknown_option;
 use super::thread::ReceiveThread;
+use super::turn::Turn;
 use super::{Incoming, Provider, ProviderStats, Sink, StatsTurns, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
 use crate::url::Url;
@@ -47,7 +48,24 @@ pub struct Udpm {
     recv_stats: Arc<Mutex<RecvStats>>,
     /// The receive socket's drop count, from `start` on.
     kernel_drops: OnceLock<Arc<KernelDrops>>,
+    /// The receiver, read by the receive thread or by a `handle()` caller (`Provider::receive_here`), from `start`
+    /// on.
+    reading: OnceLock<Arc<Reading>>,
     own: Arc<OwnSender>,
+}
+
+/// What either reader of the socket needs.
+struct Reading {
+    turn: Turn<Receiver>,
+    sink: Arc<dyn Sink>,
+    /// The receiver's counters as last copied (without the kernel's drops, read when asked for).
+    stats: Arc<Mutex<RecvStats>>,
+}
+
+impl Reading {
+    fn deliver(&self, m: nerve_udpm::Message) {
+        self.sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
+    }
 }
 
 impl Udpm {
@@ -62,6 +80,7 @@ impl Udpm {
             receive: Mutex::new(None),
             recv_stats: Arc::new(Mutex::new(RecvStats::default())),
             kernel_drops: OnceLock::new(),
+            reading: OnceLock::new(),
             own: Arc::new(OwnSender::default()),
         })
     }
@@ -134,35 +153,35 @@ impl Provider for Udpm {
         // turned away before they are copied or reassembled.
         let (own, wants) = (Arc::clone(&self.own), Arc::clone(&sink));
         rx.set_filter(Box::new(move |channel, from| !own.is_own(from) && wants.wants(channel)));
-        let stats = Arc::clone(&self.recv_stats);
         let drops = rx.kernel_drops();
+        let reading = Arc::new(Reading { turn: Turn::new(rx), sink, stats: Arc::clone(&self.recv_stats) });
+        let shared = Arc::clone(&reading);
         *slot = Some(ReceiveThread::spawn("udpm", "nerve-udpm-rx", move |stop_flag| {
-            let deliver = |m: nerve_udpm::Message| {
-                sink.deliver(Incoming { channel: m.channel, data: m.payload, recv_utime: m.recv_utime })
-            };
+            let Reading { turn, sink, stats } = &*shared;
             // While callbacks wait to run here, do not block on the socket: alternate between draining it and
             // a turn of callbacks (`Sink::drained`).
             let mut callbacks_waiting = false;
             let mut stats_turns = StatsTurns::default();
-            while !stop_flag.load(Ordering::Relaxed) {
+            // Each turn holds the receiver; between turns a `handle()` caller may have it (`Turn`).
+            while let Some(mut rx) = turn.thread(stop_flag) {
                 let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
-                let mut got = rx.recv(Some(wait));
+                let mut got = rx.recv_until_activity(Some(wait));
                 if !callbacks_waiting {
                     // The first message after an idle wait runs its callbacks at once, before another read of the
                     // socket: that read (empty, in the usual case) would only delay the reply a round trip waits for.
                     // (More callbacks waiting, if any, run after the drain below.)
                     if let Ok(Some(m)) = got {
-                        deliver(m);
+                        shared.deliver(m);
                         sink.drained();
                         got = rx.recv_queued();
                     }
                 }
-                let mut turn = 0;
+                let mut delivered = 0;
                 while let Ok(Some(m)) = got {
-                    deliver(m);
-                    turn += 1;
-                    if turn == DRAIN_TURN {
-                        turn = 0;
+                    shared.deliver(m);
+                    delivered += 1;
+                    if delivered == DRAIN_TURN {
+                        delivered = 0;
                         sink.drained();
                     }
                     // Not a read that would find the socket empty: the wait that follows returns at once if
@@ -182,12 +201,34 @@ impl Provider for Udpm {
                 }
             }
         })?);
+        let _ = self.reading.set(reading);
         // Only a start that got its receive thread running gets here, and only once (the slot is taken now).
         let _ = self.kernel_drops.set(drops);
         Ok(())
     }
 
     fn has_receive_thread(&self) -> bool {
+        true
+    }
+
+    fn receive_here(&self, until: Option<Instant>, has_work: &dyn Fn() -> bool) -> bool {
+        let Some(reading) = self.reading.get() else { return false };
+        let Some(mut rx) = reading.turn.caller() else { return false };
+        if has_work() {
+            return true;
+        }
+        // At most POLL at a time, as the receive thread: the caller looks at its deadline and the bus in between.
+        let wait = until.map_or(POLL, |d| d.saturating_duration_since(Instant::now()).min(POLL));
+        let mut got = rx.recv_until_activity(Some(wait));
+        while let Ok(Some(m)) = got {
+            reading.deliver(m);
+            got = rx.recv_queued();
+        }
+        if let Err(e) = got {
+            // The receive thread, when it reads again, meets the same error and stops; this caller hears of it now.
+            reading.sink.report(transport(e));
+        }
+        *reading.stats.lock().expect("stats lock") = rx.counters();
         true
     }
 
