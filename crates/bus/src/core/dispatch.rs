@@ -153,6 +153,11 @@ impl Core {
                 if st.pending > 0 || !st.faults.is_empty() {
                     continue;
                 }
+                // Taken by the receive thread (or another caller): wait for what it delivers, or for it to let go
+                // (`Sink::reader_free` wakes us under this lock), whichever comes first.
+                if self.provider.receive_here_free() {
+                    continue;
+                }
             }
             st.handle_waiters += 1;
             st = match deadline {
@@ -174,6 +179,14 @@ impl Core {
     /// wait on it rather than in `handle()` and need the receive thread to keep it up to date.
     fn may_receive_here(&self) -> bool {
         !self.fd_in_use.load(Ordering::Relaxed) && self.inline_dispatchers.load(Ordering::Relaxed) == 0
+    }
+
+    /// Wakes the `handle()` callers that wait, so that they look again (the transport they read themselves is free).
+    pub(super) fn wake_handle_waiters(&self) {
+        let st = self.lock();
+        if st.handle_waiters > 0 {
+            self.ready.notify_all();
+        }
     }
 
     /// Whether a message or an error waits for `handle()`.

@@ -390,6 +390,12 @@ impl Sink for CoreSink {
             core.report(error, true);
         }
     }
+
+    fn reader_free(&self) {
+        if let Some(core) = self.0.upgrade() {
+            core.wake_handle_waiters();
+        }
+    }
 }
 
 /// Work to do once the state lock is released.

@@ -77,6 +77,10 @@ pub trait Sink: Send + Sync {
     fn receive_stopped(&self, error: BusError) {
         let _ = error;
     }
+    /// Called by whoever lets go of a transport that `handle()` callers read themselves
+    /// ([`Provider::receive_here`]) while callers want it: the bus wakes the callers that found it taken and wait,
+    /// so that they look again ([`Provider::receive_here_free`]).
+    fn reader_free(&self) {}
 }
 
 /// How many messages a receive thread hands over between two calls of [`Sink::drained`] while its socket is never
@@ -187,6 +191,11 @@ pub trait Provider: Send + Sync {
     /// `false` when it cannot now: the provider has no such path, or its receive thread has the transport in hand
     /// (it stands aside after its current wait); the caller then waits to be woken as usual.
     fn receive_here(&self, _until: Option<std::time::Instant>, _has_work: &dyn Fn() -> bool) -> bool {
+        false
+    }
+    /// Whether [`Provider::receive_here`] would find the transport free now: asked by a caller that found it taken,
+    /// before it waits (under the lock that [`Sink::reader_free`] takes, so no wake-up is lost in between).
+    fn receive_here_free(&self) -> bool {
         false
     }
     /// Whether the receive threads also call [`Sink::drained`] soon after this bus publishes (udpm hears its own

@@ -8,6 +8,10 @@
 //! by the datagram, and runs the callbacks right away. The receive thread stands aside while a caller reads, and
 //! takes the socket back once no caller has come for [`GRACE`], so that a program that stops calling `handle()`
 //! still has its messages queued (with each subscription's capacity and overflow policy) as before.
+//!
+//! A caller that finds the reader taken waits to be woken as before; whoever then lets the reader go wakes the
+//! waiting callers ([`Sink::reader_free`](super::Sink::reader_free)), which look again: a caller must never wait on
+//! a receive thread that has just stood aside for it (it would wait out the [`GRACE`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
@@ -20,6 +24,8 @@ pub(crate) const GRACE: Duration = Duration::from_millis(10);
 /// A reader (a socket with its reassembly state) and the hand-over between the receive thread and callers.
 pub(crate) struct Turn<R> {
     reader: Mutex<R>,
+    /// Whether anyone holds the reader (set after taking its lock, cleared after letting it go).
+    held: AtomicBool,
     handover: Mutex<Handover>,
     parked: Condvar,
 }
@@ -32,9 +38,15 @@ struct Handover {
     last_left: Instant,
 }
 
+/// The reader, lent until dropped (then it is free, and [`Turn::is_free`] says so).
+pub(crate) struct Held<'a, R> {
+    reader: Option<MutexGuard<'a, R>>,
+    held: &'a AtomicBool,
+}
+
 /// A caller's turn: the reader, lent until dropped.
 pub(crate) struct CallerTurn<'a, R> {
-    reader: MutexGuard<'a, R>,
+    reader: Held<'a, R>,
     _leave: Leave<'a, R>,
 }
 
@@ -50,6 +62,7 @@ impl<R> Turn<R> {
     pub(crate) fn new(reader: R) -> Turn<R> {
         Turn {
             reader: Mutex::new(reader),
+            held: AtomicBool::new(false),
             handover: Mutex::new(Handover { wanted: false, callers: 0, last_left: Instant::now() }),
             parked: Condvar::new(),
         }
@@ -57,7 +70,7 @@ impl<R> Turn<R> {
 
     /// For the receive thread, before each of its reads: waits while callers read the socket (and for [`GRACE`]
     /// after the last one left), then lends the reader. `None` once `stop` is set.
-    pub(crate) fn thread(&self, stop: &AtomicBool) -> Option<MutexGuard<'_, R>> {
+    pub(crate) fn thread(&self, stop: &AtomicBool) -> Option<Held<'_, R>> {
         let mut h = lock(&self.handover);
         while h.wanted {
             if stop.load(Ordering::Relaxed) {
@@ -70,7 +83,23 @@ impl<R> Turn<R> {
             h = self.parked.wait_timeout(h, GRACE).unwrap_or_else(PoisonError::into_inner).0;
         }
         drop(h);
-        (!stop.load(Ordering::Relaxed)).then(|| lock(&self.reader))
+        (!stop.load(Ordering::Relaxed)).then(|| self.hold(lock(&self.reader)))
+    }
+
+    fn hold<'a>(&'a self, reader: MutexGuard<'a, R>) -> Held<'a, R> {
+        self.held.store(true, Ordering::SeqCst);
+        Held { reader: Some(reader), held: &self.held }
+    }
+
+    /// Whether nobody holds the reader now: a caller that found it taken and waits may look again.
+    pub(crate) fn is_free(&self) -> bool {
+        !self.held.load(Ordering::SeqCst)
+    }
+
+    /// Whether callers have asked for the reader since the receive thread last took it back: then whoever lets it
+    /// go must wake the callers that wait.
+    pub(crate) fn is_wanted(&self) -> bool {
+        lock(&self.handover).wanted
     }
 
     /// For a caller: the reader, unless the receive thread holds it (in a wait of its own); either way the receive
@@ -87,7 +116,7 @@ impl<R> Turn<R> {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
         };
-        Some(CallerTurn { reader, _leave: leave })
+        Some(CallerTurn { reader: self.hold(reader), _leave: leave })
     }
 }
 
@@ -96,6 +125,27 @@ impl<R> Drop for Leave<'_, R> {
         let mut h = lock(&self.0.handover);
         h.callers -= 1;
         h.last_left = Instant::now();
+    }
+}
+
+impl<R> Drop for Held<'_, R> {
+    fn drop(&mut self) {
+        // The lock first, then the flag: whoever sees the flag clear finds the lock free.
+        drop(self.reader.take());
+        self.held.store(false, Ordering::SeqCst);
+    }
+}
+
+impl<R> std::ops::Deref for Held<'_, R> {
+    type Target = R;
+    fn deref(&self) -> &R {
+        self.reader.as_ref().expect("held until dropped")
+    }
+}
+
+impl<R> std::ops::DerefMut for Held<'_, R> {
+    fn deref_mut(&mut self) -> &mut R {
+        self.reader.as_mut().expect("held until dropped")
     }
 }
 
@@ -121,12 +171,17 @@ mod tests {
     fn a_caller_gets_the_reader_only_when_the_thread_does_not_hold_it() {
         let turn = Turn::new(0u32);
         let stop = AtomicBool::new(false);
+        assert!(turn.is_free());
         let held = turn.thread(&stop).expect("not stopped");
         assert!(turn.caller().is_none(), "the thread holds the reader");
+        assert!(!turn.is_free() && turn.is_wanted());
         drop(held);
+        assert!(turn.is_free());
         let mut mine = turn.caller().expect("free now");
+        assert!(!turn.is_free());
         *mine += 1;
         drop(mine);
+        assert!(turn.is_free());
         assert_eq!(*turn.thread(&stop).expect("takes it back after the grace"), 1);
     }
 

@@ -199,6 +199,11 @@ impl Provider for Udpm {
                 if stats_turns.due(callbacks_waiting) {
                     *stats.lock().expect("stats lock") = rx.counters();
                 }
+                drop(rx);
+                if turn.is_wanted() {
+                    // A caller that found the socket taken may be waiting for it: it is free now.
+                    sink.reader_free();
+                }
             }
         })?);
         let _ = self.reading.set(reading);
@@ -229,7 +234,14 @@ impl Provider for Udpm {
             reading.sink.report(transport(e));
         }
         *reading.stats.lock().expect("stats lock") = rx.counters();
+        drop(rx);
+        // Another caller may wait for the socket.
+        reading.sink.reader_free();
         true
+    }
+
+    fn receive_here_free(&self) -> bool {
+        self.reading.get().is_some_and(|r| r.turn.is_free())
     }
 
     fn stats(&self) -> ProviderStats {
