@@ -81,28 +81,37 @@ fn the_receive_thread_is_not_woken_per_message_while_a_caller_waits_in_handle() 
 fn a_caller_reading_the_socket_hears_its_own_process_publish_at_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let bus = Bus::new(Some(&url(2))).unwrap();
-    let got = Arc::new(AtomicU64::new(0));
-    let g = Arc::clone(&got);
+    // When each publication was made, and how long after it its callback ran.
+    let published = Arc::new(Mutex::new(Instant::now()));
+    let delays = Arc::new(Mutex::new(Vec::new()));
+    let (p, d) = (Arc::clone(&published), Arc::clone(&delays));
     let _sub = bus
         .subscribe_raw("OWN", move |_| {
-            g.fetch_add(1, Ordering::Relaxed);
+            let since = p.lock().unwrap().elapsed();
+            d.lock().unwrap().push(since);
         })
         .unwrap();
-    let mut slowest = Duration::ZERO;
     for round in 0..20 {
-        let publisher = bus.clone();
+        let (publisher, stamp) = (bus.clone(), Arc::clone(&published));
         let t = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(15));
+            let mut at = stamp.lock().unwrap();
+            *at = Instant::now();
             publisher.publish_raw("OWN", b"mine").unwrap();
         });
-        let start = Instant::now();
         assert!(bus.handle_timeout(Duration::from_secs(2)).unwrap(), "round {round}: nothing handled");
-        slowest = slowest.max(start.elapsed());
         t.join().unwrap();
     }
-    assert_eq!(got.load(Ordering::Relaxed), 20);
-    // A caller that waited out its read (100 ms at a time) instead of looking at the queue would take 100+ ms.
-    assert!(slowest < Duration::from_millis(80), "a local publication took {slowest:?} to be handled");
+    let mut delays = std::mem::take(&mut *delays.lock().unwrap());
+    assert_eq!(delays.len(), 20);
+    delays.sort();
+    // A caller that waited out its read (100 ms at a time) instead of looking at the queue would take most of 100 ms
+    // after each publication; the median leaves room for a loaded machine's hiccups.
+    let median = delays[delays.len() / 2];
+    assert!(
+        median < Duration::from_millis(40),
+        "a local publication took {median:?} (median) to be handled: {delays:?}"
+    );
 }
 
 #[test]
