@@ -165,6 +165,9 @@ impl Provider for Udpm {
             // Each turn holds the receiver; between turns a `handle()` caller may have it (`Turn`).
             while let Some(mut rx) = turn.thread(stop_flag) {
                 let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
+                // Back from the wait whenever the socket stirs, this process's own datagrams included: an inline
+                // dispatcher then runs the callbacks of their in-process copies (`drains_after_own_publications`),
+                // and a caller waiting for the socket gets it after this turn rather than after POLL.
                 let mut got = rx.recv_until_activity(Some(wait));
                 if !callbacks_waiting {
                     // The first message after an idle wait runs its callbacks at once, before another read of the
