@@ -21,7 +21,8 @@
 //! comment and the README.
 //!
 //! Every entry point runs inside [`guard`]: a panic becomes `ACH_BUG` with a message in `ach_errstr()`. Handles are
-//! checked against [`CHANNELS`] before use, so NULL, closed and garbage handles are `ACH_EINVAL`.
+//! checked against [`CHANNELS`] before use, so NULL, closed and garbage handles are `ACH_EINVAL`; a thread finds the
+//! handles it used lately in its own cache (`RECENT`), without the registry's lock (a 1 kHz loop's calls).
 
 #![allow(unsafe_code)] // The C ABI: every function takes raw pointers from C; each block says why it is sound.
 #![deny(missing_docs)]
@@ -29,15 +30,15 @@
 pub mod layout;
 pub mod status;
 
+use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::os::fd::AsRawFd;
 use std::ptr::{self, addr_of, addr_of_mut};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use layout::{AchAttrT, AchCancelAttrT, AchChannelT, AchCreateAttrT, SET_CLOCK_BIT, TRUNCATE_BIT};
-use nerve_c_common::{guard, last_error, set_last_error, str_arg, Got, Registry, ShmHandle};
+use nerve_c_common::{guard, last_error, set_last_error, str_arg, Got, Registry, ShmHandle, ThreadCache};
 use nerve_shm::{Channel, ChannelConfig, ReadMode, ShmError, Wait};
 use status::*;
 
@@ -113,8 +114,25 @@ fn check_name(name: *const c_char) -> Result<String, c_int> {
     Ok(name.to_owned())
 }
 
-/// The open channel behind a handle, or `ACH_EINVAL` for NULL, a misaligned pointer, or a handle that is not open.
-fn open_channel(chan: *const AchChannelT) -> Result<Arc<AchChannel>, c_int> {
+thread_local! {
+    /// The handles this thread used lately (`Registry::with`): a control loop's `ach_put` and `ach_get` find theirs
+    /// without the registry's lock.
+    static RECENT: RefCell<ThreadCache<AchChannel>> = const { RefCell::new(ThreadCache::new()) };
+}
+
+/// Runs `f` on the open channel behind a handle, or fails with `ACH_EINVAL` for NULL, a misaligned pointer, or a
+/// handle that is not open.
+fn with_channel(chan: *const AchChannelT, f: impl FnOnce(&AchChannel) -> c_int) -> c_int {
+    match checked_shm(chan) {
+        Ok(shm) => CHANNELS.with(&RECENT, shm, f).unwrap_or_else(|| fail(ACH_EINVAL, CLOSED)),
+        Err(s) => s,
+    }
+}
+
+const CLOSED: &str = "the channel handle is not open (closed)";
+
+/// The handle's `shm` pointer if the handle is marked open (it is then looked up in [`CHANNELS`]).
+fn checked_shm(chan: *const AchChannelT) -> Result<*const AchChannel, c_int> {
     if chan.is_null() || !chan.is_aligned() {
         return Err(fail(ACH_EINVAL, "the channel handle is NULL or misaligned"));
     }
@@ -123,7 +141,7 @@ fn open_channel(chan: *const AchChannelT) -> Result<Arc<AchChannel>, c_int> {
     if vtab != open_mark() {
         return Err(fail(ACH_EINVAL, "the channel handle is not open (never opened, closed, or garbage)"));
     }
-    CHANNELS.get(shm as *const AchChannel).ok_or_else(|| fail(ACH_EINVAL, "the channel handle is not open (closed)"))
+    Ok(shm as *const AchChannel)
 }
 
 /// The handle's `cancel` field as an atomic (C writes it from signal handlers and other threads).
@@ -279,86 +297,84 @@ pub unsafe extern "C" fn ach_get(
     options: c_int,
 ) -> c_int {
     guard(ACH_BUG, || {
-        let ch = match open_channel(chan) {
-            Ok(c) => c,
-            Err(s) => return s,
-        };
-        if options & !(ACH_O_WAIT | ACH_O_LAST | ACH_O_COPY | ACH_O_RELTIME) != 0 {
-            return fail(ACH_EINVAL, format!("unknown ach_get option bits {options:#x}"));
-        }
-        if buf.is_null() && size != 0 {
-            return fail(ACH_EINVAL, "buf is NULL but size is not 0");
-        }
-        if !frame_size.is_null() && !frame_size.is_aligned() {
-            return fail(ACH_EINVAL, "frame_size is misaligned");
-        }
-        // SAFETY: chan was found open, so it points to a live ach_channel_t.
-        let cancel = unsafe { cancel_flag(chan) };
-        if cancel.load(Ordering::SeqCst) != 0 {
-            return fail(ACH_CANCELED, "canceled by ach_cancel() (clear the handle's cancel field to go on)");
-        }
-        let wait = if options & ACH_O_WAIT == 0 {
-            Wait::Poll
-        } else if abstime.is_null() {
-            Wait::Forever
-        } else if !abstime.is_aligned() {
-            return fail(ACH_EINVAL, "abstime is misaligned");
-        } else {
-            // SAFETY: not NULL, aligned, a timespec by contract.
-            match time_left(unsafe { &*abstime }, options & ACH_O_RELTIME != 0) {
-                Ok(d) => Wait::Timeout(d),
-                Err(s) => return s,
+        with_channel(chan, |ch| {
+            if options & !(ACH_O_WAIT | ACH_O_LAST | ACH_O_COPY | ACH_O_RELTIME) != 0 {
+                return fail(ACH_EINVAL, format!("unknown ach_get option bits {options:#x}"));
             }
-        };
-        let mut mode = if options & ACH_O_LAST != 0 { ReadMode::Newest } else { ReadMode::Next };
-        if options & ACH_O_COPY != 0 && wait == Wait::Poll {
-            // ACH_O_COPY: the newest frame again if this handle has seen it (a waiting get waits for a new one).
-            let newest = ch.handle.channel().newest_seq();
-            let mut reader = ch.handle.reader();
-            if newest > 0 && reader.last_seq() >= newest {
-                reader.seek(newest - 1);
-                mode = ReadMode::Newest;
+            if buf.is_null() && size != 0 {
+                return fail(ACH_EINVAL, "buf is NULL but size is not 0");
             }
-        }
-        let out: &mut [u8] = if size == 0 {
-            &mut []
-        } else {
-            // SAFETY: buf is not NULL and points to size writable bytes by contract, not aliased during the call.
-            unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) }
-        };
-        let set_size = |n: usize| {
-            if !frame_size.is_null() {
-                // SAFETY: not NULL, aligned (checked), writable by contract.
-                unsafe { *frame_size = n };
+            if !frame_size.is_null() && !frame_size.is_aligned() {
+                return fail(ACH_EINVAL, "frame_size is misaligned");
             }
-        };
-        let got = ch.handle.get(out, mode, wait, || cancel.load(Ordering::SeqCst) != 0);
-        match got {
-            Ok(Got::Message(info, before)) => {
-                set_size(info.len);
-                // SAFETY: chan is a live ach_channel_t (open, checked above).
-                unsafe { (*chan).seq_num = info.seq };
-                let skipped = match mode {
-                    ReadMode::Next => info.missed > 0,
-                    ReadMode::Newest => info.seq > before + 1,
-                };
-                if skipped {
-                    ACH_MISSED_FRAME
-                } else {
-                    ACH_OK
+            // SAFETY: chan was found open, so it points to a live ach_channel_t.
+            let cancel = unsafe { cancel_flag(chan) };
+            if cancel.load(Ordering::SeqCst) != 0 {
+                return fail(ACH_CANCELED, "canceled by ach_cancel() (clear the handle's cancel field to go on)");
+            }
+            let wait = if options & ACH_O_WAIT == 0 {
+                Wait::Poll
+            } else if abstime.is_null() {
+                Wait::Forever
+            } else if !abstime.is_aligned() {
+                return fail(ACH_EINVAL, "abstime is misaligned");
+            } else {
+                // SAFETY: not NULL, aligned, a timespec by contract.
+                match time_left(unsafe { &*abstime }, options & ACH_O_RELTIME != 0) {
+                    Ok(d) => Wait::Timeout(d),
+                    Err(s) => return s,
+                }
+            };
+            let mut mode = if options & ACH_O_LAST != 0 { ReadMode::Newest } else { ReadMode::Next };
+            if options & ACH_O_COPY != 0 && wait == Wait::Poll {
+                // ACH_O_COPY: the newest frame again if this handle has seen it (a waiting get waits for a new one).
+                let newest = ch.handle.channel().newest_seq();
+                let mut reader = ch.handle.reader();
+                if newest > 0 && reader.last_seq() >= newest {
+                    reader.seek(newest - 1);
+                    mode = ReadMode::Newest;
                 }
             }
-            Ok(Got::NothingNew) => ACH_STALE_FRAMES,
-            Ok(Got::TimedOut) if cancel.load(Ordering::SeqCst) != 0 => {
-                fail(ACH_CANCELED, "canceled by ach_cancel() while waiting")
+            let out: &mut [u8] = if size == 0 {
+                &mut []
+            } else {
+                // SAFETY: buf is not NULL and points to size writable bytes by contract, not aliased during the call.
+                unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) }
+            };
+            let set_size = |n: usize| {
+                if !frame_size.is_null() {
+                    // SAFETY: not NULL, aligned (checked), writable by contract.
+                    unsafe { *frame_size = n };
+                }
+            };
+            let got = ch.handle.get(out, mode, wait, || cancel.load(Ordering::SeqCst) != 0);
+            match got {
+                Ok(Got::Message(info, before)) => {
+                    set_size(info.len);
+                    // SAFETY: chan is a live ach_channel_t (open, checked above).
+                    unsafe { (*chan).seq_num = info.seq };
+                    let skipped = match mode {
+                        ReadMode::Next => info.missed > 0,
+                        ReadMode::Newest => info.seq > before + 1,
+                    };
+                    if skipped {
+                        ACH_MISSED_FRAME
+                    } else {
+                        ACH_OK
+                    }
+                }
+                Ok(Got::NothingNew) => ACH_STALE_FRAMES,
+                Ok(Got::TimedOut) if cancel.load(Ordering::SeqCst) != 0 => {
+                    fail(ACH_CANCELED, "canceled by ach_cancel() while waiting")
+                }
+                Ok(Got::TimedOut) => ACH_TIMEOUT,
+                Ok(Got::TooSmall { needed }) => {
+                    set_size(needed);
+                    fail(ACH_OVERFLOW, format!("the frame has {needed} bytes, the buffer {size}: nothing was consumed"))
+                }
+                Err(e) => fail_shm(&e),
             }
-            Ok(Got::TimedOut) => ACH_TIMEOUT,
-            Ok(Got::TooSmall { needed }) => {
-                set_size(needed);
-                fail(ACH_OVERFLOW, format!("the frame has {needed} bytes, the buffer {size}: nothing was consumed"))
-            }
-            Err(e) => fail_shm(&e),
-        }
+        })
     })
 }
 
@@ -370,29 +386,27 @@ pub unsafe extern "C" fn ach_get(
 #[no_mangle]
 pub unsafe extern "C" fn ach_put(chan: *mut AchChannelT, buf: *const c_void, len: usize) -> c_int {
     guard(ACH_BUG, || {
-        let ch = match open_channel(chan) {
-            Ok(c) => c,
-            Err(s) => return s,
-        };
-        if len == 0 || buf.is_null() {
-            return fail(ACH_EINVAL, "ach_put needs a buffer of at least one byte");
-        }
-        if len > ch.handle.max_message() {
-            return fail(
-                ACH_OVERFLOW,
-                format!(
-                    "a frame of {len} bytes does not fit channel {}'s frame size of {}",
-                    ch.name,
-                    ch.handle.max_message()
-                ),
-            );
-        }
-        // SAFETY: buf is not NULL and points to len readable bytes by contract.
-        let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
-        match ch.handle.put(bytes) {
-            Ok(_) => ACH_OK,
-            Err(e) => fail_shm(&e),
-        }
+        with_channel(chan, |ch| {
+            if len == 0 || buf.is_null() {
+                return fail(ACH_EINVAL, "ach_put needs a buffer of at least one byte");
+            }
+            if len > ch.handle.max_message() {
+                return fail(
+                    ACH_OVERFLOW,
+                    format!(
+                        "a frame of {len} bytes does not fit channel {}'s frame size of {}",
+                        ch.name,
+                        ch.handle.max_message()
+                    ),
+                );
+            }
+            // SAFETY: buf is not NULL and points to len readable bytes by contract.
+            let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+            match ch.handle.put(bytes) {
+                Ok(_) => ACH_OK,
+                Err(e) => fail_shm(&e),
+            }
+        })
     })
 }
 
@@ -404,15 +418,13 @@ pub unsafe extern "C" fn ach_put(chan: *mut AchChannelT, buf: *const c_void, len
 #[no_mangle]
 pub unsafe extern "C" fn ach_flush(chan: *mut AchChannelT) -> c_int {
     guard(ACH_BUG, || {
-        let ch = match open_channel(chan) {
-            Ok(c) => c,
-            Err(s) => return s,
-        };
-        let newest = ch.handle.channel().newest_seq();
-        ch.handle.reader().seek(newest);
-        // SAFETY: chan is a live, open ach_channel_t.
-        unsafe { (*chan).seq_num = newest };
-        ACH_OK
+        with_channel(chan, |ch| {
+            let newest = ch.handle.channel().newest_seq();
+            ch.handle.reader().seek(newest);
+            // SAFETY: chan is a live, open ach_channel_t.
+            unsafe { (*chan).seq_num = newest };
+            ACH_OK
+        })
     })
 }
 
@@ -424,12 +436,15 @@ pub unsafe extern "C" fn ach_flush(chan: *mut AchChannelT) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ach_close(chan: *mut AchChannelT) -> c_int {
     guard(ACH_BUG, || {
-        if let Err(s) = open_channel(chan) {
-            return s;
+        let shm = match checked_shm(chan) {
+            Ok(shm) => shm,
+            Err(s) => return s,
+        };
+        if CHANNELS.remove_cached(&RECENT, shm).is_none() {
+            return fail(ACH_EINVAL, CLOSED);
         }
-        // SAFETY: chan is a live, open ach_channel_t (checked); its shm field is the registry's pointer.
+        // SAFETY: chan is a live ach_channel_t (checked), open until now.
         unsafe {
-            CHANNELS.remove((*chan).shm as *const AchChannel);
             (*chan).vtab = ptr::null();
             (*chan).shm = ptr::null_mut();
             (*chan).fd = -1;
@@ -446,14 +461,10 @@ pub unsafe extern "C" fn ach_close(chan: *mut AchChannelT) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ach_chmod(chan: *mut AchChannelT, mode: libc::mode_t) -> c_int {
     guard(ACH_BUG, || {
-        let ch = match open_channel(chan) {
-            Ok(c) => c,
-            Err(s) => return s,
-        };
-        match Channel::set_mode(&ch.name, ch.handle.channel().path().parent(), mode) {
+        with_channel(chan, |ch| match Channel::set_mode(&ch.name, ch.handle.channel().path().parent(), mode) {
             Ok(()) => ACH_OK,
             Err(e) => fail_shm(&e),
-        }
+        })
     })
 }
 
@@ -668,16 +679,14 @@ pub unsafe extern "C" fn ach_create_attr_get_shm(attr: *mut AchCreateAttrT, shm:
 
 /// Writes `value` to an out-parameter after checking the handle, or fails with `ACH_EINVAL`.
 fn channel_out<T>(chan: *const AchChannelT, out: *mut T, value: impl FnOnce(&AchChannel) -> T) -> c_int {
-    let ch = match open_channel(chan) {
-        Ok(c) => c,
-        Err(s) => return s,
-    };
-    if out.is_null() || !out.is_aligned() {
-        return fail(ACH_EINVAL, "the output pointer is NULL or misaligned");
-    }
-    // SAFETY: not NULL, aligned, writable by contract.
-    unsafe { out.write(value(&ch)) };
-    ACH_OK
+    with_channel(chan, |ch| {
+        if out.is_null() || !out.is_aligned() {
+            return fail(ACH_EINVAL, "the output pointer is NULL or misaligned");
+        }
+        // SAFETY: not NULL, aligned, writable by contract.
+        unsafe { out.write(value(ch)) };
+        ACH_OK
+    })
 }
 
 /// `ach_channel_fd`.

@@ -32,7 +32,7 @@ mod registry;
 
 pub use bus::{BusHandle, SubHandle, UnsubscribeError};
 pub use handle::{Got, ShmHandle};
-pub use registry::Registry;
+pub use registry::{Registry, ThreadCache};
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
@@ -43,6 +43,7 @@ thread_local! {
 }
 
 /// Runs an entry point's body; a panic becomes `on_panic` (and the last error says so) instead of unwinding into C.
+#[inline(always)]
 pub fn guard<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(v) => v,
