@@ -442,12 +442,18 @@ impl<'a> Ctx<'a> {
         } else {
             r.ensure_elements(n, sub_min).map_err(decode_err)?;
         }
+        // Structs' type looked up once, not per element (a hash of the name each time was 8 % of decoding an array
+        // of small structs); an unknown one is left to decode_elem, which says so.
+        let elem_struct = match ty {
+            MemberType::Struct(name) if rest.is_empty() => self.struct_index(name),
+            _ => None,
+        };
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
-            let v = if rest.is_empty() {
-                self.decode_elem(ty, r, depth + 1, budget)
-            } else {
-                self.decode_array(ty, rest, r, depth + 1, budget)
+            let v = match elem_struct {
+                Some(si) => self.decode_struct(si, r, depth + 1, budget),
+                None if rest.is_empty() => self.decode_elem(ty, r, depth + 1, budget),
+                None => self.decode_array(ty, rest, r, depth + 1, budget),
             };
             out.push(v.map_err(|e| e.in_index(i))?);
         }
