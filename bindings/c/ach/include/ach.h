@@ -13,7 +13,8 @@
  *  - timeouts are on ACH_DEFAULT_CLOCK (CLOCK_MONOTONIC) only: ach_create_attr_set_clock() accepts only it;
  *  - a message may be at most the nominal frame size given to ach_create() (Ach takes up to frame count x frame
  *    size); a longer one is ACH_OVERFLOW from ach_put(), and nothing is written;
- *  - a channel keeps at least 2 frames; ach_evhandle(), ach_srv_search() and the ach_pipe_* helpers are not here.
+ *  - a channel keeps at least 2 frames; ach_evhandle(), ach_srv_search() and the ach_pipe_* helpers are not here;
+ *  - a process holds at most 4096 open handles (ach_open() then fails with ACH_FAILED_SYSCALL).
  *
  * Threads: one handle may be used by several threads at once (a get and a put do not wait for each other; two gets
  * on one handle take turns). ach_cancel() is async-signal-safe with its default attributes.
@@ -251,7 +252,7 @@ struct ach_channel_vtab;
 typedef struct ach_channel {
     union {
         struct {
-            struct ach_header *shm; /**< this library's channel object */
+            struct ach_header *shm; /**< this library's handle number for the channel (not a pointer) */
             size_t len;             /**< the channel file's length */
             int fd;                 /**< the channel file's descriptor */
             union {

@@ -4,8 +4,8 @@
 //! # Brief overview
 //!
 //! `ach_create` makes a nerve-shm channel (frames and frame size as Ach takes them), `ach_open` fills an
-//! `ach_channel_t` ([`layout::AchChannelT`], Ach's layout) whose `shm` field points to an [`AchChannel`] kept in
-//! [`CHANNELS`]: the channel name and a [`ShmHandle`] (this handle's reader, a writer made on the first put).
+//! `ach_channel_t` ([`layout::AchChannelT`], Ach's layout) whose `shm` field holds the handle of an [`AchChannel`]
+//! kept in [`CHANNELS`]: the channel name and a [`ShmHandle`] (this handle's reader, a writer made on the first put).
 //! `ach_get` maps Ach's options onto `ReadMode` / `Wait` and the outcome onto Ach's status codes ([`status`]).
 //!
 //! # Design
@@ -21,8 +21,9 @@
 //! comment and the README.
 //!
 //! Every entry point runs inside [`guard`]: a panic becomes `ACH_BUG` with a message in `ach_errstr()`. Handles are
-//! checked against [`CHANNELS`] before use, so NULL, closed and garbage handles are `ACH_EINVAL`; a thread finds the
-//! handles it used lately in its own cache (`RECENT`), without the registry's lock (a 1 kHz loop's calls).
+//! checked against [`CHANNELS`] before use, so NULL, closed and garbage handles are `ACH_EINVAL`. It is a
+//! [`Pool`], not a registry, because a 1 kHz loop's `ach_put` after a sleep pays for every cold cache line it touches:
+//! the pool checks a handle on the channel's own slot (see `nerve_c_common::Pool`).
 
 #![allow(unsafe_code)] // The C ABI: every function takes raw pointers from C; each block says why it is sound.
 #![deny(missing_docs)]
@@ -30,7 +31,6 @@
 pub mod layout;
 pub mod status;
 
-use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::os::fd::AsRawFd;
 use std::ptr::{self, addr_of, addr_of_mut};
@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use layout::{AchAttrT, AchCancelAttrT, AchChannelT, AchCreateAttrT, SET_CLOCK_BIT, TRUNCATE_BIT};
-use nerve_c_common::{guard, last_error, set_last_error, str_arg, Got, Registry, ShmHandle, ThreadCache};
+use nerve_c_common::{guard, last_error, set_last_error, str_arg, Got, Pool, ShmHandle};
 use nerve_shm::{Channel, ChannelConfig, ReadMode, ShmError, Wait};
 use status::*;
 
@@ -70,18 +70,18 @@ pub const ACH_DEFAULT_CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
 /// What `ach_channel_t.vtab` points to while a handle is open (Ach's method table; here only a mark).
 static OPEN_MARK: u8 = 0;
 
-/// Checked by `ach_cancel` before it touches a handle it could not look up (see there).
-const CHANNEL_MAGIC: u64 = 0x4e45_5256_4541_4348; // "NERVEACH"
-
 /// An open handle's channel, as `ach_channel_t.shm` points to it.
 pub struct AchChannel {
-    magic: u64,
     name: String,
     handle: ShmHandle,
 }
 
+/// How many handles a process may have open at once (each holds a descriptor too, and the default limit of those is
+/// 1024).
+pub const MAX_OPEN_HANDLES: usize = 4096;
+
 /// Every open handle's [`AchChannel`].
-pub static CHANNELS: Registry<AchChannel> = Registry::new();
+pub static CHANNELS: Pool<AchChannel, MAX_OPEN_HANDLES> = Pool::new();
 
 fn open_mark() -> *const c_void {
     addr_of!(OPEN_MARK).cast()
@@ -114,25 +114,19 @@ fn check_name(name: *const c_char) -> Result<String, c_int> {
     Ok(name.to_owned())
 }
 
-thread_local! {
-    /// The handles this thread used lately (`Registry::with`): a control loop's `ach_put` and `ach_get` find theirs
-    /// without the registry's lock.
-    static RECENT: RefCell<ThreadCache<AchChannel>> = const { RefCell::new(ThreadCache::new()) };
-}
-
 /// Runs `f` on the open channel behind a handle, or fails with `ACH_EINVAL` for NULL, a misaligned pointer, or a
 /// handle that is not open.
 fn with_channel(chan: *const AchChannelT, f: impl FnOnce(&AchChannel) -> c_int) -> c_int {
     match checked_shm(chan) {
-        Ok(shm) => CHANNELS.with(&RECENT, shm, f).unwrap_or_else(|| fail(ACH_EINVAL, CLOSED)),
+        Ok(handle) => CHANNELS.with(handle, f).unwrap_or_else(|| fail(ACH_EINVAL, CLOSED)),
         Err(s) => s,
     }
 }
 
 const CLOSED: &str = "the channel handle is not open (closed)";
 
-/// The handle's `shm` pointer if the handle is marked open (it is then looked up in [`CHANNELS`]).
-fn checked_shm(chan: *const AchChannelT) -> Result<*const AchChannel, c_int> {
+/// The [`CHANNELS`] handle in the `shm` field, if the `ach_channel_t` is marked open.
+fn checked_shm(chan: *const AchChannelT) -> Result<usize, c_int> {
     if chan.is_null() || !chan.is_aligned() {
         return Err(fail(ACH_EINVAL, "the channel handle is NULL or misaligned"));
     }
@@ -141,7 +135,7 @@ fn checked_shm(chan: *const AchChannelT) -> Result<*const AchChannel, c_int> {
     if vtab != open_mark() {
         return Err(fail(ACH_EINVAL, "the channel handle is not open (never opened, closed, or garbage)"));
     }
-    Ok(shm as *const AchChannel)
+    Ok(shm as usize)
 }
 
 /// The handle's `cancel` field as an atomic (C writes it from signal handlers and other threads).
@@ -243,11 +237,19 @@ pub unsafe extern "C" fn ach_open(chan: *mut AchChannelT, channel_name: *const c
         let (fd, len) = (channel.as_raw_fd(), channel.stats().file_bytes as usize);
         // Ach: a new handle's seq_num is 0, so its first get returns the oldest frame still there, with
         // ACH_MISSED_FRAME if older ones were dropped.
-        let shm = CHANNELS.insert(AchChannel { magic: CHANNEL_MAGIC, name, handle: ShmHandle::new(channel, 0) });
+        let handle = match CHANNELS.insert(AchChannel { name, handle: ShmHandle::new(channel, 0) }) {
+            Ok(h) => h,
+            Err(_) => {
+                return fail(
+                    ACH_FAILED_SYSCALL,
+                    format!("{MAX_OPEN_HANDLES} handles are open in this process, the most it may have: close one"),
+                )
+            }
+        };
         // SAFETY: chan is not NULL, aligned and writable by contract; all-zero bytes are a valid ach_channel_t.
         unsafe {
             ptr::write_bytes(chan, 0, 1);
-            (*chan).shm = shm.cast_mut().cast();
+            (*chan).shm = handle as *mut _;
             (*chan).len = len;
             (*chan).fd = fd;
             (*chan).map = ACH_MAP_USER;
@@ -436,11 +438,11 @@ pub unsafe extern "C" fn ach_flush(chan: *mut AchChannelT) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ach_close(chan: *mut AchChannelT) -> c_int {
     guard(ACH_BUG, || {
-        let shm = match checked_shm(chan) {
-            Ok(shm) => shm,
+        let handle = match checked_shm(chan) {
+            Ok(h) => h,
             Err(s) => return s,
         };
-        if CHANNELS.remove_cached(&RECENT, shm).is_none() {
+        if !CHANNELS.remove(handle) {
             return fail(ACH_EINVAL, CLOSED);
         }
         // SAFETY: chan is a live ach_channel_t (checked), open until now.
@@ -488,8 +490,8 @@ pub unsafe extern "C" fn ach_unlink(name: *const c_char) -> c_int {
 }
 
 /// `ach_cancel`: async-signal-safe. It sets the handle's `cancel` field and wakes the channel's sleeping readers;
-/// it takes no lock that a thread it interrupted could hold (the registry only with `try_lock`; if that is taken, the
-/// handle's own mark and magic number vouch for it) and allocates nothing, so on an error it sets no `ach_errstr`.
+/// it takes no lock that a thread it interrupted could hold ([`CHANNELS`] is lock-free) and allocates nothing, so on
+/// an error it sets no `ach_errstr`.
 ///
 /// # Safety
 ///
@@ -502,30 +504,20 @@ pub unsafe extern "C" fn ach_cancel(chan: *mut AchChannelT, attr: *const AchCanc
             return ACH_EINVAL;
         }
         // SAFETY: not NULL, aligned; an ach_channel_t by contract. Plain fields read.
-        let (vtab, shm) = unsafe { ((*chan).vtab, (*chan).shm as *const AchChannel) };
-        if vtab != open_mark() || shm.is_null() || !shm.is_aligned() {
+        let (vtab, shm) = unsafe { ((*chan).vtab, (*chan).shm) };
+        if vtab != open_mark() {
             return ACH_EINVAL;
         }
-        let wake = |ch: &AchChannel| {
+        let woken = CHANNELS.with(shm as usize, |ch| {
             // SAFETY: chan is an open, live ach_channel_t.
             unsafe { cancel_flag(chan) }.store(1, Ordering::SeqCst);
             ch.handle.channel().wake_readers();
-        };
-        match CHANNELS.try_get(shm) {
-            Ok(Some(ch)) => wake(&ch),
-            Ok(None) => return ACH_EINVAL,
-            Err(()) => {
-                // SAFETY: the handle carries the open mark and shm is a non-NULL aligned pointer this library stored
-                // there (the registry, which would confirm it, is held by the code this call interrupted). The magic
-                // number is checked before anything else is used.
-                let ch = unsafe { &*shm };
-                if ch.magic != CHANNEL_MAGIC {
-                    return ACH_EINVAL;
-                }
-                wake(ch);
-            }
+        });
+        if woken.is_some() {
+            ACH_OK
+        } else {
+            ACH_EINVAL
         }
-        ACH_OK
     })
 }
 
@@ -738,8 +730,8 @@ pub extern "C" fn ach_errstr() -> *const c_char {
 /// None beyond C's: `shm` is only compared against the open handles, never dereferenced otherwise.
 #[no_mangle]
 pub unsafe extern "C" fn ach_dump(shm: *mut c_void) {
-    guard((), || match CHANNELS.get(shm as *const AchChannel) {
-        Some(ch) => {
+    guard((), || {
+        let dumped = CHANNELS.with(shm as usize, |ch| {
             let s = ch.handle.channel().stats();
             eprintln!(
                 "channel {} ({}): frames {}, frame size {}, data bytes {}, file bytes {}, messages {}, \
@@ -757,8 +749,10 @@ pub unsafe extern "C" fn ach_dump(shm: *mut c_void) {
                 s.recoveries,
                 s.mode
             );
+        });
+        if dumped.is_none() {
+            eprintln!("ach_dump: {shm:p} is not an open channel");
         }
-        None => eprintln!("ach_dump: {shm:p} is not an open channel"),
     })
 }
 

@@ -356,17 +356,22 @@ static int cmd_cancel(const char *chan)
 
 static int cmd_hostile(void)
 {
-    ach_channel_t zero, garbage, closed;
+    ach_channel_t zero, garbage, closed, reopened, stale, forged;
     char buf[16];
     size_t n;
     struct timespec bad = {0, 2000000000L};
     memset(&zero, 0, sizeof zero);
     memset(&garbage, 0xab, sizeof garbage);
-    ach_channel_t *handles[] = {NULL, &zero, &garbage, &closed};
+    ach_channel_t *handles[] = {NULL, &zero, &garbage, &closed, &stale, &forged};
 
     EXPECT(ach_create("hostile", 4, 64, NULL), ACH_OK);
     EXPECT(ach_open(&closed, "hostile", NULL), ACH_OK);
+    stale = closed; /* a copy of the handle, left behind when it is closed */
     EXPECT(ach_close(&closed), ACH_OK);
+    /* A new handle may take the closed one's place; the stale copy must not reach it. */
+    EXPECT(ach_open(&reopened, "hostile", NULL), ACH_OK);
+    forged = reopened; /* the open mark, with a handle this library never made */
+    forged.shm = (struct ach_header *) (uintptr_t) 0xdeadbeefcafeULL;
 
     for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++) {
         ach_channel_t *h = handles[i];
@@ -386,6 +391,10 @@ static int cmd_hostile(void)
         if (h)
             ach_dump(h->shm); /* says it is not an open channel */
     }
+    /* None of that touched the open handle. */
+    put_u32(&reopened, 7);
+    get_u32(&reopened, ACH_O_LAST, ACH_OK, 7, __LINE__);
+    EXPECT(ach_close(&reopened), ACH_OK);
     EXPECT(ach_open(NULL, "hostile", NULL), ACH_EINVAL);
     EXPECT(ach_create(NULL, 4, 64, NULL), ACH_INVALID_NAME);
     EXPECT(ach_open(&zero, NULL, NULL), ACH_INVALID_NAME);

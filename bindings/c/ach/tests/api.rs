@@ -56,9 +56,47 @@ fn a_round_trip_and_hostile_handles() {
             assert_eq!(ach_cancel(h, std::ptr::null()), ACH_EINVAL);
             assert_eq!(ach_close(h), ACH_EINVAL);
         }
+        handles_run_out_at_the_limit_and_come_back(&name);
         assert_eq!(ach_unlink(std::ptr::null()), ACH_INVALID_NAME);
         assert_eq!(ach_unlink(name.as_ptr()), ACH_OK);
         assert_eq!(ach_unlink(name.as_ptr()), ACH_ENOENT);
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `MAX_OPEN_HANDLES` handles open, the next `ach_open` refused with a reason, and a closed handle's place reused.
+fn handles_run_out_at_the_limit_and_come_back(name: &CString) {
+    // Each handle holds a descriptor: lift the soft limit to the hard one (the default soft limit is 1024).
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write one rlimit, a valid local.
+    let lifted = unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0
+        }
+    };
+    if !lifted || lim.rlim_cur < MAX_OPEN_HANDLES as u64 + 64 {
+        eprintln!("skipped: {MAX_OPEN_HANDLES} handles need as many descriptors; the hard limit is {}", lim.rlim_max);
+        return;
+    }
+    let mut handles: Vec<Box<MaybeUninit<AchChannelT>>> = Vec::new();
+    // SAFETY: every handle is a writable ach_channel_t that stays put in its Box; the name is NUL-terminated.
+    unsafe {
+        for _ in 0..MAX_OPEN_HANDLES {
+            let mut h = Box::new(MaybeUninit::zeroed());
+            assert_eq!(ach_open(h.as_mut_ptr(), name.as_ptr(), std::ptr::null_mut()), ACH_OK);
+            handles.push(h);
+        }
+        let mut one_more = Box::new(MaybeUninit::<AchChannelT>::zeroed());
+        assert_eq!(ach_open(one_more.as_mut_ptr(), name.as_ptr(), std::ptr::null_mut()), ACH_FAILED_SYSCALL);
+        assert!(text(ach_errstr()).contains("4096 handles are open"), "{}", text(ach_errstr()));
+        assert_eq!(ach_close(handles[100].as_mut_ptr()), ACH_OK);
+        assert_eq!(ach_open(one_more.as_mut_ptr(), name.as_ptr(), std::ptr::null_mut()), ACH_OK);
+        assert_eq!(ach_put(one_more.as_mut_ptr(), b"x".as_ptr().cast(), 1), ACH_OK);
+        assert_eq!(ach_put(handles[100].as_mut_ptr(), b"x".as_ptr().cast(), 1), ACH_EINVAL);
+        assert_eq!(ach_close(one_more.as_mut_ptr()), ACH_OK);
+        for (i, h) in handles.iter_mut().enumerate() {
+            assert_eq!(ach_close(h.as_mut_ptr()), if i == 100 { ACH_EINVAL } else { ACH_OK });
+        }
+    }
 }

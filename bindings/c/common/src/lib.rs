@@ -8,6 +8,8 @@
 //!   value (with [`last_error`] saying what happened), so no panic ever unwinds into C.
 //! - [`Registry`] keeps the live objects that C holds by pointer, so a handle that is NULL, freed, or garbage is
 //!   refused with an error rather than dereferenced.
+//! - [`Pool`] does the same for objects that the calls of a control loop reach (Ach's channels): a fixed table whose
+//!   handles are checked and held with one atomic add on the object's own slot.
 //! - [`set_last_error`] / [`last_error`]: a thread-local message for the last failure, as `errno`'s text.
 //! - [`ShmHandle`] is one open nerve-shm channel as a C library holds it: the channel, a reader (its own position in
 //!   the channel) and a writer made on the first put, each behind its own lock so one thread may put while another
@@ -28,11 +30,13 @@
 
 mod bus;
 mod handle;
+mod pool;
 mod registry;
 
 pub use bus::{BusHandle, SubHandle, UnsubscribeError};
 pub use handle::{Got, ShmHandle};
-pub use registry::{Registry, ThreadCache};
+pub use pool::Pool;
+pub use registry::Registry;
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
