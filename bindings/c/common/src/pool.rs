@@ -19,6 +19,7 @@
 //! no users), which is what makes the shared reads sound.
 
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 const LIVE: u64 = 1 << 0;
@@ -35,11 +36,13 @@ fn generation(state: u64) -> u64 {
     state >> 32
 }
 
-/// One object's place: its state and, while `BUSY`, the object.
+/// One object's place: its state and the object, which is initialised from `LIVE` until it is taken in `clean`.
+/// (`MaybeUninit` rather than `Option`: an empty table is then all zero bytes, in `.bss`, not half a megabyte of
+/// `.data` in the library file.)
 #[repr(align(64))]
 struct Slot<T> {
     state: AtomicU64,
-    value: UnsafeCell<Option<T>>,
+    value: UnsafeCell<MaybeUninit<T>>,
 }
 
 /// Up to `N` live objects of type `T`, each named to C by a handle (a non-zero `usize`; see [`Pool::insert`]).
@@ -75,8 +78,9 @@ fn clean<T>(slot: &Slot<T>, gen: u64) {
         return;
     }
     // SAFETY: CLEANING was won with no user inside and LIVE clear: no call can read the object (a call that comes in
-    // now sees the slot not LIVE and leaves without touching it), and no other thread writes it.
-    let value = unsafe { (*slot.value.get()).take() };
+    // now sees the slot not LIVE and leaves without touching it), and no other thread writes it. It is initialised:
+    // only a LIVE slot becomes CLOSING, and CLEANING is won once per CLOSING, so it is moved out exactly once.
+    let value = unsafe { (*slot.value.get()).assume_init_read() };
     // Free the slot, keeping the users of calls passing through (they leave without cleaning: CLEANING is set until
     // this store, and after it the slot is not CLOSING).
     let next = ((gen + 1) & 0xffff_ffff) << 32;
@@ -91,7 +95,7 @@ impl<T, const N: usize> Pool<T, N> {
     /// An empty pool (a `static`).
     #[allow(clippy::new_without_default)] // const, for statics
     pub const fn new() -> Pool<T, N> {
-        Pool { slots: [const { Slot { state: AtomicU64::new(0), value: UnsafeCell::new(None) } }; N] }
+        Pool { slots: [const { Slot { state: AtomicU64::new(0), value: UnsafeCell::new(MaybeUninit::uninit()) } }; N] }
     }
 
     /// Keeps `value` and returns its handle, or gives it back if all `N` slots are taken.
@@ -106,7 +110,7 @@ impl<T, const N: usize> Pool<T, N> {
             }
             // SAFETY: BUSY was won on a free slot: no call reaches the object before LIVE, no other insert or clean
             // touches a BUSY slot that is not CLOSING.
-            unsafe { *slot.value.get() = Some(value) };
+            unsafe { (*slot.value.get()).write(value) };
             slot.state.fetch_or(LIVE, Ordering::Release);
             return Ok(((generation(s) << 32) | (i as u64 + 1)) as usize);
         }
@@ -131,9 +135,9 @@ impl<T, const N: usize> Pool<T, N> {
             return None;
         }
         // SAFETY: the slot is LIVE in the handle's generation and this call is counted inside it: the object was
-        // written before LIVE was set (released, and acquired by the add above) and is not written again until every
+        // written before LIVE was set (released, and acquired by the add above) and is not moved out until every
         // call has left.
-        let value = unsafe { (*inside.slot.value.get()).as_ref() }?;
+        let value = unsafe { (*inside.slot.value.get()).assume_init_ref() };
         Some(f(value))
     }
 
