@@ -577,12 +577,13 @@ impl Ctx<'_> {
                 .collect::<Result<Vec<u8>, _>>()?;
             return Ok(Value::Bytes(bytes));
         }
+        let elem_struct = if last { self.element_struct(ty) } else { None };
         let mut out = Vec::with_capacity(items.len());
         for (i, it) in items.iter().enumerate() {
-            let v = if last {
-                self.elem_from_json(ty, it, depth + 1)
-            } else {
-                self.array_from_json(ty, dims, level + 1, it, lens, depth + 1)
+            let v = match elem_struct {
+                Some(si) => self.struct_from_json(si, it, depth + 1),
+                None if last => self.elem_from_json(ty, it, depth + 1),
+                None => self.array_from_json(ty, dims, level + 1, it, lens, depth + 1),
             };
             out.push(v.map_err(|e| e.in_index(i))?);
         }
