@@ -113,9 +113,11 @@ fn add_declarations(
                 first.col
             );
             let mut d = Diagnostic::error(span.clone(), msg);
-            d.source_line = text
-                .and_then(|t| lines.get_or_insert_with(|| t.lines().collect()).get(span.line as usize - 1).copied())
-                .map(str::to_owned);
+            if let Some(line) =
+                text.and_then(|t| lines.get_or_insert_with(|| t.lines().collect()).get(span.line as usize - 1).copied())
+            {
+                d.set_source_line(line);
+            }
             diags.push(d);
             true
         } else {
@@ -225,14 +227,13 @@ fn resolve_member_types(schema: &mut Schema, diags: &mut Vec<Diagnostic>, source
                 };
                 let mut d =
                     Diagnostic::error(m.span.clone(), format!("unknown type '{name}' for member '{}'{hint}", m.name));
-                d.source_line = sources
-                    .iter()
-                    .position(|s| s.path == m.span.file)
-                    .and_then(|i| {
-                        let text = &sources[i].text;
-                        lines[i].get_or_insert_with(|| text.lines().collect()).get(m.span.line as usize - 1).copied()
-                    })
-                    .map(str::to_owned);
+                let line = sources.iter().position(|s| s.path == m.span.file).and_then(|i| {
+                    let text = &sources[i].text;
+                    lines[i].get_or_insert_with(|| text.lines().collect()).get(m.span.line as usize - 1).copied()
+                });
+                if let Some(line) = line {
+                    d.set_source_line(line);
+                }
                 diags.push(d);
             }
         }

@@ -103,7 +103,9 @@ impl Parser<'_> {
 
     fn push(&mut self, mut d: Diagnostic) {
         if d.span.line > 0 {
-            d.source_line = self.lines.get(d.span.line as usize - 1).map(|l| l.to_string());
+            if let Some(line) = self.lines.get(d.span.line as usize - 1) {
+                d.set_source_line(line);
+            }
         }
         self.diags.push(d);
     }
