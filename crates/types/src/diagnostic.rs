@@ -31,6 +31,17 @@ pub struct Diagnostic {
     caret_col: u32,
 }
 
+/// Where character `n` of `line` begins (`None` past its last): at byte `n` when the bytes before it are ASCII (the
+/// usual case, found without walking characters: a walk per diagnostic along a long line was most of a fuzz input's
+/// time).
+fn char_start(line: &str, n: usize) -> Option<usize> {
+    if n <= line.len() && line.as_bytes()[..n].is_ascii() {
+        Some(n).filter(|&b| b < line.len())
+    } else {
+        line.char_indices().nth(n).map(|(i, _)| i)
+    }
+}
+
 /// The most characters of a source line a diagnostic keeps. Every diagnostic keeps its own copy of its line, so
 /// without a bound a file of a few long lines and many errors multiplied itself: a 40 KB input of 14 lines with 2,139
 /// errors made 84 MB of copies and 126 MB of rendered text (the lcm_parser fuzz target). Compilers cut long lines
@@ -68,28 +79,20 @@ impl Diagnostic {
             self.caret_col = col as u32;
             return;
         }
-        // The window's first character: half a window before the caret, no later than the last window of the line.
-        let want_start = col.saturating_sub(1 + EXCERPT_CHARS / 2);
-        // Where that character begins: at the same byte when the bytes before it are ASCII (the usual case, found
-        // without walking characters: a walk per diagnostic along a long line was most of a fuzz input's time).
-        let from = if want_start <= line.len() && line.as_bytes()[..want_start].is_ascii() {
-            Some(want_start).filter(|&b| b < line.len())
-        } else {
-            line.char_indices().nth(want_start).map(|(i, _)| i)
-        };
-        let Some(from) = from else {
-            // The column is past the line's end (at its end, for an unexpected end of line): the line's tail.
-            let count = line.chars().count();
-            let start = count.saturating_sub(EXCERPT_CHARS);
-            let from = line.char_indices().nth(start).map_or(line.len(), |(i, _)| i);
-            self.source_line = Some(format!("{}{}", if start > 0 { "..." } else { "" }, &line[from..]));
-            self.caret_col = (col - start + if start > 0 { 3 } else { 0 }) as u32;
-            return;
+        // The window's first character: half a window before the caret; for a caret past the line's end (at its
+        // end, for an unexpected end of line), the line's last window.
+        let want = col.saturating_sub(1 + EXCERPT_CHARS / 2);
+        let (start, from) = match char_start(line, want) {
+            Some(from) => (want, from),
+            None => {
+                let start = line.chars().count().saturating_sub(EXCERPT_CHARS);
+                (start, char_start(line, start).unwrap_or(line.len()))
+            }
         };
         let to = line[from..].char_indices().nth(EXCERPT_CHARS).map_or(line.len(), |(i, _)| from + i);
         let (head, tail) = (if from > 0 { "..." } else { "" }, if to < line.len() { "..." } else { "" });
         self.source_line = Some(format!("{head}{}{tail}", &line[from..to]));
-        self.caret_col = (col - want_start + head.len()) as u32;
+        self.caret_col = (col - start + head.len()) as u32;
     }
 
     /// The diagnostic as a compiler prints it: the `file:line:col: ...` line, then the source line and a caret.
