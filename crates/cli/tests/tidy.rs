@@ -13,7 +13,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         if p.is_dir() {
-            if !matches!(name.as_str(), "target" | "corpus" | "artifacts" | "runs" | "test_data" | "generated") {
+            // Build output too: `target`, and `fuzz/target-none` and the like (scripts/fuzz-soak's per-sanitizer dirs).
+            let build_output = name == "target" || name.starts_with("target-");
+            if !build_output && !matches!(name.as_str(), "corpus" | "artifacts" | "runs" | "test_data" | "generated") {
                 rust_files(&p, out);
             }
         } else if name.ends_with(".rs") {
