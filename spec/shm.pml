@@ -9,9 +9,9 @@
  * below), and in broken variants (the BUG_ switches) that must fail; spec/README.md says how to read the results.
  *
  * What is modelled
- *   - the writer lock, a process-shared robust mutex: a writer that dies holding it leaves it owner-dead; the next
- *     locker gets EOWNERDEAD, runs REC, marks it consistent. A locker that dies during REC leaves it owner-dead
- *     again, as the kernel does.
+ *   - the writer lock, whose holder's death the next locker detects (the kernel drops the dead process's liveness
+ *     byte lock): a writer that dies holding it leaves it owner-dead; the next locker takes it over, runs REC,
+ *     marks it consistent. A locker that dies during REC leaves it owner-dead again.
  *   - NW writers doing PUTS (writer 0) and PUTS1 (the other) puts. A put is a copy or a loan (W1-W4, the caller
  *     fills the frame, commit W6-W10, or drop: unlock without publishing). Writer 0 may die before any step of put,
  *     loan or REC: every step is ST(...), "die here or do the step"; with RESTARTS it comes back as a new process
@@ -96,7 +96,7 @@
 #define MSG(s, l)   ((s) * 4 + (l))
 #define E(s)        ((s) % N)
 
-/* the robust mutex: FREE, held by writer w (w + 1), or OWNERDEAD (its holder died) */
+/* the writer lock: FREE, held by writer w (w + 1), or OWNERDEAD (its holder died) */
 #define FREE        0
 #define OWNERDEAD   (NW + 1)
 
@@ -178,7 +178,7 @@ proctype writer(byte me; bool mortal; byte todo; byte lives)
 
     do
     :: todo > 0 ->
-        /* W1: lock; EOWNERDEAD if its owner died */
+        /* W1: lock; owner dead if its holder died */
 #ifdef BUG_NOT_ROBUST
         STB(lock == FREE -> lock = me + 1; rec = 0);                  /* W1 (BUG: a plain mutex) */
 #else
@@ -198,7 +198,7 @@ proctype writer(byte me; bool mortal; byte todo; byte lives)
             :: else
             fi;
             WAKE_READERS;                                            /* REC: count the recovery, wake (W10) */
-            ST(rec = 0; e = 0)                                       /* W1: pthread_mutex_consistent */
+            ST(rec = 0; e = 0)                                       /* W1: marked consistent         */
         :: else
         fi;
 
@@ -254,7 +254,7 @@ next:
     od;
     goto done;
 died:
-    /* killed: the kernel marks a held robust mutex owner-dead */
+    /* killed: a held lock is now owner-dead (its holder's liveness byte lock is gone) */
     atomic {
         if :: lock == me + 1 -> lock = OWNERDEAD :: else fi;
         orphan = orphan || pend[me]; pend[me] = 0;

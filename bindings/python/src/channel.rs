@@ -411,8 +411,8 @@ fn stats_into(d: &Bound<'_, PyDict>, s: &nerve_shm::ChannelStats) -> PyResult<()
     Ok(())
 }
 
-/// A loaned frame: written in place, then committed (or aborted). Belongs to the thread that made it (the channel's
-/// writer lock is a process-shared pthread mutex, which only the thread that took it may release).
+/// A loaned frame: written in place, then committed (or aborted). Belongs to the thread that made it (nerve-shm
+/// records the channel's writer lock as held by the thread that took it, and only that thread releases it).
 #[pyclass(module = "nerve._native", unsendable)]
 pub(crate) struct Loan {
     /// Declared (and dropped) before `writer`, which it borrows.

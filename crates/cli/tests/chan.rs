@@ -218,9 +218,9 @@ fn a_scribbled_channel_is_listed_as_damaged_and_rm_mk_recovers_it() {
     let out = dir.chan(&["mk", "ARM", "--frames", "4", "--frame-size", "64", "--checksum"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("checksums"), "{}", text(&out.stdout));
-    // Another process overwrites the writer state (next_seq, at byte 168) with a value no put makes.
+    // Another process overwrites the writer state (next_seq, at byte 136) with a value no put makes.
     let file = std::fs::OpenOptions::new().write(true).open(dir.path().join("nerve-ARM")).unwrap();
-    file.write_at(&u64::MAX.to_ne_bytes(), 168).unwrap();
+    file.write_at(&u64::MAX.to_ne_bytes(), 136).unwrap();
     let out = dir.chan(&["ls"]);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let listing = text(&out.stdout);

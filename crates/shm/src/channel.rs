@@ -13,7 +13,7 @@ use crate::sync::Ordering;
 use {
     crate::layout::{Geometry, PREFIX_LEN},
     crate::memory::Memory,
-    std::fs::{self, File, OpenOptions},
+    std::fs::{self, OpenOptions},
     std::io,
     std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt},
     std::sync::atomic::{AtomicU64, Ordering as StdOrdering},
@@ -317,7 +317,7 @@ impl Channel {
 #[cfg(not(loom))]
 impl std::os::fd::AsRawFd for Channel {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(&self.shared.file)
+        std::os::fd::AsRawFd::as_raw_fd(self.shared.memory.file())
     }
 }
 
@@ -403,11 +403,11 @@ impl Channel {
     /// When the file was made, and its permission bits.
     fn file_facts(&self) -> (i64, u32) {
         let mut created = [0u8; 8];
-        let created = match self.shared.file.read_exact_at(&mut created, 40) {
+        let created = match self.shared.memory.file().read_exact_at(&mut created, 40) {
             Ok(()) => i64::from_ne_bytes(created),
             Err(_) => 0,
         };
-        let mode = self.shared.file.metadata().map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
+        let mode = self.shared.memory.file().metadata().map(|m| m.permissions().mode() & 0o7777).unwrap_or(0);
         (created, mode)
     }
 
@@ -447,8 +447,8 @@ impl Channel {
             }
         }
         let geometry = Geometry::from_prefix(&path, &prefix[..got], meta.len())?;
-        let memory = Memory::open(&file, geometry).map_err(|e| ShmError::io(path.clone(), "mmap", e))?;
-        Ok(Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path, file }) })
+        let memory = Memory::open(file, geometry).map_err(|e| ShmError::io(path.clone(), "mmap", e))?;
+        Ok(Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path }) })
     }
 
     /// Makes the channel, or finds the one already there with the same sizes: `(channel, made_now)`.
@@ -464,8 +464,8 @@ impl Channel {
             COUNTER.fetch_add(1, StdOrdering::Relaxed)
         ));
         let made = Channel::make_file(&tmp, geometry, config.mode);
-        let file = match made {
-            Ok(file) => file,
+        let memory = match made {
+            Ok(memory) => memory,
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
                 return Err(e);
@@ -475,10 +475,7 @@ impl Channel {
         let linked = fs::hard_link(&tmp, &path);
         let _ = fs::remove_file(&tmp);
         match linked {
-            Ok(()) => {
-                let memory = Memory::open(&file, geometry).map_err(|e| ShmError::io(path.clone(), "mmap", e))?;
-                Ok((Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path, file }) }, true))
-            }
+            Ok(()) => Ok((Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path }) }, true)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Ok((Channel::open_path(name, path)?.check_sizes(config)?, false))
             }
@@ -486,8 +483,8 @@ impl Channel {
         }
     }
 
-    /// The new channel file under its temporary name: sized, blocks reserved, header initialised, mode set.
-    fn make_file(tmp: &Path, geometry: Geometry, mode: u32) -> Result<File, ShmError> {
+    /// The new channel file under its temporary name, mapped: sized, blocks reserved, header initialised, mode set.
+    fn make_file(tmp: &Path, geometry: Geometry, mode: u32) -> Result<Memory, ShmError> {
         let err = |op| move |e| ShmError::io(tmp, op, e);
         let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(tmp).map_err(|e| {
             match e.kind() {
@@ -503,10 +500,8 @@ impl Channel {
         if !crate::sys::allocate(&file, geometry.file_size).map_err(err("reserving the channel's memory"))? {
             file.set_len(geometry.file_size as u64).map_err(err("sizing the channel file"))?;
         }
-        let memory = Memory::initialise(&file, geometry, now_utime()).map_err(err("initialising the channel"))?;
-        drop(memory);
         file.set_permissions(fs::Permissions::from_mode(mode)).map_err(err("chmod"))?;
-        Ok(file)
+        Memory::initialise(file, geometry, now_utime()).map_err(err("initialising the channel"))
     }
 }
 

@@ -100,8 +100,9 @@ pub enum ShmError {
         /// The channel's frame size.
         max: u64,
     },
-    /// The writer lock failed: it is unrecoverable (a recovery was abandoned without marking it consistent), or
-    /// this thread already holds it through another writer of the same channel (a loan not yet committed).
+    /// The writer lock failed: a live writer held it past [`crate::LOCK_PATIENCE`] (a loan not committed, a stopped
+    /// process), this thread already holds it through another writer of the same channel (a loan not yet
+    /// committed), or this writer's liveness lock could not be taken.
     Lock {
         /// The channel file.
         path: PathBuf,

@@ -11,7 +11,7 @@ use crate::sync::{AtomicI64, AtomicU32, AtomicU64, WriterLock};
 /// The first 8 bytes of every channel file.
 pub const MAGIC: [u8; 8] = *b"NERVESHM";
 /// The layout version this library reads and writes. Any change to the file's layout or protocol bumps it.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// How many bytes of the header are read (with `pread`) and validated before the file is mapped.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) const PREFIX_LEN: usize = 64;
@@ -29,8 +29,7 @@ pub(crate) const FLAG_CHECKSUM: u64 = 1;
 /// The flags this layout version knows; a file with others is refused as corrupt.
 pub(crate) const KNOWN_FLAGS: u64 = FLAG_CHECKSUM;
 
-/// Pads the writer's cache line (the lock and the writer state) to 64 bytes: glibc's mutex is 40 bytes on x86-64,
-/// 48 on aarch64 (a larger one fails to compile here).
+/// Pads the writer's cache line (the lock and the writer state) to 64 bytes.
 #[cfg(not(loom))]
 pub(crate) const WRITER_PAD: usize = 64 - size_of::<WriterLock>() - 2 * size_of::<AtomicU64>();
 /// Under loom the header is heap memory that nothing else maps: no padding to keep.
@@ -64,8 +63,8 @@ pub(crate) struct Header {
     pub(crate) flags: u64,
     pub(crate) _reserved: [u64; 8],
 
-    /// The writer lock (a robust process-shared pthread mutex; loom's mutex under loom), in one cache line with
-    /// the writer state it protects.
+    /// The writer lock (a futex word naming its holder, `sys::WriterLock`; loom's mutex under loom), in one cache
+    /// line with the writer state it protects.
     pub(crate) lock: WriterLock,
     /// Writer state, only touched under `lock`: the sequence number the next put takes (starts at 1).
     pub(crate) next_seq: AtomicU64,
@@ -116,7 +115,7 @@ pub(crate) struct Entry {
 #[cfg(not(loom))]
 const _: () = {
     use std::mem::offset_of;
-    assert!(size_of::<Header>() == 320);
+    assert!(size_of::<Header>() == 320 && size_of::<WriterLock>() == 8);
     // The prefix, then one cache line each: the writer's, the readers', the statistics.
     assert!(offset_of!(Header, lock) == 128 && offset_of!(Header, data_head) + 8 <= 192);
     assert!(offset_of!(Header, newest) == 192 && offset_of!(Header, waiters) < 256);

@@ -43,11 +43,11 @@
 //!
 //! # Design
 //!
-//! Writers take turns on a robust process-shared mutex in the header, held for one put; readers take no lock at all
+//! Writers take turns on a lock in the header (a futex word naming its holder), held for one put; readers take no lock at all
 //! and validate what they read instead (the index entry as a seqlock, the data against the `tail` watermark below
 //! which writers may overwrite). So a reader can never make a writer wait, however slow or stuck it is, and a
-//! process killed at any instant leaves no lock held (the next writer gets `EOWNERDEAD` and finishes or forgets the
-//! dead writer's put, `REC`) and no torn message visible. Waiting readers sleep on a futex word the writers bump,
+//! process killed at any instant leaves no lock held (the kernel drops the holder's liveness byte lock, so the next
+//! writer sees it dead, takes the lock over and finishes or forgets the dead writer's put, `REC`) and no torn message visible. Waiting readers sleep on a futex word the writers bump,
 //! rather than spinning: on a loaded 2-core machine a spinning reader steals the writer's CPU. Spinning before
 //! sleeping is available ([`Reader::set_spin`]) because waking a sleeping process costs tens of microseconds.
 //!

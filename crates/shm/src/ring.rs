@@ -36,8 +36,6 @@ pub(crate) struct Shared {
     pub(crate) memory: Memory,
     pub(crate) name: String,
     pub(crate) path: PathBuf,
-    #[cfg(not(loom))]
-    pub(crate) file: std::fs::File,
 }
 
 impl Shared {

@@ -1,4 +1,4 @@
-//! The atomics, fences and writer lock the protocol uses: std's and the robust process-shared mutex normally, loom's
+//! The atomics, fences and writer lock the protocol uses: std's and `sys`'s process-shared lock normally, loom's
 //! under `--cfg loom`, so the same protocol code (`ring`) is model-checked by `tests/loom.rs`.
 
 #[cfg(not(loom))]
@@ -7,9 +7,9 @@ pub(crate) use std::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, Order
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
-/// The writer lock that lives in the header: a robust, process-shared pthread mutex in a mapped file.
+/// The writer lock that lives in the header: a futex word naming its holder, whose death the kernel reports.
 #[cfg(not(loom))]
-pub(crate) use crate::sys::RobustMutex as WriterLock;
+pub(crate) use crate::sys::WriterLock;
 
 /// The writer lock under loom: a loom mutex whose state says whether its last owner "died" holding it, so the
 /// recovery path (`REC`) is model-checked too.

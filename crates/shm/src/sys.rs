@@ -1,9 +1,9 @@
 //! The only unsafe code of nerve-shm: mapping a channel file (`mmap`), viewing the mapping as the protocol's
-//! [`Header`], index [`Entry`]s and data ring ([`Memory`]), the robust process-shared writer lock
-//! ([`RobustMutex`]), and the futex calls that put readers to sleep and wake them.
+//! [`Header`], index [`Entry`]s and data ring ([`Memory`]), the process-shared writer lock ([`WriterLock`]) with
+//! its liveness byte locks, and the futex calls that put readers and writers to sleep and wake them.
 //!
 //! Unsafe is allowed here because a channel is memory shared with other processes: it has to be reached through raw
-//! pointers, and its lock and wake-ups are libc and kernel calls. Everything above this module (the protocol in
+//! pointers, and its liveness locks and wake-ups are kernel calls. Everything above this module (the protocol in
 //! `ring`, the files in `channel`) is safe code over `&Header` / `&Entry` atomics and bounds-checked data offsets.
 //!
 //! Two things safe code cannot promise and this module documents instead: (1) the data ring's bytes are read while a
@@ -16,176 +16,176 @@
 
 #![allow(unsafe_code)]
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::io;
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU32;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use crate::layout::{Entry, Geometry, Header, PREFIX_LEN};
 
-/// A process-shared, robust, error-checking pthread mutex (the header keeps the writer state in the rest of its
-/// cache line).
-#[repr(C)]
-pub(crate) struct RobustMutex {
-    mutex: UnsafeCell<libc::pthread_mutex_t>,
+/// The writer lock in the header: one futex word that names its holder, and nothing else.
+///
+/// glibc's robust mutex, which this replaces, keeps its robust-list links (pointers into the locking process) in the
+/// mutex itself, and its unlock writes through them: a process that scribbles over a shared mutex could make another
+/// process write where it chose, and no check before the unlock closes that window. This lock keeps no pointer in the
+/// shared file. Its word holds the holder's id (the low 30 bits; 0: free), [`ABANDONED`] and [`WAITERS`]. A holder
+/// proves it is alive by holding an open-file-description byte lock at `LIVENESS_BASE + id` of the channel file
+/// (taken when its handle first writes): the kernel drops that lock when the process dies, however it dies, so a
+/// writer that finds the lock held for a while asks the kernel (`F_OFD_GETLK`) whether its holder is alive, and if it
+/// is not, takes the lock over and runs `REC` (what `EOWNERDEAD` did). No other lock or library does this for a
+/// process-shared lock without pointers in shared memory, hence the hand-written one.
+#[repr(C, align(8))] // 8 bytes, so the writer state after it is aligned with no hidden padding.
+pub(crate) struct WriterLock {
+    word: AtomicU32,
 }
 
-// SAFETY: a pthread mutex is made to be used from several threads (and, being process-shared, several processes)
-// at once; all access goes through the pthread calls below.
-unsafe impl Sync for RobustMutex {}
-// SAFETY: the mutex is never moved while in use: it lives in a mapping and is only ever reached by reference.
-unsafe impl Send for RobustMutex {}
+/// The holder's id in the lock word (ids are `1..=HOLDER_MASK`; 0 is "free").
+const HOLDER_MASK: u32 = (1 << 30) - 1;
+/// In a free lock word: the last holder left during `REC` without finishing it; the next writer runs `REC` again.
+const ABANDONED: u32 = 1 << 30;
+/// Set by a writer before it sleeps on the word: the unlocking writer must wake one.
+const WAITERS: u32 = 1 << 31;
+/// Where the liveness byte locks start in the channel file: far past the end of any channel (byte-range locks may
+/// lie past the end of a file), with room for every id.
+const LIVENESS_BASE: i64 = 1 << 62;
+/// How long a waiting writer sees the same holder before it first asks whether that holder is alive; the interval
+/// doubles after each answer of "alive", up to [`LIVENESS_CHECK_MAX`], and bounds each sleep on the word.
+const LIVENESS_CHECK_FIRST: Duration = Duration::from_millis(1);
+/// The longest interval between two liveness checks of one holder.
+const LIVENESS_CHECK_MAX: Duration = Duration::from_millis(64);
 
-/// What `RobustMutex::lock` found.
+/// What `WriterLock::lock` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Locked {
-    /// The lock was free or released normally.
+    /// The lock was free and released normally.
     Clean,
-    /// Its owner died holding it: the state it protects may be half-updated (run `REC`, then `consistent`).
+    /// Its holder died holding it (or left `REC` unfinished): the state it protects may be half-updated (run `REC`).
     OwnerDied,
 }
 
-impl RobustMutex {
-    /// Initialises the mutex at `this` (zeroed memory of a new channel file, not yet visible to other processes).
-    ///
-    /// # Safety
-    ///
-    /// `this` must point to writable memory that holds a `RobustMutex` no other thread or process uses yet.
-    unsafe fn init(this: *mut RobustMutex) -> io::Result<()> {
-        let mut attr = MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
-        let check = |rc: libc::c_int| if rc == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(rc)) };
-        // SAFETY: `attr` is initialised by pthread_mutexattr_init before any other use and destroyed after; the mutex
-        // pointer is valid and unshared (the caller's contract), and a process-shared mutex may live in a mapping.
-        unsafe {
-            check(libc::pthread_mutexattr_init(attr.as_mut_ptr()))?;
-            let result = (|| {
-                check(libc::pthread_mutexattr_setpshared(attr.as_mut_ptr(), libc::PTHREAD_PROCESS_SHARED))?;
-                check(libc::pthread_mutexattr_setrobust(attr.as_mut_ptr(), libc::PTHREAD_MUTEX_ROBUST))?;
-                check(libc::pthread_mutexattr_settype(attr.as_mut_ptr(), libc::PTHREAD_MUTEX_ERRORCHECK))?;
-                check(libc::pthread_mutex_init(UnsafeCell::raw_get(&raw const (*this).mutex), attr.as_ptr()))
-            })();
-            libc::pthread_mutexattr_destroy(attr.as_mut_ptr());
-            result
-        }
-    }
+/// Why `WriterLock::lock` failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockFailure {
+    /// A live holder kept it for longer than the patience (a loan not committed, a stopped process, or a lock word
+    /// overwritten with a live writer's id).
+    TimedOut,
+}
 
-    /// Locks, reporting whether the previous owner died holding the lock. Errors are pthread error numbers
-    /// (`ENOTRECOVERABLE`, `EDEADLK` when this thread already holds it, `EINVAL` for a corrupt mutex, `ETIMEDOUT`
-    /// when it was not free within [`crate::LOCK_PATIENCE`]).
-    pub(crate) fn lock(&self) -> Result<Locked, i32> {
-        if !self.kind_is_intact() {
-            // A scribbled type word can send glibc down its priority-inheritance paths, whose assertions abort the
-            // process: refuse it instead (a damaged channel is an error, never a crash).
-            return Err(libc::EINVAL);
+impl WriterLock {
+    /// Takes the lock for the writer handle whose liveness id is `me`, waiting at most `patience`; `alive(id)` says
+    /// whether the handle holding id `id` still exists (only asked about ids other than `me`).
+    pub(crate) fn lock(&self, me: u32, patience: Duration, alive: impl Fn(u32) -> bool) -> Result<Locked, LockFailure> {
+        debug_assert!(me != 0 && me <= HOLDER_MASK);
+        if self.word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            return Ok(Locked::Clean);
         }
-        let deadline = realtime_deadline(crate::LOCK_PATIENCE);
-        // SAFETY: the mutex was initialised when the channel file was made, and its type word is the one
-        // initialisation wrote (checked above). A scribbled lock word can only make the lock look held, which the
-        // deadline bounds (no hang).
-        match unsafe { libc::pthread_mutex_timedlock(self.mutex.get(), &deadline) } {
-            0 => Ok(Locked::Clean),
-            libc::EOWNERDEAD => Ok(Locked::OwnerDied),
-            e => Err(e),
-        }
-    }
-
-    /// Whether the mutex's type word (glibc's `__kind`, the fifth `int`) is what `init` writes.
-    fn kind_is_intact(&self) -> bool {
-        static EXPECTED: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
-        let expected = EXPECTED.get_or_init(|| {
-            let mut template = MaybeUninit::<RobustMutex>::zeroed();
-            // SAFETY: a zeroed local mutex that nothing else sees, initialised in place and never locked; its type
-            // word is read as plain bytes.
-            unsafe {
-                RobustMutex::init(template.as_mut_ptr()).ok()?;
-                Some(std::ptr::read_volatile(template.as_ptr().cast::<i32>().add(KIND_INDEX)))
+        let deadline = Instant::now() + patience;
+        // The holder being watched, since when, and how long to watch before asking whether it is alive.
+        let mut watched = (0, deadline, LIVENESS_CHECK_FIRST);
+        loop {
+            let word = self.word.load(Ordering::Relaxed);
+            let holder = word & HOLDER_MASK;
+            if holder == 0 {
+                // Free. Taken with WAITERS set, as other writers may be sleeping on it too (they set it on the
+                // holder that just left, whose unlock woke only one of them).
+                if self.word.compare_exchange(word, me | WAITERS, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                    return Ok(if word & ABANDONED != 0 { Locked::OwnerDied } else { Locked::Clean });
+                }
+                continue;
             }
-        });
-        // SAFETY: the mutex is at least 5 ints long (pthread_mutex_t is 40 bytes on x86-64 and 48 on aarch64); the
-        // word is read volatile because other processes may write the mapping.
-        let found = unsafe { std::ptr::read_volatile(self.mutex.get().cast::<i32>().add(KIND_INDEX)) };
-        expected.is_none_or(|k| k == found)
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(LockFailure::TimedOut);
+            }
+            if holder != watched.0 {
+                watched = (holder, now, LIVENESS_CHECK_FIRST);
+            } else if now.duration_since(watched.1) >= watched.2 && holder != me {
+                // `me` is never asked about: it is a thread of this handle, alive as long as this call runs.
+                if !alive(holder) {
+                    if self.word.compare_exchange(word, me | WAITERS, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                        return Ok(Locked::OwnerDied);
+                    }
+                    continue;
+                }
+                watched = (holder, now, (watched.2 * 2).min(LIVENESS_CHECK_MAX));
+            }
+            if word & WAITERS == 0
+                && self.word.compare_exchange(word, word | WAITERS, Ordering::Relaxed, Ordering::Relaxed).is_err()
+            {
+                continue;
+            }
+            futex_wait(&self.word, word | WAITERS, watched.2.min(deadline - now));
+        }
     }
 
-    /// Marks the state consistent again after `REC` (only after `lock` returned `OwnerDied`, by the same thread).
-    pub(crate) fn consistent(&self) {
-        // SAFETY: called by the thread that holds the lock after EOWNERDEAD (the guard enforces it). It fails only
-        // if another process scribbled over the mutex meanwhile: nothing to do about that here.
-        unsafe { libc::pthread_mutex_consistent(self.mutex.get()) };
+    /// Releases the lock; `abandoned`: the holder was running `REC` and did not finish it.
+    pub(crate) fn unlock(&self, abandoned: bool) {
+        let released = if abandoned { ABANDONED } else { 0 };
+        if self.word.swap(released, Ordering::Release) & WAITERS != 0 {
+            futex_wake(&self.word, 1);
+        }
     }
 
-    /// Unlocks (only by the thread that locked it: the guard enforces it).
-    pub(crate) fn unlock(&self) {
-        // SAFETY: called once per successful lock, by the locking thread (the guard's drop). It fails (EPERM) only
-        // if another process scribbled over the mutex meanwhile; the next lock then reports what it finds.
-        unsafe { libc::pthread_mutex_unlock(self.mutex.get()) };
+    /// The holder's id, 0 when free (for a handle that just claimed an id: is a dead holder's word still there?).
+    fn holder(&self) -> u32 {
+        self.word.load(Ordering::Relaxed) & HOLDER_MASK
     }
 }
 
-/// Byte ranges of a locked glibc `pthread_mutex_t` that point into the locking process: `__list` (its robust-list
-/// links: `__prev`/`__next` on x86-64, `__next` and padding on aarch64). Not `__owner`: `pthread_mutex_consistent`
-/// rewrites it legitimately after `REC` (a scribbled owner makes the unlock fail with EPERM, which harms only the
-/// channel: the next writers time out on its lock).
-const LINK_RANGES: [(usize, usize); 1] = [(24, 40)];
-
-/// The saved bytes of [`LINK_RANGES`].
-type Links = [u8; 16];
-
-impl RobustMutex {
-    /// The robust-list words as they are now (just after locking: as glibc set them).
-    fn links(&self) -> Links {
-        let mut out = [0u8; 16];
-        let base = self.mutex.get().cast::<u8>();
-        let mut k = 0;
-        for (from, to) in LINK_RANGES {
-            for i in from..to {
-                // SAFETY: `i < 40 <= size_of::<pthread_mutex_t>()`; read volatile because other processes may
-                // write the mapping (any u8 is valid).
-                out[k] = unsafe { std::ptr::read_volatile(base.add(i)) };
-                k += 1;
-            }
+/// A writer handle's liveness id: the byte lock at `LIVENESS_BASE + id` of the channel file, held through the
+/// handle's open file description (so for as long as the handle is open, and by nothing else: the lock is
+/// exclusive). Returns an id nobody holds and the lock word does not name (a holder that died holding the writer
+/// lock leaves its id there, which must not be mistaken for this handle's).
+fn claim_liveness_id(file: &File, lock: &WriterLock) -> io::Result<u32> {
+    use std::hash::{BuildHasher, Hasher};
+    for _ in 0..64 {
+        // std's RandomState is seeded from the OS's random source and differs at each call.
+        let id = (std::collections::hash_map::RandomState::new().build_hasher().finish() as u32) & HOLDER_MASK;
+        if id == 0 {
+            continue;
         }
-        out
+        match byte_lock(file, libc::F_OFD_SETLK, libc::F_WRLCK, id) {
+            Ok(_) if lock.holder() == id => {
+                byte_lock(file, libc::F_OFD_SETLK, libc::F_UNLCK, id)?;
+            }
+            Ok(_) => return Ok(id),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => {}
+            Err(e) => return Err(e),
+        }
     }
+    Err(io::Error::other("no free liveness id in 64 random tries"))
+}
 
-    /// Writes back the robust-list words saved at lock time, where they differ now.
-    fn restore_links(&self, saved: &Links) {
-        if self.links() == *saved {
-            return;
-        }
-        let base = self.mutex.get().cast::<u8>();
-        let mut k = 0;
-        for (from, to) in LINK_RANGES {
-            for i in from..to {
-                // SAFETY: as in `links`; this thread holds the lock, so glibc itself does not write these words now.
-                unsafe { std::ptr::write_volatile(base.add(i), saved[k]) };
-                k += 1;
-            }
-        }
+/// Whether a handle (of any process) holds liveness id `id` on this file. An error (a filesystem without byte
+/// locks) answers "alive": a lock is never taken over on a guess.
+fn liveness_held(file: &File, id: u32) -> bool {
+    match byte_lock(file, libc::F_OFD_GETLK, libc::F_WRLCK, id) {
+        Ok(found) => i32::from(found.l_type) != libc::F_UNLCK,
+        Err(_) => true,
     }
 }
 
-const _: () = assert!(std::mem::size_of::<libc::pthread_mutex_t>() >= 40);
-
-/// The index of glibc's `__kind` among the `int`s of a `pthread_mutex_t` (`__lock`, `__count`, `__owner`,
-/// `__nusers`, `__kind`, on x86-64 and on the generic layout of aarch64).
-const KIND_INDEX: usize = 4;
-
-/// The `CLOCK_REALTIME` instant `after` from now, as `pthread_mutex_timedlock` takes it.
-fn realtime_deadline(after: Duration) -> libc::timespec {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `now` is a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
-    let nanos = now.tv_nsec as u64 + u64::from(after.subsec_nanos());
-    libc::timespec {
-        tv_sec: now.tv_sec + after.as_secs() as libc::time_t + (nanos / 1_000_000_000) as libc::time_t,
-        tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+/// One `fcntl` byte-range lock call on the liveness byte of `id`: `F_OFD_SETLK` (without waiting) or `F_OFD_GETLK`.
+fn byte_lock(file: &File, cmd: libc::c_int, kind: libc::c_int, id: u32) -> io::Result<libc::flock> {
+    // SAFETY: flock is a plain C struct for which all-zero bytes are a valid value.
+    let mut request: libc::flock = unsafe { std::mem::zeroed() };
+    request.l_type = kind as libc::c_short;
+    request.l_whence = libc::SEEK_SET as libc::c_short;
+    request.l_start = LIVENESS_BASE + i64::from(id);
+    request.l_len = 1;
+    // SAFETY: fcntl with an OFD lock command reads and (for GETLK) writes the one flock struct passed, a valid local;
+    // l_pid is 0 as OFD locks require.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), cmd, &mut request as *mut libc::flock) };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
     }
+    Ok(request)
 }
 
 /// Sleeps while `*word == expected`, for at most `timeout` (FUTEX_WAIT, shared: no FUTEX_PRIVATE_FLAG, the word is in
@@ -220,38 +220,41 @@ pub(crate) fn realtime_micros() -> i64 {
     ts.tv_sec.saturating_mul(1_000_000).saturating_add(ts.tv_nsec / 1_000)
 }
 
-/// Wakes every process and thread sleeping on `word`.
-pub(crate) fn futex_wake(word: &AtomicU32) {
+/// Wakes up to `count` processes and threads sleeping on `word`.
+pub(crate) fn futex_wake(word: &AtomicU32, count: i32) {
     // SAFETY: the word is a live, aligned u32; FUTEX_WAKE does not touch memory beyond looking up its address.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX, 0usize, 0usize, 0u32);
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count, 0usize, 0usize, 0u32);
     }
 }
 
-/// Proof that this thread holds the writer lock; unlocks when dropped (W9). Not `Send`: a pthread mutex must be
-/// unlocked by the thread that locked it (so a [`crate::Loan`] cannot move to another thread either).
+/// Proof that this thread holds the writer lock; unlocks when dropped (W9). Not `Send`: the lock is recorded as held
+/// by this thread (see [`HELD_HERE`]), so a [`crate::Loan`] stays on the thread that made it.
 pub(crate) struct WriterGuard<'a> {
-    lock: &'a RobustMutex,
-    /// The mutex's robust-list words as glibc left them when it locked (see [`RobustMutex::links`]).
-    links: Links,
+    memory: &'a Memory,
+    /// Taken over from a dead holder and `REC` not yet finished: dropped like this, the lock is left abandoned.
+    recovering: Cell<bool>,
     _same_thread: PhantomData<*const ()>,
 }
 
 impl WriterGuard<'_> {
     /// After `REC`: the state the lock protects is consistent again.
     pub(crate) fn mark_consistent(&self) {
-        self.lock.consistent()
+        self.recovering.set(false);
     }
 }
 
 impl Drop for WriterGuard<'_> {
     fn drop(&mut self) {
-        // glibc's unlock of a robust mutex writes through the list pointers stored in the mutex, in shared memory:
-        // put back what it wrote there at lock time, in case another process scribbled over them meanwhile (a wild
-        // write into this process otherwise).
-        self.lock.restore_links(&self.links);
-        self.lock.unlock()
+        self.memory.header().lock.unlock(self.recovering.get());
+        HELD_HERE.with_borrow_mut(|held| held.retain(|&file| file != self.memory.file_id));
     }
+}
+
+thread_local! {
+    /// The channel files (device, inode) whose writer lock this thread holds: taking one again from the same thread
+    /// (a second writer while a loan is open) is an error at once rather than a wait that cannot end.
+    static HELD_HERE: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// One entry of `futex_waitv`'s array (linux/futex.h `struct futex_waitv`).
@@ -318,16 +321,26 @@ pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Duration) -> io:
 pub(crate) struct Memory {
     base: NonNull<u8>,
     geometry: Geometry,
+    /// The channel file, open for as long as the mapping: its open file description carries this handle's liveness
+    /// byte lock.
+    file: File,
+    /// The file's (device, inode), which names the channel's writer lock in [`HELD_HERE`].
+    file_id: (u64, u64),
+    /// This handle's liveness id, claimed when it first takes the writer lock.
+    liveness: OnceLock<u32>,
 }
 
-// SAFETY: the mapping is process-wide memory; every shared field is an atomic or behind the pthread mutex, and the
-// data ring is accessed under the protocol's rules (see the module doc).
+// SAFETY: the mapping is process-wide memory; every shared field is an atomic (the writer state is touched only by
+// the holder of the writer lock), and the data ring is accessed under the protocol's rules (see the module doc).
 unsafe impl Send for Memory {}
 // SAFETY: as for Send: concurrent use from several threads is what the protocol is for.
 unsafe impl Sync for Memory {}
 
 impl Memory {
-    fn map(file: &File, geometry: Geometry) -> io::Result<Memory> {
+    /// Maps an existing channel file whose header prefix validated as `geometry` (and whose length is at least
+    /// `geometry.file_size`), and keeps the file open.
+    pub(crate) fn open(file: File, geometry: Geometry) -> io::Result<Memory> {
+        let meta = file.metadata()?;
         // SAFETY: mapping a file we opened read-write, for its validated length; the kernel chooses the address.
         let p = unsafe {
             libc::mmap(
@@ -343,30 +356,24 @@ impl Memory {
             return Err(io::Error::last_os_error());
         }
         let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok(Memory { base, geometry })
-    }
-
-    /// Maps an existing channel file whose header prefix validated as `geometry` (and whose length is at least
-    /// `geometry.file_size`).
-    pub(crate) fn open(file: &File, geometry: Geometry) -> io::Result<Memory> {
-        Memory::map(file, geometry)
+        Ok(Memory { base, geometry, file, file_id: (meta.dev(), meta.ino()), liveness: OnceLock::new() })
     }
 
     /// Maps a new, zero-filled file of `geometry.file_size` bytes that no other process can see yet, and writes a
-    /// fresh header: prefix, writer lock, `next_seq = 1`.
-    pub(crate) fn initialise(file: &File, geometry: Geometry, created_utime: i64) -> io::Result<Memory> {
-        let memory = Memory::map(file, geometry)?;
+    /// fresh header: the prefix and `next_seq = 1` (a zero lock word is a free lock).
+    pub(crate) fn initialise(file: File, geometry: Geometry, created_utime: i64) -> io::Result<Memory> {
+        let memory = Memory::open(file, geometry)?;
         let prefix = geometry.prefix(created_utime);
-        let header = memory.base.as_ptr().cast::<Header>();
-        // SAFETY: the mapping is at least a Header long, page-aligned (so aligned for Header), and nobody else can
-        // reach it yet (the file has a temporary name). The prefix bytes are the header's first fields (magic to
-        // file_size, repr(C)); the mutex is initialised in place before the file is published.
-        unsafe {
-            std::ptr::copy_nonoverlapping(prefix.as_ptr(), memory.base.as_ptr(), PREFIX_LEN);
-            RobustMutex::init(&raw mut (*header).lock)?;
-        }
-        memory.header().next_seq.store(1, std::sync::atomic::Ordering::Release);
+        // SAFETY: the mapping is at least a Header long, and nobody else can reach it yet (the file has a temporary
+        // name). The prefix bytes are the header's first fields (magic to file_size, repr(C)).
+        unsafe { std::ptr::copy_nonoverlapping(prefix.as_ptr(), memory.base.as_ptr(), PREFIX_LEN) };
+        memory.header().next_seq.store(1, Ordering::Release);
         Ok(memory)
+    }
+
+    /// The channel file.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
     }
 
     /// The channel's sizes (validated once, never re-read from the file).
@@ -377,7 +384,7 @@ impl Memory {
     /// The header at offset 0.
     pub(crate) fn header(&self) -> &Header {
         // SAFETY: the mapping is at least `size_of::<Header>()` bytes (validated geometry), page-aligned, and lives
-        // as long as `self`. Header is repr(C) atomics, plain integers and a pthread mutex: any bytes another
+        // as long as `self`. Header is repr(C) atomics and plain integers: any bytes another
         // process leaves there are a valid value of it (the fields read through the reference are atomics; the
         // plain ones are not read after open).
         unsafe { &*self.base.as_ptr().cast::<Header>() }
@@ -436,23 +443,37 @@ impl Memory {
         f(unsafe { std::slice::from_raw_parts(src, len) })
     }
 
-    /// Takes the writer lock (W1): the guard, and whether its previous owner died holding it. Errors are the
-    /// pthread error's description.
+    /// Takes the writer lock (W1): the guard, and whether its previous holder died holding it (then run `REC`).
     pub(crate) fn lock(&self) -> Result<(WriterGuard<'_>, bool), String> {
-        let lock = &self.header().lock;
-        match lock.lock() {
-            Ok(state) => {
-                let links = lock.links();
-                Ok((WriterGuard { lock, links, _same_thread: PhantomData }, state == Locked::OwnerDied))
-            }
-            Err(libc::EDEADLK) => Err("this thread already holds it (an uncommitted loan on this channel?)".into()),
-            Err(libc::ENOTRECOVERABLE) => Err("not recoverable (a recovery was abandoned)".into()),
-            Err(libc::ETIMEDOUT) => Err(format!(
-                "held for more than {:?} by another writer (an uncommitted loan, a stopped process) or damaged",
+        if HELD_HERE.with_borrow(|held| held.contains(&self.file_id)) {
+            return Err("this thread already holds it (an uncommitted loan on this channel?)".into());
+        }
+        let me = self.liveness_id().map_err(|e| format!("claiming this writer's liveness lock: {e}"))?;
+        let alive = |id| liveness_held(&self.file, id);
+        let locked = self.header().lock.lock(me, crate::LOCK_PATIENCE, alive).map_err(|LockFailure::TimedOut| {
+            format!(
+                "held for more than {:?} by another live writer (an uncommitted loan, a stopped process) or damaged",
                 crate::LOCK_PATIENCE
-            )),
-            Err(libc::EINVAL) => Err("the lock is damaged (its type word was overwritten)".into()),
-            Err(e) => Err(io::Error::from_raw_os_error(e).to_string()),
+            )
+        })?;
+        HELD_HERE.with_borrow_mut(|held| held.push(self.file_id));
+        let owner_died = locked == Locked::OwnerDied;
+        Ok((WriterGuard { memory: self, recovering: Cell::new(owner_died), _same_thread: PhantomData }, owner_died))
+    }
+
+    /// This handle's liveness id, claimed the first time.
+    fn liveness_id(&self) -> io::Result<u32> {
+        if let Some(&id) = self.liveness.get() {
+            return Ok(id);
+        }
+        let claimed = claim_liveness_id(&self.file, &self.header().lock)?;
+        match self.liveness.set(claimed) {
+            Ok(()) => Ok(claimed),
+            Err(_) => {
+                // Another thread of this handle claimed one first: give this one back and use that.
+                byte_lock(&self.file, libc::F_OFD_SETLK, libc::F_UNLCK, claimed)?;
+                self.liveness.get().copied().ok_or_else(|| io::Error::other("liveness id vanished"))
+            }
         }
     }
 
@@ -463,7 +484,7 @@ impl Memory {
 
     /// W10: wakes every reader sleeping on the `wake` word.
     pub(crate) fn wake(&self) {
-        futex_wake(&self.header().wake)
+        futex_wake(&self.header().wake, i32::MAX)
     }
 
     /// W5 as a loan: the `len` bytes at ring offset `off`, for the writer holding the lock to fill in place.
@@ -496,5 +517,109 @@ pub(crate) fn allocate(file: &File, len: usize) -> io::Result<bool> {
         0 => Ok(true),
         libc::EOPNOTSUPP | libc::EINVAL => Ok(false),
         e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    fn held_by(id: u32) -> WriterLock {
+        WriterLock { word: AtomicU32::new(id) }
+    }
+
+    #[test]
+    fn a_dead_holders_lock_is_taken_over_after_one_liveness_check() {
+        let lock = held_by(77 | WAITERS);
+        let asked = AtomicUsize::new(0);
+        let start = Instant::now();
+        let got = lock.lock(5, Duration::from_secs(5), |id| {
+            assert_eq!(id, 77, "only the holder is asked about");
+            asked.fetch_add(1, Ordering::Relaxed);
+            false
+        });
+        assert_eq!(got, Ok(Locked::OwnerDied));
+        assert_eq!((asked.into_inner(), lock.holder()), (1, 5));
+        assert!(start.elapsed() < Duration::from_secs(1), "took {:?}", start.elapsed());
+    }
+
+    #[test]
+    fn a_live_holder_keeps_it_and_is_asked_about_with_growing_intervals() {
+        let lock = held_by(77);
+        let asked = AtomicUsize::new(0);
+        let start = Instant::now();
+        let got = lock.lock(5, Duration::from_millis(300), |_| {
+            asked.fetch_add(1, Ordering::Relaxed);
+            true
+        });
+        assert_eq!(got, Err(LockFailure::TimedOut));
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        // 1, 2, 4, ... 64, 64 ms apart: about 8 questions in 300 ms, not one per wake-up.
+        let asked = asked.into_inner();
+        assert!((3..=12).contains(&asked), "asked {asked} times");
+        assert_eq!(lock.holder(), 77, "a live holder's lock is never taken");
+    }
+
+    #[test]
+    fn the_own_handles_id_is_never_asked_about() {
+        // Another thread of this handle holds it: it is alive for as long as this handle is.
+        let lock = held_by(5);
+        let got = lock.lock(5, Duration::from_millis(50), |_| panic!("asked about its own id"));
+        assert_eq!(got, Err(LockFailure::TimedOut));
+    }
+
+    #[test]
+    fn an_abandoned_recovery_is_run_again_by_the_next_writer() {
+        let lock = held_by(0);
+        let patience = Duration::from_millis(50);
+        assert_eq!(lock.lock(5, patience, |_| true), Ok(Locked::Clean));
+        lock.unlock(true);
+        assert_eq!(lock.lock(6, patience, |_| true), Ok(Locked::OwnerDied));
+        lock.unlock(false);
+        assert_eq!(lock.lock(7, patience, |_| true), Ok(Locked::Clean));
+        lock.unlock(false);
+        assert_eq!(lock.word.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_waiting_writer_gets_the_lock_when_its_holder_lets_go() {
+        let lock = Arc::new(held_by(0));
+        assert_eq!(lock.lock(5, Duration::from_secs(1), |_| true), Ok(Locked::Clean));
+        let waiters: Vec<_> = (6..9)
+            .map(|me| {
+                let lock = lock.clone();
+                std::thread::spawn(move || {
+                    let got = lock.lock(me, Duration::from_secs(10), |_| true);
+                    lock.unlock(false);
+                    got
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(30));
+        let start = Instant::now();
+        lock.unlock(false);
+        for waiter in waiters {
+            assert_eq!(waiter.join().unwrap(), Ok(Locked::Clean));
+        }
+        assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+        assert_eq!(lock.word.load(Ordering::Relaxed), 0, "free, with no waiter left behind");
+    }
+
+    #[test]
+    fn liveness_ids_are_unique_per_open_file_and_die_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let open =
+            || std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        let (a, b) = (open(), open());
+        let lock = held_by(0);
+        let id = claim_liveness_id(&a, &lock).unwrap();
+        assert!(liveness_held(&b, id), "another open file sees the id held");
+        assert!(!liveness_held(&a, id), "its own open file never conflicts with itself (so it is never asked)");
+        assert_eq!(byte_lock(&b, libc::F_OFD_SETLK, libc::F_WRLCK, id).unwrap_err().raw_os_error(), Some(libc::EAGAIN));
+        drop(a);
+        assert!(!liveness_held(&b, id), "closing the file (as a dying process does) frees the id");
     }
 }

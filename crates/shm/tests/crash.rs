@@ -198,6 +198,35 @@ fn processes_killed_at_random_instants_leave_the_channel_usable_and_never_show_a
     }
 }
 
+#[test]
+fn a_lock_held_by_a_live_process_is_waited_for_and_one_held_by_a_killed_process_is_taken_over() {
+    let dir = TestDir::new("holder");
+    let ch = Channel::create(CHANNEL, &ChannelConfig::new(FRAMES, FRAME_SIZE).dir(dir.path())).unwrap();
+    let mut holder = Children(vec![spawn(dir.path(), "loan-holder", 1)]);
+    let holding = dir.path().join("holding");
+    let t0 = Instant::now();
+    while !holding.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the child never took its loan");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut writer = ch.writer();
+    let start = Instant::now();
+    let err = writer.put(b"while it is alive").unwrap_err();
+    assert!(matches!(err, nerve_shm::ShmError::Lock { .. }), "{err}");
+    assert!(start.elapsed() >= nerve_shm::LOCK_PATIENCE, "gave up after {:?}", start.elapsed());
+    assert_eq!(ch.stats().recoveries, 0, "a live holder's lock was taken over");
+
+    kill_running(&mut holder.0[0], "the loan holder", dir.path());
+    let start = Instant::now();
+    let seq = writer.put(b"after it died").unwrap();
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(500), "recovering took {took:?}");
+    assert_eq!((seq, ch.stats().recoveries), (1, 1));
+    let mut buf = [0u8; 64];
+    let info = ch.reader_from_oldest().get(&mut buf, ReadMode::Next, Wait::Poll).unwrap().message().unwrap();
+    assert_eq!(&buf[..info.len], b"after it died");
+}
+
 /// The child roles (does nothing unless started by the test above).
 #[test]
 fn crash_child() {
@@ -228,6 +257,14 @@ fn crash_child() {
                     fill_payload(loan.bytes_mut(), id, counter);
                     loan.commit();
                 }
+            }
+        }
+        "loan-holder" => {
+            let mut w = ch.writer();
+            let _loan = w.loan(64).unwrap();
+            std::fs::write(dir.join("holding"), b"").unwrap();
+            while !done() {
+                std::thread::sleep(Duration::from_millis(10));
             }
         }
         "reader" => {

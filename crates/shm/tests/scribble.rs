@@ -237,3 +237,24 @@ fn a_reader_skips_and_counts_a_frame_whose_bytes_fail_their_checksum() {
     assert_eq!((info.seq, info.missed, reader.corrupt_frames()), (2, 1, 1));
     assert_eq!(check_payload(&buf[..info.len]), Some((1, 2)));
 }
+
+#[test]
+fn a_lock_word_overwritten_with_a_writer_nobody_runs_is_taken_over_not_waited_out() {
+    let dir = TestDir::new("lockword");
+    let channel = Channel::create("l", &ChannelConfig::new(4, 64).dir(dir.path())).unwrap();
+    let mut writer = channel.writer();
+    let mut reader = channel.reader();
+    writer.put(&payload(1, 0, 32)).unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(dir.path().join("nerve-l")).unwrap();
+    // The lock word is the header's u32 at offset 128: a holder id in the low 30 bits, then "abandoned", "waiters".
+    for (k, word) in [0x2345_6789u32 | 1 << 31, u32::MAX, 1 << 30].into_iter().enumerate() {
+        file.write_at(&word.to_ne_bytes(), 128).unwrap();
+        let start = Instant::now();
+        writer.put(&payload(1, k as u64 + 1, 32)).unwrap();
+        assert!(start.elapsed() < Duration::from_millis(500), "word {word:#x}: took {:?}", start.elapsed());
+        assert_eq!(channel.stats().recoveries, k as u64 + 1, "word {word:#x}");
+    }
+    let mut buf = [0u8; 64];
+    let info = reader.get(&mut buf, ReadMode::Newest, Wait::Poll).unwrap().message().unwrap();
+    assert_eq!(check_payload(&buf[..info.len]), Some((1, 3)));
+}
