@@ -15,12 +15,13 @@ use ach::layout::AchChannelT;
 use nerve::status::*;
 use nerve::{NerveLogEvent, NerveMessageInfo};
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 fn dir() -> &'static (PathBuf, CString) {
     static DIR: OnceLock<(PathBuf, CString)> = OnceLock::new();
     DIR.get_or_init(|| {
-        let base = if std::path::Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-        let d = base.join(format!("nerve-fuzz-cabi-{}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("a fuzz directory");
+        let d = scratch::scratch_dir("cabi").clone();
         // Ach's API has no directory argument: it takes the channel directory from the environment. Set once, before
         // any other thread exists in this process.
         std::env::set_var("NERVE_SHM_DIR", &d);

@@ -10,19 +10,15 @@
 
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use nerve_shm::{Channel, ChannelConfig, GetOutcome, ReadMode, Wait};
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 fn dir() -> &'static PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let base = if std::path::Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
-        let d = base.join(format!("nerve-fuzz-shm-{}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("a fuzz directory");
-        d
-    })
+    scratch::scratch_dir("shm")
 }
 
 fn message(i: u8) -> Vec<u8> {
