@@ -40,6 +40,11 @@ use crate::layout::{Entry, Geometry, Header, PREFIX_LEN};
 /// writer that finds the lock held for a while asks the kernel (`F_OFD_GETLK`) whether its holder is alive, and if it
 /// is not, takes the lock over and runs `REC` (what `EOWNERDEAD` did). No other lock or library does this for a
 /// process-shared lock without pointers in shared memory, hence the hand-written one.
+///
+/// What it cannot see: a thread that dies holding the lock while its process lives (a Rust thread unwinds and
+/// drops its guard; one cancelled with `pthread_cancel` while it holds a loan does not), and a holder whose open
+/// file description lives on in a child made by `fork` without `exec` (the child keeps the id alive). Both leave the
+/// lock held: other writers get [`LockFailure::TimedOut`] after their patience, never a hang.
 #[repr(C, align(8))] // 8 bytes, so the writer state after it is aligned with no hidden padding.
 pub(crate) struct WriterLock {
     word: AtomicU32,
