@@ -252,7 +252,8 @@ impl WriterGuard<'_> {
 impl Drop for WriterGuard<'_> {
     fn drop(&mut self) {
         self.memory.header().lock.unlock(self.recovering.get());
-        HELD_HERE.with_borrow_mut(|held| held.retain(|&file| file != self.memory.file_id));
+        // `try_with`: a guard may be dropped while this thread's locals are torn down (then there is no record).
+        let _ = HELD_HERE.try_with(|held| held.borrow_mut().retain(|&file| file != self.memory.file_id));
     }
 }
 
@@ -450,7 +451,7 @@ impl Memory {
 
     /// Takes the writer lock (W1): the guard, and whether its previous holder died holding it (then run `REC`).
     pub(crate) fn lock(&self) -> Result<(WriterGuard<'_>, bool), String> {
-        if HELD_HERE.with_borrow(|held| held.contains(&self.file_id)) {
+        if HELD_HERE.try_with(|held| held.borrow().contains(&self.file_id)).unwrap_or(false) {
             return Err("this thread already holds it (an uncommitted loan on this channel?)".into());
         }
         let me = self.liveness_id().map_err(|e| format!("claiming this writer's liveness lock: {e}"))?;
@@ -461,7 +462,7 @@ impl Memory {
                 crate::LOCK_PATIENCE
             )
         })?;
-        HELD_HERE.with_borrow_mut(|held| held.push(self.file_id));
+        let _ = HELD_HERE.try_with(|held| held.borrow_mut().push(self.file_id));
         let owner_died = locked == Locked::OwnerDied;
         Ok((WriterGuard { memory: self, recovering: Cell::new(owner_died), _same_thread: PhantomData }, owner_died))
     }
