@@ -9,11 +9,6 @@
 //! counters a second on stdout; the orchestrator reads them. A message carries its writer's id, its sequence number
 //! on its channel and its publish time (CLOCK_MONOTONIC, shared by every process), so a subscriber counts a gap in a
 //! writer's sequence as lost and measures latency.
-//!
-//! Every process sets glibc's allocator as real-time processes do (`measure::realtime_malloc`: no trimming, no mmap
-//! for large blocks; `NERVE_BENCH_DEFAULT_MALLOC=1` leaves the defaults): its resident memory is then what it held at
-//! its peak, which a leak raises, rather than where the heap's top was left by its last backlog, which moved the
-//! in-process role's floor between two levels 380 KiB apart for minutes at a time with the defaults.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -74,7 +69,6 @@ pub fn hidden_role(args: &[String]) -> Option<ExitCode> {
     if args.get(1).map(String::as_str) != Some("soak-role") {
         return None;
     }
-    crate::intraprocess::measure::realtime_malloc();
     let result = match args.get(2).map(String::as_str) {
         Some("pub") => publisher(&args[3..]),
         Some("sub") => subscriber(&args[3..]),
@@ -415,7 +409,6 @@ pub fn run(quick: bool, json_out: bool, minutes: Option<u64>) -> i32 {
 }
 
 fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
-    let malloc = crate::intraprocess::measure::realtime_malloc();
     let dir = PathBuf::from(if Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" })
         .join(format!("nerve-bench-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -453,11 +446,9 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
     let mut last_kill = Instant::now();
     let mut seen = (0u64, [0u64; 3]);
     let start = Instant::now();
-    if json_out {
-        println!("{}", json!({"suite": "soak", "kind": "info", "malloc": malloc}));
-    } else {
+    if !json_out {
         println!(
-            "soak: {} periods of {:?}, about {} msg/s; channels in {}; every process: {malloc}",
+            "soak: {} periods of {:?}, about {} msg/s; channels in {}",
             shape.periods,
             shape.period,
             r,

@@ -49,10 +49,8 @@ pub fn cpu_ns() -> u64 {
 }
 
 /// Configures glibc's allocator as real-time processes do (ROS 2's real-time guidance: no trimming, no mmap for
-/// large blocks): a freed block is reused by the next allocation instead of being returned to the kernel and
-/// faulted in again page by page (the intraprocess suite's 900 KB images, every frame), and resident memory follows
-/// what the process holds at its peak rather than where the heap's top happened to be left (the soak's flatness
-/// bars). Process-wide.
+/// large blocks), so that a freed 900 KB image buffer is reused by the next one instead of being returned to the
+/// kernel and faulted in again, page by page, every frame. Process-wide: every system of the run gets it.
 /// `NERVE_BENCH_DEFAULT_MALLOC=1` leaves the allocator as it is. Returns what was done, for the header.
 pub fn realtime_malloc() -> String {
     if std::env::var_os("NERVE_BENCH_DEFAULT_MALLOC").is_some() {
