@@ -1,8 +1,9 @@
 //! The soak suite (`nerve-bench soak [--minutes N] [--quick] [--json]`, bench/README.md "soak"): inproc, shm and
 //! udpm traffic at once for minutes, while processes are killed and restarted, subscriptions made and dropped and
 //! channels made and removed; it prints, per period (a minute; 10 s with `--quick`, which runs one minute), what was
-//! delivered and lost (by reason), the resident memory and open descriptors of every long-lived process, the shm
-//! files in the channel directory and the latency of the shm reader that keeps up, then checks its bars.
+//! delivered and lost (by reason), the resident memory (what each long-lived process holds, its live heap and its
+//! code pages apart) and open descriptors of every long-lived process, the shm files in the channel directory and
+//! the latency of the shm reader that keeps up, then checks its bars.
 //!
 //! Every process is this program in a hidden role (`soak-role ...`): publishers (`pub`), subscribers (`sub`, one
 //! keeping up, one falling behind on purpose), and an in-process bus (`inproc`). Each writes one JSON line of
@@ -23,6 +24,7 @@ use nerve_bus::Bus;
 use serde_json::json;
 
 use crate::echo::clock::mono_ns;
+use crate::intraprocess::measure::heap_in_use_bytes;
 
 /// The sizes published, by channel index (the 1 MiB one on a channel of its own, at a low rate).
 const SIZES: [usize; 5] = [64, 256, 1024, 4096, 16384];
@@ -109,18 +111,17 @@ fn publisher(args: &[String]) -> Result<(), String> {
     let big = format!("{prefix}/big");
     let mut seqs = vec![0u64; channels + 1];
     let stop = stdin_closed();
-    let start = Instant::now();
-    let (mut sent, mut errors, mut last_report) = (0u64, 0u64, Instant::now());
+    let mut clock = Ticker::new(rate);
+    let (mut published, mut errors, mut last_report) = (0u64, 0u64, Instant::now());
     while !stop.load(Ordering::Relaxed) {
-        let due = start.elapsed().as_secs_f64() * rate as f64;
-        while (sent as f64) < due {
-            let i = (sent % channels as u64) as usize;
+        for tick in clock.due() {
+            let i = (tick % channels as u64) as usize;
             seqs[i] += 1;
             if bus.publish_raw(&names[i], &message(writer, seqs[i], SIZES[i % SIZES.len()])).is_err() {
                 errors += 1;
             }
-            sent += 1;
-            if sent % (rate / 5).max(1) == 0 {
+            published += 1;
+            if (tick + 1) % (rate / 5).max(1) == 0 {
                 seqs[channels] += 1;
                 if bus.publish_raw(&big, &message(writer, seqs[channels], BIG)).is_err() {
                     errors += 1;
@@ -128,12 +129,50 @@ fn publisher(args: &[String]) -> Result<(), String> {
             }
         }
         if last_report.elapsed() >= Duration::from_secs(1) {
-            println!("{}", json!({"published": sent, "publish_errors": errors}));
+            println!(
+                "{}",
+                json!({"published": published, "skipped": clock.skipped, "publish_errors": errors, "heap_kib": heap_kib()})
+            );
             last_report = Instant::now();
         }
         thread::sleep(Duration::from_millis(1));
     }
     Ok(())
+}
+
+/// The process's live heap, KiB (see [`heap_in_use_bytes`]).
+fn heap_kib() -> u64 {
+    heap_in_use_bytes() / 1024
+}
+
+/// A publisher's clock: ticks at `rate` a second since it started. Behind by more than 10 ms of ticks (the host
+/// stalled the process), it skips the ticks it missed, as a timer-driven robot publisher does (rclcpp's timers skip
+/// missed periods; a controller sends no stale commands): publishing a long stall's backlog at once would overrun
+/// every 64-frame ring, however fast its readers are. What it skips is counted and printed.
+struct Ticker {
+    start: Instant,
+    rate: u64,
+    next: u64,
+    skipped: u64,
+}
+
+impl Ticker {
+    fn new(rate: u64) -> Ticker {
+        Ticker { start: Instant::now(), rate, next: 0, skipped: 0 }
+    }
+
+    /// The ticks due now, oldest first (none skipped within the last 10 ms).
+    fn due(&mut self) -> std::ops::Range<u64> {
+        let due = (self.start.elapsed().as_secs_f64() * self.rate as f64) as u64;
+        let late_limit = (self.rate / 100).max(1);
+        if due > self.next + late_limit {
+            self.skipped += due - self.next - late_limit;
+            self.next = due - late_limit;
+        }
+        let ticks = self.next..due.max(self.next);
+        self.next = ticks.end;
+        ticks
+    }
 }
 
 /// A flag set when stdin reaches its end: the orchestrator closes it to stop a role (and the kernel does when the
@@ -239,7 +278,7 @@ fn report_loop(bus: &Bus, tally: &Mutex<Tally>, sub: Option<&nerve_bus::Subscrip
         println!(
             "{}",
             json!({"delivered": t.delivered, "lost_gap": t.lost_gap, "lost_queue": queue_lost, "corrupt": t.corrupt,
-                   "lat_us": lat, "max_us": std::mem::take(&mut t.max_us)})
+                   "lat_us": lat, "max_us": std::mem::take(&mut t.max_us), "heap_kib": heap_kib()})
         );
     }
 }
@@ -262,15 +301,12 @@ fn inproc(args: &[String]) -> Result<(), String> {
     thread::spawn(move || {
         let names: Vec<String> = (0..channels).map(|i| format!("soak/{i}")).collect();
         let mut seqs = vec![0u64; channels];
-        let start = Instant::now();
-        let mut sent = 0u64;
+        let mut clock = Ticker::new(rate);
         loop {
-            let due = start.elapsed().as_secs_f64() * rate as f64;
-            while (sent as f64) < due {
-                let i = (sent % channels as u64) as usize;
+            for tick in clock.due() {
+                let i = (tick % channels as u64) as usize;
                 seqs[i] += 1;
                 let _ = publishing.publish_raw(&names[i], &message(1, seqs[i], SIZES[i % SIZES.len()]));
-                sent += 1;
             }
             thread::sleep(Duration::from_millis(1));
         }
@@ -358,13 +394,26 @@ fn left_by_dead_process(file: &str) -> bool {
     pid.and_then(|p| p.parse::<u32>().ok()).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
 }
 
-fn rss_kib(pid: u32) -> u64 {
+/// A process's resident memory, KiB: what it holds (anonymous and shared memory: its heap, stacks, mapped channels)
+/// and its code (`RssFile`: pages of the executable and libraries it has run, shared with every process running
+/// them, faulted in the first time a path runs and dropped by the kernel when it likes; no leak can grow it).
+#[derive(Clone, Copy)]
+struct Resident {
+    held: u64,
+    code: u64,
+}
+
+fn resident_kib(pid: u32) -> Resident {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let (total, code) = (field("VmRSS:"), field("RssFile:"));
+    Resident { held: total.saturating_sub(code), code }
 }
 
 fn open_fds(pid: u32) -> u64 {
@@ -382,11 +431,21 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 struct Period {
     delivered: u64,
     lost: [(&'static str, u64); 3],
+    /// What the shm reader that keeps up lost in the period (gaps, its queue, corrupt).
     shm_keepup_lost: u64,
-    /// Per process: the lowest resident memory sampled in the period (what the bar judges).
+    /// Ticks the publishers skipped in the period because the host stalled them (see [`Ticker`]).
+    skipped: u64,
+    /// Per process, in the same order as `rss_kib`: the lowest live heap reported in the period (see
+    /// [`heap_in_use_bytes`]); what a leak raises, while resident memory also holds what the allocator keeps free.
+    heap_kib: Vec<u64>,
+    /// Per process: the lowest resident memory it held (see [`Resident`]) sampled in the period (what the bar judges).
     rss_kib: Vec<(String, u64)>,
     /// Per process, in the same order: the highest.
     rss_peak_kib: Vec<u64>,
+    /// Per process, in the same order: the lowest `VmRSS` (held memory and code pages together).
+    vmrss_kib: Vec<u64>,
+    /// Per process, in the same order: its code pages' resident memory at the end of the period.
+    code_kib: Vec<u64>,
     /// Per process: the fewest open descriptors sampled in the period.
     fds: Vec<(String, u64)>,
     shm_files: usize,
@@ -444,7 +503,9 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
     let mut periods: Vec<Period> = Vec::new();
     let mut churn = 0u64;
     let mut last_kill = Instant::now();
-    let mut seen = (0u64, [0u64; 3]);
+    // The counters' totals at the end of the last period (delivered, lost by reason, lost by the shm reader that
+    // keeps up, ticks skipped): roles report totals, periods print differences.
+    let mut seen = (0u64, [0u64; 3], 0u64, 0u64);
     let start = Instant::now();
     if !json_out {
         println!(
@@ -464,13 +525,23 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
         // victim's pipe closes it a moment after the restart), so one sample a minute says more about that moment
         // than about growth. The period's lowest sample is what a leak raises; the highest memory is printed beside.
         let mut rss = vec![(u64::MAX, 0u64); pids.len()];
+        let mut vmrss = vec![u64::MAX; pids.len()];
+        let mut code = vec![0u64; pids.len()];
         let mut fds = vec![u64::MAX; pids.len()];
+        let mut heap = vec![u64::MAX; pids.len()];
         while Instant::now() < end {
             thread::sleep(Duration::from_millis(250));
-            for (((_, pid), (low, high)), fd_low) in pids.iter().zip(&mut rss).zip(&mut fds) {
-                let now = rss_kib(*pid);
-                (*low, *high) = ((*low).min(now), (*high).max(now));
+            for (i, (((_, pid), (low, high)), fd_low)) in pids.iter().zip(&mut rss).zip(&mut fds).enumerate() {
+                let now = resident_kib(*pid);
+                (*low, *high) = ((*low).min(now.held), (*high).max(now.held));
+                vmrss[i] = vmrss[i].min(now.held + now.code);
+                code[i] = now.code;
                 *fd_low = (*fd_low).min(open_fds(*pid));
+                // 0 until the role's first report.
+                let live = roles.get(i).map_or_else(heap_kib, |r| r.counter("heap_kib"));
+                if live > 0 {
+                    heap[i] = heap[i].min(live);
+                }
             }
             // A process killed and restarted every few seconds; its channels are removed while it is dead (a later
             // incarnation makes them again): no file of it may stay behind.
@@ -514,12 +585,17 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
             .unwrap_or_default();
         let leftovers = files.iter().filter(|f| left_by_dead_process(f)).count();
+        let skipped = roles[..2].iter().map(|r| r.counter("skipped")).sum::<u64>();
         let p = Period {
             delivered: delivered - seen.0,
             lost: [0, 1, 2].map(|i| (lost[i].0, lost[i].1 - seen.1[i])),
-            shm_keepup_lost,
+            shm_keepup_lost: shm_keepup_lost - seen.2,
+            skipped: skipped - seen.3,
+            heap_kib: heap,
             rss_kib: pids.iter().zip(&rss).map(|((n, _), (low, _))| (n.clone(), *low)).collect(),
             rss_peak_kib: rss.iter().map(|(_, high)| *high).collect(),
+            vmrss_kib: vmrss,
+            code_kib: code,
             fds: pids.iter().zip(&fds).map(|((n, _), low)| (n.clone(), *low)).collect(),
             shm_files: files.len(),
             leftovers,
@@ -527,7 +603,7 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             p99: percentile(&lat, 0.99),
             max,
         };
-        seen = (delivered, [lost[0].1, lost[1].1, lost[2].1]);
+        seen = (delivered, [lost[0].1, lost[1].1, lost[2].1], shm_keepup_lost, skipped);
         print_period(index, &p, json_out);
         periods.push(p);
     }
@@ -542,25 +618,33 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
 
 fn print_period(index: usize, p: &Period, json_out: bool) {
     if json_out {
-        let rss: serde_json::Map<_, _> = p.rss_kib.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
-        let peak: serde_json::Map<_, _> =
-            p.rss_kib.iter().zip(&p.rss_peak_kib).map(|((n, _), v)| (n.clone(), json!(v))).collect();
-        let fds: serde_json::Map<_, _> = p.fds.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
+        let per_process = |values: &[u64]| -> serde_json::Map<_, _> {
+            p.rss_kib.iter().zip(values).map(|((n, _), v)| (n.clone(), json!(v))).collect()
+        };
+        let held: Vec<u64> = p.rss_kib.iter().map(|(_, v)| *v).collect();
+        let fds: Vec<u64> = p.fds.iter().map(|(_, v)| *v).collect();
         let lost: serde_json::Map<_, _> = p.lost.iter().map(|(n, v)| (n.to_string(), json!(v))).collect();
         println!(
             "{}",
             json!({"suite": "soak", "kind": "period", "period": index + 1, "delivered": p.delivered, "lost": lost,
-                   "rss_kib": rss, "rss_peak_kib": peak, "fds": fds, "shm_files": p.shm_files, "leftover_files": p.leftovers,
+                   "shm_keepup_lost": p.shm_keepup_lost, "skipped_ticks": p.skipped,
+                   "held_kib": per_process(&held), "held_peak_kib": per_process(&p.rss_peak_kib),
+                   "vmrss_kib": per_process(&p.vmrss_kib), "code_kib": per_process(&p.code_kib),
+                   "heap_kib": per_process(&p.heap_kib), "fds": per_process(&fds),
+                   "shm_files": p.shm_files, "leftover_files": p.leftovers,
                    "latency_p50_us": p.p50, "latency_p99_us": p.p99, "latency_max_us": p.max})
         );
         return;
     }
     let lost: Vec<String> = p.lost.iter().map(|(n, v)| format!("{n} {v}")).collect();
     println!(
-        "period {:>3}: delivered {}, lost: {}; shm files {} ({} left over); latency p50 {} us, p99 {} us, max {} us",
+        "period {:>3}: delivered {}, lost: {} (shm reader keeping up: {}); ticks skipped {}; shm files {} ({} left \
+         over); latency p50 {} us, p99 {} us, max {} us",
         index + 1,
         p.delivered,
         lost.join(", "),
+        p.shm_keepup_lost,
+        p.skipped,
         p.shm_files,
         p.leftovers,
         p.p50,
@@ -571,10 +655,19 @@ fn print_period(index: usize, p: &Period, json_out: bool) {
         .rss_kib
         .iter()
         .zip(&p.rss_peak_kib)
+        .zip(&p.heap_kib)
+        .zip(&p.code_kib)
         .zip(&p.fds)
-        // Two decimals (10 KiB): the bar is 1 % of a process that may hold only 10 MiB.
-        .map(|(((n, low), high), (_, fds))| {
-            format!("{n}: {:.2} MiB (up to {:.2}), {fds} fds", *low as f64 / 1024.0, *high as f64 / 1024.0)
+        // Two decimals (10 KiB): the bar is 1 % of a process that may hold only a few MiB.
+        .map(|(((((n, low), high), heap), code), (_, fds))| {
+            let mib = |kib: u64| kib as f64 / 1024.0;
+            format!(
+                "{n}: {:.2} MiB (up to {:.2}; heap {:.2}; code {:.2}), {fds} fds",
+                mib(*low),
+                mib(*high),
+                mib(*heap),
+                mib(*code)
+            )
         })
         .collect();
     println!("            {}", procs.join("; "));
@@ -601,12 +694,14 @@ fn bars(periods: &[Period], json_out: bool) -> bool {
         )
     };
     let (rss_ok, rss_why) = flat(&|p: &Period| p.rss_kib.iter().map(|x| x.1).collect());
+    // Not a bar: VmRSS with the code pages, for comparison with runs before they were set apart.
+    let (_, vmrss_why) = flat(&|p: &Period| p.vmrss_kib.clone());
     let (fds_ok, fds_why) = flat(&|p: &Period| p.fds.iter().map(|x| x.1).collect());
     let leftovers: usize = periods.iter().map(|p| p.leftovers).sum();
-    let keepup_lost = periods.last().map_or(0, |p| p.shm_keepup_lost);
+    let keepup_lost: u64 = periods.iter().map(|p| p.shm_keepup_lost).sum();
     let (first, last) = (periods[0].p99.max(1), periods[periods.len() - 1].p99);
     let results = [
-        ("resident memory flat (each period's lowest; last half within 1 %)", rss_ok, rss_why),
+        ("resident memory held flat (each period's lowest; last half within 1 %)", rss_ok, rss_why),
         ("open descriptors flat (last half within 1 %)", fds_ok, fds_why),
         ("no shm file left by a dead process", leftovers == 0, format!("{leftovers} temporary files seen")),
         ("no loss on shm for the reader that keeps up", keepup_lost == 0, format!("{keepup_lost} lost")),
@@ -624,6 +719,12 @@ fn bars(periods: &[Period], json_out: bool) -> bool {
         } else {
             println!("{} {bar}: {why}", if pass { "PASS" } else { "FAIL" });
         }
+    }
+    let note = "VmRSS with code pages (not a bar)";
+    if json_out {
+        println!("{}", json!({"suite": "soak", "kind": "note", "note": note, "detail": vmrss_why}));
+    } else {
+        println!("NOTE {note}: {vmrss_why}");
     }
     all
 }

@@ -29,11 +29,23 @@ fn the_quick_soak_prints_every_period_and_every_bar() {
             assert!(p["lost"][key].as_u64().is_some(), "{p}");
         }
         for role in ["shm pub", "udpm pub", "shm sub (keeps up)", "shm sub (falls behind)", "udpm sub", "inproc"] {
-            let (low, high) = (p["rss_kib"][role].as_u64(), p["rss_peak_kib"][role].as_u64());
+            let (low, high) = (p["held_kib"][role].as_u64(), p["held_peak_kib"][role].as_u64());
             assert!(low.is_some_and(|k| k > 0) && high >= low, "{role}: {p}");
+            // Every role reports its live heap (mallinfo2), and its code pages are counted apart.
+            let (heap, code) = (p["heap_kib"][role].as_u64(), p["code_kib"][role].as_u64());
+            assert!(heap.is_some_and(|k| k > 0) && code.is_some_and(|k| k > 0), "{role}: {p}");
+            assert!(p["vmrss_kib"][role].as_u64() >= low, "{role}: {p}");
             assert!(p["fds"][role].as_u64().is_some_and(|k| k > 0), "{role}: {p}");
         }
-        for key in ["shm_files", "leftover_files", "latency_p50_us", "latency_p99_us", "latency_max_us"] {
+        for key in [
+            "shm_keepup_lost",
+            "skipped_ticks",
+            "shm_files",
+            "leftover_files",
+            "latency_p50_us",
+            "latency_p99_us",
+            "latency_max_us",
+        ] {
             assert!(p[key].as_u64().is_some(), "{key}: {p}");
         }
     }
@@ -42,4 +54,5 @@ fn the_quick_soak_prints_every_period_and_every_bar() {
     for b in bars {
         assert!(b["pass"].is_boolean() && b["detail"].is_string(), "{b}");
     }
+    assert_eq!(lines.iter().filter(|v| v["kind"] == "note").count(), 1, "{stdout}");
 }

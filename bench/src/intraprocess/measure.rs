@@ -249,3 +249,11 @@ pub struct Measured {
     /// Minor page faults of the process per publication over the measured part.
     pub faults_per_pub: f64,
 }
+
+/// Bytes the process's heap holds for live allocations (glibc's `mallinfo2`: in-use chunks of every arena plus
+/// blocks served by `mmap`): what a leak raises, whatever the allocator keeps free or returns to the kernel.
+pub fn heap_in_use_bytes() -> u64 {
+    // SAFETY: mallinfo2 takes nothing and returns a plain struct by value; glibc walks its arenas under their locks.
+    let info = unsafe { libc::mallinfo2() };
+    (info.uordblks + info.hblkhd) as u64
+}

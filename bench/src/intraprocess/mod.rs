@@ -14,7 +14,7 @@
 mod frame;
 #[cfg(has_nerve_rust)]
 mod graph;
-mod measure;
+pub(crate) mod measure;
 mod topology;
 
 use serde_json::json;
