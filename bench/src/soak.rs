@@ -1,9 +1,9 @@
 //! The soak suite (`nerve-bench soak [--minutes N] [--quick] [--json]`, bench/README.md "soak"): inproc, shm and
 //! udpm traffic at once for minutes, while processes are killed and restarted, subscriptions made and dropped and
 //! channels made and removed; it prints, per period (a minute; 10 s with `--quick`, which runs one minute), what was
-//! delivered and lost (by reason), the resident memory (what each long-lived process holds, its live heap and its
-//! code pages apart) and open descriptors of every long-lived process, the shm files in the channel directory and
-//! the latency of the shm reader that keeps up, then checks its bars.
+//! delivered and lost (by reason), the resident memory (what each long-lived process holds, with its allocator's
+//! in-use bytes and its code pages apart) and open descriptors of every long-lived process, the shm files in the
+//! channel directory and the latency of the shm reader that keeps up, then checks its bars.
 //!
 //! Every process is this program in a hidden role (`soak-role ...`): publishers (`pub`), subscribers (`sub`, one
 //! keeping up, one falling behind on purpose), and an in-process bus (`inproc`). Each writes one JSON line of
@@ -24,7 +24,7 @@ use nerve_bus::Bus;
 use serde_json::json;
 
 use crate::echo::clock::mono_ns;
-use crate::intraprocess::measure::heap_in_use_bytes;
+use crate::intraprocess::measure::{heap_in_use_bytes, return_free_heap};
 
 /// The sizes published, by channel index (the 1 MiB one on a channel of its own, at a low rate).
 const SIZES: [usize; 5] = [64, 256, 1024, 4096, 16384];
@@ -140,8 +140,12 @@ fn publisher(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The process's live heap, KiB (see [`heap_in_use_bytes`]).
+/// What the allocator counts as in use, KiB (see [`heap_in_use_bytes`]), after handing its free pages back to the
+/// kernel: every soak process does so once a second, before it reports, so that its resident memory is what it uses
+/// rather than the largest backlog it held so far (glibc returns memory only from the top of the main heap by
+/// itself, so one long stall of a subscriber's thread would set its resident memory for the rest of the run).
 fn heap_kib() -> u64 {
+    return_free_heap();
     heap_in_use_bytes() / 1024
 }
 
@@ -427,7 +431,7 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// One period's figures.
+/// One period's figures; per-process figures are in the order of the suite's process names.
 struct Period {
     delivered: u64,
     lost: [(&'static str, u64); 3],
@@ -435,19 +439,18 @@ struct Period {
     shm_keepup_lost: u64,
     /// Ticks the publishers skipped in the period because the host stalled them (see [`Ticker`]).
     skipped: u64,
-    /// Per process, in the same order as `rss_kib`: the lowest live heap reported in the period (see
-    /// [`heap_in_use_bytes`]); what a leak raises, while resident memory also holds what the allocator keeps free.
+    /// Per process: the least the allocator counted as in use in the period (see [`heap_in_use_bytes`]).
     heap_kib: Vec<u64>,
     /// Per process: the lowest resident memory it held (see [`Resident`]) sampled in the period (what the bar judges).
-    rss_kib: Vec<(String, u64)>,
-    /// Per process, in the same order: the highest.
-    rss_peak_kib: Vec<u64>,
-    /// Per process, in the same order: the lowest `VmRSS` (held memory and code pages together).
+    held_kib: Vec<u64>,
+    /// Per process: the highest.
+    held_peak_kib: Vec<u64>,
+    /// Per process: the lowest `VmRSS` (held memory and code pages together).
     vmrss_kib: Vec<u64>,
-    /// Per process, in the same order: its code pages' resident memory at the end of the period.
+    /// Per process: its code pages' resident memory at the end of the period.
     code_kib: Vec<u64>,
     /// Per process: the fewest open descriptors sampled in the period.
-    fds: Vec<(String, u64)>,
+    fds: Vec<u64>,
     shm_files: usize,
     leftovers: usize,
     p50: u64,
@@ -509,15 +512,17 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
     let start = Instant::now();
     if !json_out {
         println!(
-            "soak: {} periods of {:?}, about {} msg/s; channels in {}",
+            "soak: {} periods of {:?}, about {} msg/s; channels in {}; every process hands its free heap back to \
+             the kernel once a second (malloc_trim)",
             shape.periods,
             shape.period,
             r,
             dir.display()
         );
     }
-    let mut pids: Vec<(String, u32)> = roles.iter().map(|r| (r.name.clone(), r.child.id())).collect();
-    pids.push(("orchestrator".into(), std::process::id()));
+    // The long-lived processes whose memory and descriptors are sampled: the roles (never restarted) and this one.
+    let pids: Vec<u32> = roles.iter().map(|r| r.child.id()).chain([std::process::id()]).collect();
+    let names: Vec<String> = roles.iter().map(|r| r.name.clone()).chain(["orchestrator".into()]).collect();
     for index in 0..shape.periods {
         let end = start + shape.period * (index as u32 + 1);
         // Memory and descriptors are sampled at every turn: a process's queue holds a moment's backlog (megabytes
@@ -531,7 +536,7 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
         let mut heap = vec![u64::MAX; pids.len()];
         while Instant::now() < end {
             thread::sleep(Duration::from_millis(250));
-            for (i, (((_, pid), (low, high)), fd_low)) in pids.iter().zip(&mut rss).zip(&mut fds).enumerate() {
+            for (i, ((pid, (low, high)), fd_low)) in pids.iter().zip(&mut rss).zip(&mut fds).enumerate() {
                 let now = resident_kib(*pid);
                 (*low, *high) = ((*low).min(now.held), (*high).max(now.held));
                 vmrss[i] = vmrss[i].min(now.held + now.code);
@@ -592,11 +597,11 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             shm_keepup_lost: shm_keepup_lost - seen.2,
             skipped: skipped - seen.3,
             heap_kib: heap,
-            rss_kib: pids.iter().zip(&rss).map(|((n, _), (low, _))| (n.clone(), *low)).collect(),
-            rss_peak_kib: rss.iter().map(|(_, high)| *high).collect(),
+            held_kib: rss.iter().map(|(low, _)| *low).collect(),
+            held_peak_kib: rss.iter().map(|(_, high)| *high).collect(),
             vmrss_kib: vmrss,
             code_kib: code,
-            fds: pids.iter().zip(&fds).map(|((n, _), low)| (n.clone(), *low)).collect(),
+            fds,
             shm_files: files.len(),
             leftovers,
             p50: percentile(&lat, 0.5),
@@ -604,33 +609,31 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             max,
         };
         seen = (delivered, [lost[0].1, lost[1].1, lost[2].1], shm_keepup_lost, skipped);
-        print_period(index, &p, json_out);
+        print_period(index, &p, &names, json_out);
         periods.push(p);
     }
     let all_roles: Vec<Role> = roles.drain(..).chain([victim, victim_sub]).collect();
     for role in all_roles {
         role.stop();
     }
-    let passed = bars(&periods, json_out);
+    let passed = bars(&periods, &names, json_out);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(passed)
 }
 
-fn print_period(index: usize, p: &Period, json_out: bool) {
+fn print_period(index: usize, p: &Period, names: &[String], json_out: bool) {
     if json_out {
         let per_process = |values: &[u64]| -> serde_json::Map<_, _> {
-            p.rss_kib.iter().zip(values).map(|((n, _), v)| (n.clone(), json!(v))).collect()
+            names.iter().zip(values).map(|(n, v)| (n.clone(), json!(v))).collect()
         };
-        let held: Vec<u64> = p.rss_kib.iter().map(|(_, v)| *v).collect();
-        let fds: Vec<u64> = p.fds.iter().map(|(_, v)| *v).collect();
         let lost: serde_json::Map<_, _> = p.lost.iter().map(|(n, v)| (n.to_string(), json!(v))).collect();
         println!(
             "{}",
             json!({"suite": "soak", "kind": "period", "period": index + 1, "delivered": p.delivered, "lost": lost,
                    "shm_keepup_lost": p.shm_keepup_lost, "skipped_ticks": p.skipped,
-                   "held_kib": per_process(&held), "held_peak_kib": per_process(&p.rss_peak_kib),
+                   "held_kib": per_process(&p.held_kib), "held_peak_kib": per_process(&p.held_peak_kib),
                    "vmrss_kib": per_process(&p.vmrss_kib), "code_kib": per_process(&p.code_kib),
-                   "heap_kib": per_process(&p.heap_kib), "fds": per_process(&fds),
+                   "heap_kib": per_process(&p.heap_kib), "fds": per_process(&p.fds),
                    "shm_files": p.shm_files, "leftover_files": p.leftovers,
                    "latency_p50_us": p.p50, "latency_p99_us": p.p99, "latency_max_us": p.max})
         );
@@ -651,18 +654,18 @@ fn print_period(index: usize, p: &Period, json_out: bool) {
         p.p99,
         p.max
     );
-    let procs: Vec<String> = p
-        .rss_kib
+    let procs: Vec<String> = names
         .iter()
-        .zip(&p.rss_peak_kib)
+        .zip(&p.held_kib)
+        .zip(&p.held_peak_kib)
         .zip(&p.heap_kib)
         .zip(&p.code_kib)
         .zip(&p.fds)
         // Two decimals (10 KiB): the bar is 1 % of a process that may hold only a few MiB.
-        .map(|(((((n, low), high), heap), code), (_, fds))| {
+        .map(|(((((n, low), high), heap), code), fds)| {
             let mib = |kib: u64| kib as f64 / 1024.0;
             format!(
-                "{n}: {:.2} MiB (up to {:.2}; heap {:.2}; code {:.2}), {fds} fds",
+                "{n}: {:.2} MiB (up to {:.2}; malloc in use {:.2}; code {:.2}), {fds} fds",
                 mib(*low),
                 mib(*high),
                 mib(*heap),
@@ -674,18 +677,17 @@ fn print_period(index: usize, p: &Period, json_out: bool) {
 }
 
 /// Checks the bars over the periods; prints PASS/FAIL for each and returns whether all passed.
-fn bars(periods: &[Period], json_out: bool) -> bool {
+fn bars(periods: &[Period], names: &[String], json_out: bool) -> bool {
     let half = &periods[periods.len() / 2..];
-    let flat = |series: &dyn Fn(&Period) -> Vec<u64>| -> (bool, String) {
-        let n = periods[0].rss_kib.len();
+    let flat = |series: &dyn Fn(&Period) -> &[u64]| -> (bool, String) {
         let mut worst = (0.0f64, String::new());
-        for i in 0..n {
+        for (i, name) in names.iter().enumerate() {
             let values: Vec<f64> = half.iter().map(|p| series(p)[i] as f64).collect();
             let mean = values.iter().sum::<f64>() / values.len() as f64;
             let spread = values.iter().map(|v| (v - mean).abs() / mean.max(1.0)).fold(0.0, f64::max);
             if spread >= worst.0 {
                 let (lo, hi) = values.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-                worst = (spread, format!("{}: {lo} to {hi} around {mean:.0}", periods[0].rss_kib[i].0));
+                worst = (spread, format!("{name}: {lo} to {hi} around {mean:.0}"));
             }
         }
         (
@@ -693,10 +695,10 @@ fn bars(periods: &[Period], json_out: bool) -> bool {
             format!("largest deviation from the last half's mean: {:.2} % ({})", worst.0 * 100.0, worst.1),
         )
     };
-    let (rss_ok, rss_why) = flat(&|p: &Period| p.rss_kib.iter().map(|x| x.1).collect());
+    let (rss_ok, rss_why) = flat(&|p: &Period| &p.held_kib);
     // Not a bar: VmRSS with the code pages, for comparison with runs before they were set apart.
-    let (_, vmrss_why) = flat(&|p: &Period| p.vmrss_kib.clone());
-    let (fds_ok, fds_why) = flat(&|p: &Period| p.fds.iter().map(|x| x.1).collect());
+    let (_, vmrss_why) = flat(&|p: &Period| &p.vmrss_kib);
+    let (fds_ok, fds_why) = flat(&|p: &Period| &p.fds);
     let leftovers: usize = periods.iter().map(|p| p.leftovers).sum();
     let keepup_lost: u64 = periods.iter().map(|p| p.shm_keepup_lost).sum();
     let (first, last) = (periods[0].p99.max(1), periods[periods.len() - 1].p99);

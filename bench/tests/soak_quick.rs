@@ -31,7 +31,7 @@ fn the_quick_soak_prints_every_period_and_every_bar() {
         for role in ["shm pub", "udpm pub", "shm sub (keeps up)", "shm sub (falls behind)", "udpm sub", "inproc"] {
             let (low, high) = (p["held_kib"][role].as_u64(), p["held_peak_kib"][role].as_u64());
             assert!(low.is_some_and(|k| k > 0) && high >= low, "{role}: {p}");
-            // Every role reports its live heap (mallinfo2), and its code pages are counted apart.
+            // Every role reports its allocator's in-use bytes (mallinfo2), and its code pages are counted apart.
             let (heap, code) = (p["heap_kib"][role].as_u64(), p["code_kib"][role].as_u64());
             assert!(heap.is_some_and(|k| k > 0) && code.is_some_and(|k| k > 0), "{role}: {p}");
             assert!(p["vmrss_kib"][role].as_u64() >= low, "{role}: {p}");
