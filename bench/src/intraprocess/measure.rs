@@ -258,11 +258,3 @@ pub fn heap_in_use_bytes() -> u64 {
     let info = unsafe { libc::mallinfo2() };
     (info.uordblks + info.hblkhd) as u64
 }
-
-/// Hands the heap's free pages back to the kernel (glibc's `malloc_trim(0)`: every arena, not only the top of the
-/// main one as free() does by itself). A process whose queues once held a large backlog then stays resident at what
-/// it uses, not at its largest backlog so far.
-pub fn return_free_heap() {
-    // SAFETY: malloc_trim takes an integer and works on the allocator's own state under its locks.
-    unsafe { libc::malloc_trim(0) };
-}
