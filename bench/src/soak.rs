@@ -397,7 +397,6 @@ fn left_by_dead_process(file: &str) -> bool {
 /// A process's resident memory, KiB: what it holds (anonymous and shared memory: its heap, stacks, mapped channels)
 /// and its code (`RssFile`: pages of the executable and libraries it has run, shared with every process running
 /// them, faulted in the first time a path runs and dropped by the kernel when it likes; no leak can grow it).
-#[derive(Clone, Copy)]
 struct Resident {
     held: u64,
     code: u64,
@@ -433,7 +432,8 @@ struct Period {
     lost: [(&'static str, u64); 3],
     /// What the shm reader that keeps up lost in the period (gaps, its queue, corrupt).
     shm_keepup_lost: u64,
-    /// Ticks the publishers skipped in the period because the host stalled them (see [`Ticker`]).
+    /// Ticks the shm and udpm publishers skipped in the period because the host stalled them (see [`Ticker`]; the
+    /// victim's are not counted: each restart starts its count again).
     skipped: u64,
     /// Per process: the least the allocator counted as in use in the period (see [`heap_in_use_bytes`]).
     heap_kib: Vec<u64>,
@@ -525,14 +525,14 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
         // when the scheduler stalls a reader), and a descriptor may be on its way out (the reader of a killed
         // victim's pipe closes it a moment after the restart), so one sample a minute says more about that moment
         // than about growth. The period's lowest sample is what a leak raises; the highest memory is printed beside.
-        let mut rss = vec![(u64::MAX, 0u64); pids.len()];
+        let mut held = vec![(u64::MAX, 0u64); pids.len()];
         let mut vmrss = vec![u64::MAX; pids.len()];
         let mut code = vec![0u64; pids.len()];
         let mut fds = vec![u64::MAX; pids.len()];
         let mut heap = vec![u64::MAX; pids.len()];
         while Instant::now() < end {
             thread::sleep(Duration::from_millis(250));
-            for (i, ((pid, (low, high)), fd_low)) in pids.iter().zip(&mut rss).zip(&mut fds).enumerate() {
+            for (i, ((pid, (low, high)), fd_low)) in pids.iter().zip(&mut held).zip(&mut fds).enumerate() {
                 let now = resident_kib(*pid);
                 (*low, *high) = ((*low).min(now.held), (*high).max(now.held));
                 vmrss[i] = vmrss[i].min(now.held + now.code);
@@ -593,8 +593,8 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             shm_keepup_lost: shm_keepup_lost - seen.2,
             skipped: skipped - seen.3,
             heap_kib: heap,
-            held_kib: rss.iter().map(|(low, _)| *low).collect(),
-            held_peak_kib: rss.iter().map(|(_, high)| *high).collect(),
+            held_kib: held.iter().map(|(low, _)| *low).collect(),
+            held_peak_kib: held.iter().map(|(_, high)| *high).collect(),
             vmrss_kib: vmrss,
             code_kib: code,
             fds,
