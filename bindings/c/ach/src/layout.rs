@@ -8,7 +8,8 @@ use std::mem::{offset_of, size_of};
 /// `ach_channel_t`: Ach's handle layout, 128 bytes.
 #[repr(C)]
 pub struct AchChannelT {
-    /// `struct ach_header *shm`: this library's channel object (a `Registry` pointer).
+    /// `struct ach_header *shm`: this library's channel object (a `Pool` handle: a slot
+    /// number and a generation, not a pointer).
     pub shm: *mut c_void,
     /// `size_t len`: the channel file's length.
     pub len: usize,

@@ -70,10 +70,12 @@ pub const ACH_DEFAULT_CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
 /// What `ach_channel_t.vtab` points to while a handle is open (Ach's method table; here only a mark).
 static OPEN_MARK: u8 = 0;
 
-/// An open handle's channel, as `ach_channel_t.shm` points to it.
+/// An open handle's channel, as `ach_channel_t.shm` points to it. `repr(C)`, handle first: what a put touches
+/// shares the pool slot's first cache line (see `ShmHandle`).
+#[repr(C)]
 pub struct AchChannel {
-    name: String,
     handle: ShmHandle,
+    name: String,
 }
 
 /// How many handles a process may have open at once (each holds a descriptor too, and the default limit of those is
