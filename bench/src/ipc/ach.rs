@@ -35,8 +35,10 @@ fn ach_err(what: &str, status: c_int) -> IpcError {
     IpcError::bad(format!("{what}: {name}: {detail}"))
 }
 
-/// An open handle; closed on drop.
-struct Handle(Box<MaybeUninit<AchChannelT>>);
+/// An open handle; closed on drop. Held inline, where a C program keeps its `ach_channel_t` (a global, or a field of
+/// its state), not behind a pointer of its own: a put after the sender's sleep then misses the cache lines a C
+/// program's would, and no more. (A handle may move between calls: libach keeps no pointer to it.)
+struct Handle(MaybeUninit<AchChannelT>);
 
 impl Handle {
     /// Makes the channel `DIR/NAME` if it does not exist (both receivers of a fan-out try) and opens it.
@@ -55,7 +57,7 @@ impl Handle {
                 return Err(ach_err(&format!("ach_create {target}"), r));
             }
         }
-        let mut h = Handle(Box::new(MaybeUninit::zeroed()));
+        let mut h = Handle(MaybeUninit::zeroed());
         // SAFETY: a writable ach_channel_t, a NUL-terminated name, NULL attributes.
         let r = unsafe { ach_open(h.0.as_mut_ptr(), name.as_ptr(), std::ptr::null_mut()) };
         if r != ACH_OK {
