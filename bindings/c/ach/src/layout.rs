@@ -8,8 +8,8 @@ use std::mem::{offset_of, size_of};
 /// `ach_channel_t`: Ach's handle layout, 128 bytes.
 #[repr(C)]
 pub struct AchChannelT {
-    /// `struct ach_header *shm`: this library's channel object (a `Pool` handle: a slot
-    /// number and a generation, not a pointer).
+    /// `struct ach_header *shm`: this library's channel object (a `Pool` handle, a slot
+    /// number and a generation, mixed with a per-process key: `handle_key` in lib.rs; not a pointer).
     pub shm: *mut c_void,
     /// `size_t len`: the channel file's length.
     pub len: usize,
@@ -28,7 +28,8 @@ pub struct AchChannelT {
     /// `volatile sig_atomic_t cancel`.
     pub cancel: c_int,
     _pad1: u32,
-    /// `const struct ach_channel_vtab *vtab`: [`crate::OPEN_MARK`] while open.
+    /// `const struct ach_channel_vtab *vtab`: [`crate::OPEN_MARK`] while open (set for programs that look; the
+    /// library itself goes by `shm`).
     pub vtab: *const c_void,
     _reserved: [u64; 6],
 }

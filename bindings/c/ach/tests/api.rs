@@ -43,6 +43,15 @@ fn a_round_trip_and_hostile_handles() {
         assert_eq!(ach_put(c, [0u8; 17].as_ptr().cast(), 17), ACH_OVERFLOW);
         assert_eq!(text(ach_result_to_string(ACH_MISSED_FRAME)), "ACH_MISSED_FRAME");
         assert!(text(ach_errstr()).contains("17 bytes"));
+
+        // A copy of the open handle whose shm field holds a small number: what a slot handle of the pool looks like
+        // unmixed (slot i, generation 0 is i + 1). The field is not taken at its word.
+        for raw in 1..=8usize {
+            let mut forged = std::ptr::read(c);
+            forged.shm = raw as *mut c_void;
+            assert_eq!(ach_put(&mut forged, b"x".as_ptr().cast::<c_void>(), 1), ACH_EINVAL, "shm = {raw}");
+        }
+        assert_eq!(get(c, &mut buf, &mut n, 0), ACH_STALE_FRAMES);
         assert_eq!(ach_close(c), ACH_OK);
 
         // Closed, zeroed, garbage and NULL handles.
