@@ -2,7 +2,8 @@
 //! channel names and payloads (create, open, put, get, remove; Ach's create, open, put, get, unlink) and log files
 //! (the reader on arbitrary file contents, the writer with an arbitrary channel and payload, read back). Every call
 //! must return a status, never panic or abort across the boundary; a message put and got back is the same bytes,
-//! and a log event written is read back as written.
+//! a log event written is read back as written, and an Ach handle whose `shm` field is forged from the input is
+//! refused by every call.
 #![no_main]
 
 use std::ffi::{c_void, CString};
@@ -115,6 +116,21 @@ fuzz_target!(|data: &[u8]| {
             }
             let mut chan: AchChannelT = std::mem::zeroed();
             if ach::ach_open(&mut chan, name.as_ptr(), null_mut()) == ach::status::ACH_OK {
+                // A copy of the open handle with its shm field (what libach checks a handle by) taken from the input:
+                // unless it is the real one, every call on it is refused, and the real handle goes on working.
+                if let Some(field) = payload.get(..8) {
+                    let mut forged: AchChannelT = std::ptr::read(&chan);
+                    forged.shm = usize::from_ne_bytes(field.try_into().expect("8 bytes")) as *mut c_void;
+                    if forged.shm != chan.shm {
+                        let einval = ach::status::ACH_EINVAL;
+                        let mut b = [0u8; 8];
+                        let mut n = 0usize;
+                        assert_eq!(ach::ach_put(&mut forged, b.as_ptr().cast(), 1), einval, "forged handle put");
+                        assert_eq!(ach::ach_get(&mut forged, b.as_mut_ptr().cast(), 8, &mut n, null(), 0), einval);
+                        assert_eq!(ach::ach_cancel(&mut forged, null()), einval, "forged handle cancel");
+                        assert_eq!(ach::ach_close(&mut forged), einval, "forged handle close");
+                    }
+                }
                 let put = ach::ach_put(&mut chan, payload.as_ptr().cast::<c_void>(), payload.len());
                 let mut buf = vec![0u8; payload.len() / 2 + 1];
                 let mut got_size = 0usize;
@@ -122,7 +138,7 @@ fuzz_target!(|data: &[u8]| {
                 let options = i32::from(op) & !ach::ACH_O_WAIT;
                 let _ = ach::ach_get(&mut chan, buf.as_mut_ptr().cast(), buf.len(), &mut got_size, null(), options);
                 let _ = put;
-                let _ = ach::ach_close(&mut chan);
+                assert_eq!(ach::ach_close(&mut chan), ach::status::ACH_OK, "the real handle still closes");
             }
             let _ = ach::ach_unlink(name.as_ptr());
         },
