@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::ptr::{null, null_mut};
 use std::sync::OnceLock;
 
-use libfuzzer_sys::fuzz_target;
 use ach::layout::AchChannelT;
+use libfuzzer_sys::fuzz_target;
 use nerve::status::*;
 use nerve::{NerveLogEvent, NerveMessageInfo};
 
