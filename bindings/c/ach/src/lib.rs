@@ -97,7 +97,7 @@ fn open_mark() -> *const c_void {
 /// that look at it, but not read: it is 72 bytes on, in the handle's next cache line, and a control loop's call after
 /// a sleep pays for every cold line it reads.
 fn handle_key() -> usize {
-    (addr_of!(OPEN_MARK) as usize).rotate_left(32)
+    (open_mark() as usize).rotate_left(32)
 }
 
 /// The `shm` field of a handle open on [`CHANNELS`] handle `handle`.
