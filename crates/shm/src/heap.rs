@@ -13,6 +13,9 @@ use crate::layout::{Entry, Geometry, Header, MAGIC, VERSION};
 use crate::ring::Shared;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, LoomLockState, Ordering, WriterLock};
 
+/// No caches to warm under loom (see `sys::prefetch_for_write`).
+pub(crate) fn prefetch_for_write(_addr: usize) {}
+
 /// The channel's memory on the heap.
 pub(crate) struct Memory {
     header: Header,
@@ -93,6 +96,11 @@ impl Memory {
 
     pub(crate) fn entry(&self, seq: u64) -> &Entry {
         &self.entries[(seq % self.geometry.entries) as usize]
+    }
+
+    /// No lines to warm under loom (see `sys::Memory::put_lines`): the model has no caches.
+    pub(crate) fn put_lines(&self, _next_seq: u64, _data_head: u64) -> [usize; 4] {
+        [0; 4]
     }
 
     pub(crate) fn lock(&self) -> Result<(WriterGuard<'_>, bool), String> {

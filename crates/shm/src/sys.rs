@@ -323,6 +323,21 @@ pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Duration) -> io:
     }
 }
 
+/// A hint that the line at `addr` is about to be written: fetch it for ownership now. Any address will do (a stale
+/// hint, an unmapped page): a prefetch is dropped, never trapped.
+#[inline(always)]
+pub(crate) fn prefetch_for_write(addr: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of x86_64's baseline, so the instruction exists; a prefetch reads and writes nothing and
+    // does not fault on any address. ET0 is `prefetchw`: the line comes for ownership, so the store that follows
+    // needs no second round trip.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(addr as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
 /// The MAP_SHARED mapping of a whole channel file, with its validated geometry.
 pub(crate) struct Memory {
     base: NonNull<u8>,
@@ -413,6 +428,22 @@ impl Memory {
         // SAFETY: `i < N` and the index ring of N entries starts at the 64-aligned `index_offset` inside the mapping
         // (validated geometry); Entry is repr(C) atomics and a plain u32 that is never read: any bytes are valid.
         unsafe { &*self.base.as_ptr().add(self.geometry.index_offset).cast::<Entry>().add(i) }
+    }
+
+    /// The addresses of the lines the put after this one touches: the header's writer and reader lines, the index
+    /// entry of `next_seq` and the data ring at `data_head` (where the frame goes unless it wraps). Only addresses,
+    /// for [`prefetch_for_write`]: nothing is read through them.
+    pub(crate) fn put_lines(&self, next_seq: u64, data_head: u64) -> [usize; 4] {
+        let base = self.base.as_ptr() as usize;
+        let g = &self.geometry;
+        let entry = g.index_offset + (next_seq % g.entries) as usize * size_of::<Entry>();
+        let data = g.data_offset + (data_head % g.data_bytes) as usize;
+        [
+            base + std::mem::offset_of!(Header, lock),
+            base + std::mem::offset_of!(Header, newest),
+            base + entry,
+            base + data,
+        ]
     }
 
     /// A raw pointer to `len` bytes at ring offset `off`, after checking they lie inside the data ring.

@@ -411,18 +411,10 @@ pub unsafe extern "C" fn ach_put(chan: *mut AchChannelT, buf: *const c_void, len
             if len == 0 || buf.is_null() {
                 return fail(ACH_EINVAL, "ach_put needs a buffer of at least one byte");
             }
-            if len > ch.handle.max_message() {
-                return fail(
-                    ACH_OVERFLOW,
-                    format!(
-                        "a frame of {len} bytes does not fit channel {}'s frame size of {}",
-                        ch.name,
-                        ch.handle.max_message()
-                    ),
-                );
-            }
             // SAFETY: buf is not NULL and points to len readable bytes by contract.
             let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+            // A frame larger than the channel's is the writer's MessageTooLarge, ACH_OVERFLOW (checked there, not
+            // here: the channel's size is a line the put does not otherwise touch).
             match ch.handle.put(bytes) {
                 Ok(_) => ACH_OK,
                 Err(e) => fail_shm(&e),
