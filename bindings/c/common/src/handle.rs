@@ -71,11 +71,6 @@ impl ShmHandle {
         writer.get_or_insert_with(|| self.channel.writer()).put(bytes)
     }
 
-    /// The largest message the channel takes.
-    pub fn max_message(&self) -> usize {
-        self.channel.frame_size() as usize
-    }
-
     /// Gets the next (or newest) message into `buf`, waiting as `wait` says; a wait ends early (as
     /// [`Got::TimedOut`]) once `interrupted` returns true (see `Reader::get_interruptible`). Messages overwritten
     /// under the reader are retried here and counted in the next message's `missed`.
