@@ -277,6 +277,38 @@ def test_deep_nesting_is_a_decode_error_not_a_recursion_error(nerve_classes, rt)
     assert cls.decode(ok).encode() == ok
 
 
+def test_nesting_limit_is_the_rust_decoders_whatever_the_callers_stack(nerve_classes, rt):
+    # 256 levels of a recursive struct decode (nerve-codec's MAX_DEPTH), 257 do not, natively and in pure Python
+    # alike, and the answer does not depend on how deep the caller's stack is. The fuzzer (python_nerve) once found a
+    # message whose error differed between the two codecs: the native one hands deep messages to the pure one a
+    # frame deeper, and Python's recursion limit, then the only bound, was hit there first.
+    cls = nerve_classes["feat.list_t"]
+    node, last = b"\0\0\0\x01\x01", b"\0\0\0\x02\x00"
+    fits = cls._get_packed_fingerprint() + node * 255 + last
+    too_deep = cls._get_packed_fingerprint() + node * 256 + last
+
+    def outcomes(depth):
+        if depth:
+            return outcomes(depth - 1)
+        got = []
+        for decode in (cls.decode, cls._nerve_py_decode):
+            try:
+                got.append(("ok", decode(fits).encode() == fits))
+            except rt.DecodeError as e:
+                got.append(("err", str(e)))
+            try:
+                decode(too_deep)
+                got.append(("ok", None))
+            except rt.DecodeError as e:
+                got.append(("err", str(e), e.offset))
+        return got
+
+    shallow = outcomes(0)
+    assert shallow[0] == shallow[2] == ("ok", True)
+    assert shallow[1] == shallow[3] and "nests too deeply" in shallow[1][1]
+    assert outcomes(400) == shallow
+
+
 def test_invalid_utf8_is_a_decode_error(nerve_classes, rt):
     cls = nerve_classes["seed.waypoint_t"]
     data = cls(id="ab").encode()

@@ -67,8 +67,9 @@ use pyo3::types::{PyBytes, PyString, PyType};
 /// Bumped when the interface between `nerve_lcm.py` and this module changes; the runtime ignores other values.
 const ABI: u32 = 3;
 
-/// Nesting deeper than this is left to the pure-Python codec (which raises its "nests too deeply" error when
-/// Python's recursion limit is hit, or decodes it more slowly).
+/// Nesting deeper than this is left to the pure-Python codec, which decodes it more slowly or raises its "nests too
+/// deeply" error past 256 levels of recursive structs (a count of its own, independent of the caller's stack). This
+/// counts every struct level, recursive or not, so whatever it decodes is within the pure codec's limit too.
 const MAX_DEPTH: u32 = 200;
 
 /// How many more rows than bytes left a level of a multi-dimensional array may have: the generator's

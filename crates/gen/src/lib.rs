@@ -17,10 +17,11 @@
 
 #![deny(missing_docs)]
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
 
-use nerve_types::{Checked, Enum, Layout, Span, Struct};
+use nerve_types::{Checked, Enum, Layout, MemberType, Schema, Span, Struct, TypeName};
 
 pub mod writer;
 
@@ -121,4 +122,34 @@ impl Default for Options {
             c_pubsub: true,
         }
     }
+}
+
+/// Structs that reach themselves through their members.
+pub(crate) fn recursive_types(schema: &Schema) -> HashSet<TypeName> {
+    let mut out = HashSet::new();
+    for s in &schema.structs {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<&TypeName> = struct_refs(s, false);
+        while let Some(n) = stack.pop() {
+            if n == &s.name {
+                out.insert(s.name.clone());
+                break;
+            }
+            if seen.insert(n.clone()) {
+                if let Some(t) = schema.struct_named(n) {
+                    stack.extend(struct_refs(t, false));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The struct types `s`'s members name (`only_fixed`: of members whose dimensions are all fixed).
+pub(crate) fn struct_refs(s: &Struct, only_fixed: bool) -> Vec<&TypeName> {
+    s.members
+        .iter()
+        .filter(|m| !only_fixed || m.all_dims_fixed())
+        .filter_map(|m| if let MemberType::Struct(n) = &m.ty { Some(n) } else { None })
+        .collect()
 }

@@ -16,9 +16,10 @@
 //! # Decoding untrusted bytes
 //!
 //! Every count and string length is checked against the bytes left before anything is allocated or read; a string
-//! must end in its NUL and be valid UTF-8; a message nested deeper than Python's recursion limit is a
-//! `DecodeError`, not a `RecursionError`. An array of a zero-size struct (which takes no bytes), and each outer
-//! level of rows of a multi-dimensional array (a row of length 0 takes no bytes either), may have at most 65,536
+//! must end in its NUL and be valid UTF-8; a message nested more than 256 levels of recursive structs deep (the Rust
+//! decoder's limit, counted as it counts them), or deeper than Python's recursion limit allows from the caller's
+//! stack, is a `DecodeError`, not a `RecursionError`. An array of a zero-size struct (which takes no bytes), and each
+//! outer level of rows of a multi-dimensional array (a row of length 0 takes no bytes either), may have at most 65,536
 //! items more than the bytes left, so a hostile count cannot make millions of objects.
 //!
 //! # Two representations
@@ -61,14 +62,14 @@
 //! pure-Python codec (kept as `_nerve_py_decode` / `_nerve_py_encode`), so results and errors are identical with or
 //! without it (`NERVE_LCM_PURE=1` turns it off).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use nerve_types::{ConstValue, Dim, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
 
 use crate::writer::CodeWriter;
-use crate::{GenError, GeneratedFile, Input, Options};
+use crate::{recursive_types, GenError, GeneratedFile, Input, Options};
 
 /// The runtime module that generated Python imports (`import nerve_lcm`).
 pub const RUNTIME_MODULE: &str = include_str!("../runtime/python/nerve_lcm.py");
@@ -103,6 +104,10 @@ const SMALL_ARRAY: usize = 16;
 /// An array of zero-size elements may exceed the bytes left by this many elements.
 const ZERO_SIZE_SLACK: usize = 65536;
 
+/// How many levels of recursive structs a decoder enters: nerve-codec's `MAX_DEPTH`, the Rust decoder's limit (a
+/// test holds the two equal; nerve-codec is only a dev-dependency of this crate).
+const MAX_DEPTH: u32 = 256;
+
 /// Generates one module per input struct and enum, `__init__.py` files, and `nerve_lcm.py`.
 pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>, GenError> {
     let schema = &input.checked.schema;
@@ -113,9 +118,10 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
     let mut files = Vec::new();
     // package path (python) -> class names, in declaration order
     let mut packages: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
+    let recursive = recursive_types(schema);
     for st in input.structs() {
         check_struct(st)?;
-        let g = Gen { schema, input, prefix: &prefix, numpy: opts.python_numpy };
+        let g = Gen { schema, input, prefix: &prefix, numpy: opts.python_numpy, recursive: &recursive };
         let pkg = g.py_package(&st.name);
         files.push(GeneratedFile { path: module_path(&pkg, &st.name.name), contents: g.struct_module(st) });
         register(&mut packages, pkg, &st.name.name);
@@ -128,7 +134,7 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
                 return Err(err(&en.span, format!("enum value name '{}' clashes with the generated class", v.name)));
             }
         }
-        let g = Gen { schema, input, prefix: &prefix, numpy: opts.python_numpy };
+        let g = Gen { schema, input, prefix: &prefix, numpy: opts.python_numpy, recursive: &recursive };
         let pkg = g.py_package(&en.name);
         files.push(GeneratedFile { path: module_path(&pkg, &en.name.name), contents: enum_module(en) });
         register(&mut packages, pkg, &en.name.name);
@@ -368,6 +374,8 @@ struct Gen<'a> {
     /// `--python-numpy`: numpy arrays, tuples for small fixed arrays and `StructArray`s (see the module docs);
     /// otherwise lcm-gen's lists, tuples and bytes.
     numpy: bool,
+    /// The structs that reach themselves through their members: their decoders count the nesting depth.
+    recursive: &'a HashSet<TypeName>,
 }
 
 /// Per-module state: precompiled Structs and imported classes.
@@ -463,6 +471,16 @@ fn tuple_len(m: &Member) -> Option<usize> {
 }
 
 impl<'a> Gen<'a> {
+    /// The depth argument of a call from `st`'s decoder into a member of type `ty`: one level more from a recursive
+    /// struct into a recursive struct (as nerve-codec's `Reader::enter` counts); none otherwise (a struct outside
+    /// every cycle occurs once on a path, so the count it does not carry stays bounded).
+    fn nested_depth_arg(&self, st: &Struct, ty: &MemberType) -> &'static str {
+        match ty {
+            MemberType::Struct(n) if self.recursive.contains(&st.name) && self.recursive.contains(n) => ", depth + 1",
+            _ => "",
+        }
+    }
+
     fn py_package(&self, name: &TypeName) -> Vec<String> {
         let mut v: Vec<String> = self.prefix.to_vec();
         v.extend(name.package_path().iter().map(|s| (*s).to_owned()));
@@ -661,8 +679,18 @@ impl<'a> Gen<'a> {
         body.indent().line(format!("return _rt.decode_one({cls}, buf)")).dedent().blank();
 
         body.line("@staticmethod");
-        body.line("def _nerve_dec(data, off):");
-        body.indent();
+        if self.recursive.contains(&st.name) {
+            // The Rust decoder's limit, counted the same way (levels of recursive types), so that the outcome for
+            // given bytes does not depend on how deep the caller's stack already is (as Python's recursion limit
+            // would make it): the native codec hands what nests deeper than its own limit to this code.
+            body.line("def _nerve_dec(data, off, depth=0):");
+            body.indent();
+            body.line(format!("if depth >= {MAX_DEPTH}:"));
+            body.indent().line(format!("raise _rt.too_deep({})", py_str(&full))).dedent();
+        } else {
+            body.line("def _nerve_dec(data, off):");
+            body.indent();
+        }
         self.emit_decode(st, &mut body, &mut md);
         body.dedent().blank();
 
@@ -1064,7 +1092,8 @@ impl<'a> Gen<'a> {
                 Kind::Nested => {
                     flush(&mut run, w, md);
                     let c = md.class(type_name(&m.ty));
-                    w.line(format!("o.{}, off = {c}._nerve_dec(data, off)", m.name));
+                    let depth = self.nested_depth_arg(st, &m.ty);
+                    w.line(format!("o.{}, off = {c}._nerve_dec(data, off{depth})", m.name));
                 }
                 Kind::PrimArray(p) => {
                     flush(&mut run, w, md);
@@ -1107,7 +1136,7 @@ impl<'a> Gen<'a> {
                 }
                 Kind::ObjArray => {
                     flush(&mut run, w, md);
-                    self.emit_decode_obj_array(m, w, md, &full, &what);
+                    self.emit_decode_obj_array(m, w, md, &full, &what, self.nested_depth_arg(st, &m.ty));
                 }
             }
         }
@@ -1149,7 +1178,15 @@ impl<'a> Gen<'a> {
         }
     }
 
-    fn emit_decode_obj_array(&self, m: &Member, w: &mut CodeWriter, md: &mut Module, full: &str, what: &str) {
+    fn emit_decode_obj_array(
+        &self,
+        m: &Member,
+        w: &mut CodeWriter,
+        md: &mut Module,
+        full: &str,
+        what: &str,
+        depth: &str,
+    ) {
         self.emit_counts(m, w, full, what);
         Self::emit_rows_bound(m, w, full, what);
         let n = m.dims.len();
@@ -1190,7 +1227,7 @@ impl<'a> Gen<'a> {
         match &elem_class {
             None => emit_decode_string(w, "v", full),
             Some(c) => {
-                w.line(format!("v, off = {c}._nerve_dec(data, off)"));
+                w.line(format!("v, off = {c}._nerve_dec(data, off{depth})"));
             }
         }
         w.line(format!("a{}.append(v)", n - 1));
@@ -1425,5 +1462,10 @@ mod tests {
             RUNTIME_MODULE.contains(&format!("\nTUPLE_MAX = {SMALL_ARRAY}\n")),
             "nerve_lcm.TUPLE_MAX must equal SMALL_ARRAY"
         );
+    }
+
+    #[test]
+    fn python_decoders_stop_where_the_rust_decoder_does() {
+        assert_eq!(MAX_DEPTH as usize, nerve_codec::MAX_DEPTH as usize);
     }
 }

@@ -83,7 +83,7 @@ use std::fmt::Write as _;
 use nerve_types::{ConstValue, Dim, Enum, Layout, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
 
 use crate::writer::CodeWriter;
-use crate::{GenError, GeneratedFile, Input, Options};
+use crate::{recursive_types, struct_refs, GenError, GeneratedFile, Input, Options};
 
 const VEC: &str = "::std::vec::Vec";
 const STRING: &str = "::std::string::String";
@@ -449,35 +449,6 @@ pub fn generate(input: &Input<'_>, opts: &Options) -> Result<Vec<GeneratedFile>,
         files.push(GeneratedFile { path: file, contents: text });
     }
     Ok(files)
-}
-
-/// Structs that reach themselves through their members.
-fn recursive_types(schema: &Schema) -> HashSet<TypeName> {
-    let mut out = HashSet::new();
-    for s in &schema.structs {
-        let mut seen = HashSet::new();
-        let mut stack: Vec<&TypeName> = struct_refs(s, false);
-        while let Some(n) = stack.pop() {
-            if n == &s.name {
-                out.insert(s.name.clone());
-                break;
-            }
-            if seen.insert(n.clone()) {
-                if let Some(t) = schema.struct_named(n) {
-                    stack.extend(struct_refs(t, false));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn struct_refs(s: &Struct, only_fixed: bool) -> Vec<&TypeName> {
-    s.members
-        .iter()
-        .filter(|m| !only_fixed || m.all_dims_fixed())
-        .filter_map(|m| if let MemberType::Struct(n) = &m.ty { Some(n) } else { None })
-        .collect()
 }
 
 /// Rejects a struct that contains itself other than through a variable-length array (its Rust type would be
