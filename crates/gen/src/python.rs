@@ -17,10 +17,11 @@
 //!
 //! Every count and string length is checked against the bytes left before anything is allocated or read; a string
 //! must end in its NUL and be valid UTF-8; a message nested more than 256 levels of recursive structs deep (the Rust
-//! decoder's limit, counted as it counts them), or deeper than Python's recursion limit allows from the caller's
-//! stack, is a `DecodeError`, not a `RecursionError`. An array of a zero-size struct (which takes no bytes), and each
-//! outer level of rows of a multi-dimensional array (a row of length 0 takes no bytes either), may have at most 65,536
-//! items more than the bytes left, so a hostile count cannot make millions of objects.
+//! decoder's limit; the count restarts below a struct outside every cycle, which Rust's does not), or deeper than
+//! Python's recursion limit allows from the caller's stack, is a `DecodeError`, not a `RecursionError`. An array of
+//! a zero-size struct (which takes no bytes), and each outer level of rows of a multi-dimensional array (a row of
+//! length 0 takes no bytes either), may have at most 65,536 items more than the bytes left, so a hostile count cannot
+//! make millions of objects.
 //!
 //! # Two representations
 //!
