@@ -396,6 +396,10 @@ impl Sink for CoreSink {
             core.wake_handle_waiters();
         }
     }
+
+    fn waiting(&self) -> bool {
+        self.0.upgrade().is_some_and(|core| core.lock().pending > 0)
+    }
 }
 
 /// Work to do once the state lock is released.
@@ -449,12 +453,19 @@ impl Core {
         Ok(())
     }
 
+    /// Whether `s`'s queue keeps everything whatever its capacity: a byte-level callback subscription on a
+    /// provider whose publications wait for `handle()` ([`Provider::holds_until_handled`], memq), as LCM's own
+    /// callback subscriptions are (asked only once a queue is full, so other buses pay nothing for it).
+    fn holds_all(&self, s: &Entry) -> bool {
+        matches!(s.kind, Kind::Callback { .. }) && s.typed.is_none() && self.provider.holds_until_handled()
+    }
+
     /// Offers `item` to subscription `i`'s queue, applying its full-queue policy.
     fn enqueue(&self, st: &mut State, i: usize, arrival: u64, item: Item, wake: &mut Wake) -> Pushed {
         let s = &mut st.subs[i];
         s.stats.received += 1;
         let mut pending_delta: isize = 0;
-        if s.capacity > 0 && s.queue.len() >= s.capacity {
+        if s.capacity > 0 && s.queue.len() >= s.capacity && !self.holds_all(s) {
             match s.full {
                 Full::DropNewest => {
                     s.stats.dropped_overflow += 1;
@@ -838,7 +849,7 @@ impl Core {
         let s = st.entry(id).ok_or(BusError::NotSubscribed)?;
         s.capacity = capacity;
         let mut dropped = 0;
-        while capacity > 0 && s.queue.len() > capacity {
+        while capacity > 0 && s.queue.len() > capacity && !self.holds_all(s) {
             s.queue.pop_front();
             s.stats.dropped_overflow += 1;
             dropped += 1;

@@ -5,13 +5,14 @@
 //! each event to the bus at its time: the first at once, each later one at the playback's start plus its offset in
 //! the log divided by `speed` (an absolute schedule, so lateness never accumulates); `speed` <= 0 plays as fast as
 //! possible. As in LCM, a message's `recv_utime` is the wall time it was scheduled for, not the logged time, and
-//! events are never skipped: playback falls behind if handlers are slow. With a dispatcher
-//! ([`crate::Bus::spawn_dispatcher`]) the callbacks run on the playback thread, one event at a time, so no
-//! subscription queue ever overflows whatever the speed; code that calls `handle()` itself gets the events into
-//! the subscriptions' queues at their times, where a queue smaller than a burst at `speed=0` drops (and counts)
-//! as it would for live traffic. Playback starts when the bus starts receiving (the first subscription); it ends
-//! at the end of the log ([`Playback::finished`]). Damaged regions of the log are counted in
-//! `ProviderStats::malformed`. Publishing on a log being read is an error, as in LCM.
+//! events are never skipped: playback falls behind if handlers are slow. An event is handed over only once the
+//! callbacks of the one before it have been taken (by `handle()`, or by a dispatcher,
+//! [`crate::Bus::spawn_dispatcher`], whose callbacks run on the playback thread), so the k-th `handle()` dispatches
+//! the log's k-th event and no callback queue overflows whatever the speed, as LCM's file provider reads one event
+//! per `handle()`; queue subscriptions ([`crate::Bus::subscriber`]) do not hold playback back. Playback starts when
+//! the bus starts receiving (the first subscription); at the end of the log ([`Playback::finished`]) the provider
+//! reports that receiving stopped, so the next `handle()` fails (LCM: -1). Damaged regions of the log are counted
+//! in `ProviderStats::malformed`. Publishing on a log being read is an error, as in LCM.
 //!
 //! **Writing.** Each publication is one event stamped with the wall time; event numbers start at 0 each time the
 //! file is opened (so append mode repeats them, as LCM's does). The file is flushed when the bus is dropped.
@@ -35,6 +36,9 @@ pub const OPTIONS: &[&str] = &["speed", "mode", "start_timestamp"];
 
 /// The longest the playback thread sleeps before looking at its stop flag.
 const SLICE: Duration = Duration::from_millis(50);
+
+/// How often the playback thread looks whether its last event has been taken.
+const TAKEN_POLL: Duration = Duration::from_micros(100);
 
 fn transport(e: impl std::error::Error + Send + Sync + 'static) -> BusError {
     BusError::Transport { provider: "file", source: Box::new(e) }
@@ -170,6 +174,19 @@ fn sleep_until(due: Instant, stop: &AtomicBool) -> bool {
     }
 }
 
+/// Waits until the event just delivered has been taken by `handle()` or a dispatcher (callback subscriptions hold
+/// nothing more), unless `stop` is set; false when stopped. So each `handle()` gets the next event of the log, as
+/// LCM's file provider reads one event per `handle()`, and no callback queue ever overflows at any speed.
+fn wait_taken(sink: &dyn Sink, stop: &AtomicBool) -> bool {
+    while sink.waiting() {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(TAKEN_POLL);
+    }
+    true
+}
+
 impl Provider for FileProvider {
     fn name(&self) -> &'static str {
         "file"
@@ -228,9 +245,17 @@ impl Provider for FileProvider {
                 state.delivered.fetch_add(1, Ordering::Relaxed);
                 // With an inline dispatcher, run every callback this event queued before the next one.
                 while sink.drained() {}
+                if !wait_taken(&*sink, stop) {
+                    return;
+                }
             }
             state.damaged.store(reader.damage_totals().regions, Ordering::Relaxed);
             state.finished.store(true, Ordering::Release);
+            // As in LCM, the handle() after the last event fails: nothing more will come.
+            sink.receive_stopped(transport(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the log has been played to its end",
+            )));
             // Callbacks still queued run when the user's handle() or dispatcher gets to them; stay until stopped
             // so that an inline dispatcher keeps being served.
             while !stop.load(Ordering::Relaxed) {

@@ -5,7 +5,9 @@
 //! thread, no encoding. `inproc://NAME` buses are shared process-wide by name (every `Bus::new("inproc://NAME")`
 //! returns the same bus, so components built apart find each other); `memq://` is LCM's name for an in-process bus
 //! and gives a private bus per `Bus::new`, as LCM's memq gives one queue per `lcm_create`. Both honour every QoS
-//! policy: all delivery is the bus's own queues.
+//! policy: all delivery is the bus's own queues. On `memq://` a byte-level callback subscription (what LCM's APIs
+//! make) keeps every message until `handle()` takes it, whatever its capacity, as LCM's memq does (its provider
+//! queue is unbounded); `inproc://` applies the capacity and overflow policy on arrival.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -77,5 +79,11 @@ impl Provider for Inproc {
 
     fn domain(&self) -> Option<&str> {
         self.domain.as_deref()
+    }
+
+    /// memq: yes, as LCM's memq (every publication is handled, however many wait); inproc: no (Nerve's
+    /// drop-oldest queues).
+    fn holds_until_handled(&self) -> bool {
+        self.name == "memq"
     }
 }

@@ -81,6 +81,12 @@ pub trait Sink: Send + Sync {
     /// ([`Provider::receive_here`]) while callers want it: the bus wakes the callers that found it taken and wait,
     /// so that they look again ([`Provider::receive_here_free`]).
     fn reader_free(&self) {}
+    /// Whether a message delivered to a callback subscription still waits for `handle()` (or a dispatcher) to take
+    /// it: for a provider that hands over its next message only once the last one was taken (`file://` playback,
+    /// one event per `handle()` as in LCM).
+    fn waiting(&self) -> bool {
+        false
+    }
 }
 
 /// How many messages a receive thread hands over between two calls of [`Sink::drained`] while its socket is never
@@ -218,6 +224,13 @@ pub trait Provider: Send + Sync {
     /// Writes out what the transport buffers (a log being written); nothing for the others.
     fn flush(&self) -> Result<(), BusError> {
         Ok(())
+    }
+    /// Whether every publication waits for a `handle()` to take it, whatever the capacity of the byte-level
+    /// callback subscriptions it is queued for (`memq://`: LCM's memq keeps each publication in a queue of its own,
+    /// unbounded, and applies a subscription's capacity only as `handle()` takes one message out, where it never
+    /// overflows). Other providers apply the capacity on arrival, with the subscription's overflow policy.
+    fn holds_until_handled(&self) -> bool {
+        false
     }
     /// The name of the process-wide bus this provider is for, if buses of its scheme and this name are one bus in
     /// a process (`inproc://NAME`): `Bus::new` then returns the bus already open under that scheme and name, if
