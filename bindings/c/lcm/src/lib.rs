@@ -1,4 +1,4 @@
-//! liblcm: the C API of LCM 1.5.3 (`include/lcm/lcm.h`, issue 21 section 3) over Nerve's bus, with LCM's symbol
+//! liblcm: the C API of LCM 1.5.3 (`include/lcm/lcm.h`) over Nerve's bus, with LCM's symbol
 //! names, soname (`liblcm.so.1`) and struct layouts, so a program built against the real liblcm runs on this one
 //! with `LD_LIBRARY_PATH` alone, and one built against our headers runs on either. `lcm_create` takes any URL the
 //! bus understands (`udpm://`, `memq://`, `shm://`, `inproc://`, `file://`, ...). The event-log half
@@ -12,20 +12,24 @@
 //! dereference. Handlers run inside `lcm_handle` on the caller's thread (the bus's dispatch), with an
 //! `lcm_recv_buf_t` pointing into the received message.
 //!
-//! # Semantics (LCM's, except where the README's "Differences from LCM" says)
+//! # Semantics (LCM's, except where docs/lcm-differences.md says)
 //!
 //! A process receives its own messages; `lcm_handle` waits for one message and dispatches it to every matching
 //! subscription; `lcm_handle_timeout` returns >0 when it handled a message, 0 on timeout, <0 on error (a negative
-//! timeout is an error, as in LCM); a subscription queue's default capacity is LCM's 30, but when full the OLDEST
-//! message is dropped (LCM drops the newest).
+//! timeout is an error, as in LCM); one thread at a time is inside `lcm_handle` per `lcm_t` (the others wait, as
+//! on LCM's handle mutex); a subscription queue's default capacity is LCM's 30, but when full the OLDEST message is dropped
+//! (LCM drops the newest), except on `memq://`, where every publication waits for `lcm_handle` as in LCM's memq.
+//! docs/lcm-differences.md lists every difference.
 
 #![allow(unsafe_code)] // The C ABI: raw pointers from C at every entry point; each block says why it is sound.
 #![deny(missing_docs)]
 
 pub mod eventlog;
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use nerve_bus::{Bus, Overflow};
@@ -54,6 +58,59 @@ pub type MsgHandler = unsafe extern "C" fn(rbuf: *const RecvBuf, channel: *const
 pub static INSTANCES: Registry<BusHandle> = Registry::new();
 /// Every live `lcm_subscription_t`.
 pub static SUBSCRIPTIONS: Registry<SubHandle> = Registry::new();
+
+/// What `lcm_handle` keeps per `lcm_t` beside the bus: LCM's handle mutex and whether receiving has ended.
+#[derive(Default)]
+struct HandleState {
+    /// The thread inside `lcm_handle` / `lcm_handle_timeout`, if any.
+    inside: Mutex<Option<ThreadId>>,
+    free: Condvar,
+    /// Receiving stopped for good (a `file://` log played to its end): every later call fails, as in LCM.
+    ended: std::sync::atomic::AtomicBool,
+}
+
+/// [`HandleState`] of every live `lcm_t`, by address.
+static HANDLE_STATES: Mutex<Option<HashMap<usize, Arc<HandleState>>>> = Mutex::new(None);
+
+fn handle_state(lcm: *mut c_void) -> Arc<HandleState> {
+    let mut map = HANDLE_STATES.lock().unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(map.get_or_insert_with(HashMap::new).entry(lcm as usize).or_default())
+}
+
+/// Runs one `handle` call as LCM does: -1 for ever once receiving has ended, and with `exclusive` (`lcm_handle`)
+/// one thread at a time per `lcm_t`, as LCM's handle mutex makes it (a second `lcm_handle` waits until the first
+/// returns). `lcm_handle_timeout` is not exclusive: LCM waits for a message outside that mutex (select on its
+/// descriptor), so a second caller's timeout runs while the first waits; the bus still dispatches each message
+/// once, one handler at a time. The thread already inside (a handler calling `lcm_handle`) passes, and the bus
+/// refuses it.
+fn serialised(lcm: *mut c_void, l: &BusHandle, what: &str, exclusive: bool, call: impl FnOnce() -> c_int) -> c_int {
+    let state = handle_state(lcm);
+    let me = std::thread::current().id();
+    let mut inside = state.inside.lock().unwrap_or_else(PoisonError::into_inner);
+    let reentered = !exclusive || *inside == Some(me);
+    if !reentered {
+        while inside.is_some() {
+            inside = state.free.wait(inside).unwrap_or_else(PoisonError::into_inner);
+        }
+        *inside = Some(me);
+    }
+    drop(inside);
+    let result = if state.ended.load(std::sync::atomic::Ordering::Acquire) {
+        report(format!("{what}: receiving has ended (the log was played to its end)"));
+        -1
+    } else {
+        let r = call();
+        if r < 0 && l.bus.health().receive_stopped {
+            state.ended.store(true, std::sync::atomic::Ordering::Release);
+        }
+        r
+    };
+    if !reentered {
+        *state.inside.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        state.free.notify_one();
+    }
+    result
+}
 
 /// Says why a call failed on stderr, as LCM's C library does (its API has no other channel for the reason), and
 /// keeps it as this thread's last error.
@@ -104,6 +161,9 @@ pub unsafe extern "C" fn lcm_destroy(lcm: *mut c_void) {
     guard((), || {
         if let Some(instance) = INSTANCES.remove(lcm as *const BusHandle) {
             instance.unsubscribe_all(&SUBSCRIPTIONS);
+            if let Some(map) = HANDLE_STATES.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+                map.remove(&(lcm as usize));
+            }
         }
     })
 }
@@ -249,7 +309,8 @@ pub unsafe extern "C" fn lcm_publish(
 }
 
 /// `int lcm_handle(lcm_t *)`: waits for a message and dispatches it; 0, or -1 on error (including a call from
-/// inside a handler).
+/// inside a handler, and every call once a `file://` log has been played to its end). One thread at a time per
+/// `lcm_t`, as in LCM: a second `lcm_handle` waits until the first returns.
 ///
 /// # Safety
 ///
@@ -258,13 +319,13 @@ pub unsafe extern "C" fn lcm_publish(
 pub unsafe extern "C" fn lcm_handle(lcm: *mut c_void) -> c_int {
     guard(-1, || {
         let Some(l) = instance(lcm, "lcm_handle") else { return -1 };
-        match l.bus.handle() {
+        serialised(lcm, &l, "lcm_handle", true, || match l.bus.handle() {
             Ok(()) => 0,
             Err(e) => {
                 report(format!("lcm_handle: {e}"));
                 -1
             }
-        }
+        })
     })
 }
 
@@ -282,14 +343,14 @@ pub unsafe extern "C" fn lcm_handle_timeout(lcm: *mut c_void, timeout_millis: c_
             set_last_error("lcm_handle_timeout: the timeout is negative");
             return -1;
         };
-        match l.bus.handle_timeout(Duration::from_millis(millis)) {
+        serialised(lcm, &l, "lcm_handle_timeout", false, || match l.bus.handle_timeout(Duration::from_millis(millis)) {
             Ok(true) => 1,
             Ok(false) => 0,
             Err(e) => {
                 report(format!("lcm_handle_timeout: {e}"));
                 -1
             }
-        }
+        })
     })
 }
 

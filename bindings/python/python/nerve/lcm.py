@@ -8,7 +8,8 @@ The same API, values and exceptions as LCM's for the same use and misuse (a bad 
 twice; a bad mode, refusing to overwrite, reading in write mode, writing in read mode or after ``close()``).
 Deliberate differences (README, "Python"):
 
-- a full subscription queue drops its oldest message (LCM drops the newest): a slow handler gets the newest data;
+- a full subscription queue drops its oldest message (LCM drops the newest): a slow handler gets the newest data
+  (on ``memq://`` nothing is dropped, as in LCM);
 - a subscription pattern that is not a valid regular expression raises ``ValueError`` (LCM prints an error and
   returns a subscription that never matches);
 - a damaged log is read past the damage (LCM stops at the first damaged event);
@@ -16,10 +17,13 @@ Deliberate differences (README, "Python"):
   takes any bytes-like ``data`` (LCM: only ``bytes`` or ``str``);
 - ``tell()`` / ``size()`` / ``seek()`` on a closed log raise ``ValueError`` (LCM crashes), and
   ``seek_to_timestamp`` past the last event leaves the log at its end (LCM raises ``SystemError``).
+
+docs/lcm-differences.md lists every difference.
 """
 
 import errno as _errno
 import os as _os
+import threading as _threading
 from os import PathLike as _PathLike
 
 from . import _native
@@ -35,7 +39,9 @@ class LCMSubscription(object):
 
     def set_queue_capacity(self, num_messages):
         """Sets how many messages may wait for ``handle()``; 0 or less: unbounded (as in LCM)."""
-        self._sub.set_queue_capacity(max(int(num_messages), 0))
+        if not isinstance(num_messages, int):
+            raise TypeError(f"'{type(num_messages).__name__}' object cannot be interpreted as an integer")
+        self._sub.set_queue_capacity(max(num_messages, 0))
 
 
 class LCM(object):
@@ -49,6 +55,30 @@ class LCM(object):
         except (ValueError, OSError) as e:
             raise RuntimeError("Couldn't create LCM") from e
         self._subs = set()
+        # LCM's: one thread at a time in handle() / handle_timeout(); a second one raises RuntimeError.
+        self._handling = _threading.Lock()
+        self._handler_thread = None
+        # Receiving ended for good (a file:// log played to its end): every later handle() raises, as in LCM.
+        self._ended = False
+
+    def _handle_call(self, second_call_message, fail_message, call):
+        if self._handler_thread == _threading.get_ident():
+            return call()  # from inside a handler: the bus refuses it with its own RuntimeError
+        if not self._handling.acquire(blocking=False):
+            raise RuntimeError(second_call_message)
+        self._handler_thread = _threading.get_ident()
+        try:
+            if self._ended:
+                raise OSError(fail_message)
+            try:
+                return call()
+            except OSError as e:
+                if self._bus.provider == "file":
+                    self._ended = True
+                raise OSError(fail_message) from e
+        finally:
+            self._handler_thread = None
+            self._handling.release()
 
     def publish(self, channel, data):
         """Publishes ``data`` (bytes; a str is sent as UTF-8) on ``channel``."""
@@ -75,16 +105,30 @@ class LCM(object):
         handle._sub.unsubscribe()
 
     def handle(self):
-        """Waits for a message and calls the handlers of its subscriptions."""
-        self._bus.handle()
+        """Waits for a message and calls the handlers of its subscriptions. Raises ``RuntimeError`` while another
+        thread is inside ``handle()`` or ``handle_timeout()`` on this object, and ``IOError`` once a ``file://`` log
+        has been played to its end (as LCM does)."""
+        self._handle_call(
+            "only one thread is allowed to call LCM.handle() or LCM.handle_timeout() at a time",
+            "lcm_handle() returned -1",
+            self._bus.handle,
+        )
 
     def handle_timeout(self, timeout_millis):
         """Like :meth:`handle`, waiting at most ``timeout_millis`` ms: > 0 if a message was handled, 0 if none came."""
         if not isinstance(timeout_millis, int):
             raise TypeError(f"'{type(timeout_millis).__name__}' object cannot be interpreted as an integer")
+        if not -(2**63) <= timeout_millis < 2**63:
+            raise OverflowError("Python int too large to convert to C long")
+        # LCM reads a C long and passes it on as a C int: what lies beyond 32 bits is cut off (2**32 + 5 waits 5 ms).
+        timeout_millis = (timeout_millis + 2**31) % 2**32 - 2**31
         if timeout_millis < 0:
             raise ValueError("invalid timeout")
-        return 1 if self._bus.handle_timeout(timeout_millis) else 0
+        return self._handle_call(
+            "Simultaneous calls to handle() / handle_timeout() detected",
+            "lcm_handle_timeout() returned -1",
+            lambda: 1 if self._bus.handle_timeout(timeout_millis) else 0,
+        )
 
     def fileno(self):
         """A file descriptor that is readable while a message waits for :meth:`handle` (for select)."""

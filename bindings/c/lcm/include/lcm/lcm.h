@@ -1,15 +1,19 @@
 /*
  * lcm/lcm.h (Nerve's liblcm): LCM 1.5.3's C API over Nerve's bus. Same function names, types, struct layouts,
  * soname (liblcm.so.1) and return codes as LCM's, so a program built against the real liblcm runs on this one and
- * the other way round. Differences from LCM are listed in Nerve's README ("Differences from LCM"); in short:
+ * the other way round. Differences from LCM are listed in docs/lcm-differences.md; in short:
  *   - lcm_create takes any URL Nerve understands (udpm://, memq://, file://, shm://, inproc://, ...), and with
  *     NULL reads NERVE_URL before LCM_DEFAULT_URL;
  *   - a full subscription queue drops its OLDEST message (LCM drops the newest); the default capacity is LCM's 30;
+ *     on memq:// nothing is dropped: every publication waits for lcm_handle, as in LCM;
  *   - a channel pattern is anchored as ^(?:PATTERN)$ (LCM: ^PATTERN$, so "A|B" also matched "AX" there);
  *   - every handle is checked: NULL, destroyed or garbage pointers return -1 / NULL instead of crashing.
  *
  * Threads: lcm_publish may be called from any thread; handlers run inside lcm_handle / lcm_handle_timeout on the
- * thread calling it, one at a time. Calling lcm_handle from inside a handler is an error (-1).
+ * thread calling it, one at a time. As in LCM, a second thread's lcm_handle waits until the first returns, while
+ * lcm_handle_timeout callers wait side by side; each message is dispatched once. Calling lcm_handle from inside a
+ * handler is an error (-1). On file:// (mode r) each call dispatches the log's next event, and every call after
+ * the last one returns -1.
  * Ownership: lcm_create's result is freed with lcm_destroy (which also ends its subscriptions); a subscription is
  * freed by lcm_unsubscribe or lcm_destroy. A handler's rbuf, rbuf->data and channel are valid only during the call
  * and must not be written to.
