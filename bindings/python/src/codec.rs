@@ -1180,7 +1180,7 @@ thread_local! {
 /// Blocks of freed instances of the plain slotted classes, kept for [`new_plain`] by size (object slots, up to
 /// [`SPARE_SLOTS`]), at most [`SPARE_KEEP`] of each: CPython keeps freelists of its own for floats, tuples, lists
 /// and dicts, but not for instances of Python classes, whose allocation and release through pymalloc and the GC's
-/// bookkeeping were a sixth of decoding and freeing a message of many small structs (path_t: 9.5 -> 8.0 µs). Only
+/// bookkeeping were a sizeable share of decoding and freeing a message of many small structs (path_t). Only
 /// on CPython 3.9-3.13 with the GIL ([`spare_supported`]), whose `PyObject_GC_UnTrack` leaves the GC header as
 /// `_PyObject_GC_New` makes it. Like CPython's own freelists, a reused block skips the GC's count of allocations
 /// (and its keeping skips the count's decrement), and blocks kept are never given back: at most

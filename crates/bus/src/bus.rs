@@ -228,7 +228,7 @@ impl Bus {
     ///
     /// On udpm a caller that finds nothing queued reads the socket itself while it waits, so the message's callbacks
     /// run without a hand-off from the receive thread (one wake-up per message instead of two); the receive thread
-    /// reads again, into the queues, once no caller has waited here for 10 ms.
+    /// reads again, into the queues, once no caller has waited here for a short grace period.
     ///
     /// Returns [`BusError::HandlerPanicked`] when a handler panicked (the message's other handlers still ran; the
     /// bus stays usable), and a transport error reported since the last call (e.g. the receive thread stopped; see

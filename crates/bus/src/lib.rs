@@ -13,9 +13,10 @@
 //!
 //! Inside one process, typed values go directly from a [`Publisher<T>`](Publisher) ([`Bus::publisher`]) to
 //! subscriptions that take them owned or shared ([`Bus::subscribe_owned`], [`Bus::subscribe_shared`], or on an
-//! [`Executor`]'s threads), with no encoding and no copy that ownership does not require (seed 003's tables), under
-//! ROS 2's [`Qos`] ([`qos`] says what each policy means here). The transport carries a publication only to other
-//! processes, and never back to its own (no duplicates). `inproc://` is a bus with no transport at all.
+//! [`Executor`]'s threads), with no encoding and no copy that ownership does not require (the copy tables of ROS 2's
+//! intra-process communications article), under ROS 2's [`Qos`] ([`qos`] says what each policy means here). The
+//! transport carries a publication only to other processes, and never back to its own (no duplicates). `inproc://` is a
+//! bus with no transport at all.
 //!
 //! Every [`Received`] message says where it came from ([`Origin`]): published through this bus, or from the
 //! transport, so a bridge between two buses forwards only what came from the other side. Nothing here prints:
@@ -34,23 +35,23 @@
 //! # Design
 //!
 //! Each subscription has its own bounded queue, and by default a full queue drops its OLDEST message: a control loop
-//! wants the newest sample, not a backlog (LCM drops the newest, and shares one counter per subscription, issue
-//! #345/#611). Every drop is counted in [`SubscriptionStats`]. Handlers run with no lock held, so they may publish and
-//! unsubscribe freely.
+//! wants the newest sample, not a backlog (LCM drops the newest, and shares one counter per subscription:
+//! lcm-proj/lcm#345 and #611). Every drop is counted in [`SubscriptionStats`]. Handlers run with no lock held, so they
+//! may publish and unsubscribe freely.
 //!
 //! The capacity is how far behind a handler may fall, in messages, before the oldest go; with a [`Dispatcher`] on
 //! udpm the receive thread drains the socket into the queues, so a whole process stalled for a moment (a busy CPU's
 //! time slice is milliseconds) meets that limit as soon as it runs again. A subscription that must see every message
 //! (a relay, a logger) asks for capacity 0 (unbounded) or a depth of its rate times the longest stall it must ride
-//! out: at 25,000 messages/s the default 30 is 1.2 ms. Measured with the echo suite's client relaying 800-byte
-//! messages at 20 MB/s on a 2-core VM while a build ran: 8-22 % of the requests dropped from the default queue, none
-//! with capacity 0, and 0.3-0.6 % with LCM's client (its own default of 30, drop-newest, and a receive thread
-//! separate from the handler's, whose wake-ups interleave the two).
+//! out. At a high rate the default of 30 covers a stall far shorter than a time slice, so the echo suite's relaying
+//! client (`bench/`) loses requests from a default queue on a loaded machine and none with capacity 0; LCM's client,
+//! with the same default of 30 but drop-newest and a receive thread separate from the handler's (whose wake-ups
+//! interleave the two), loses fewer but still some.
 //!
-//! In-process delivery uses the same per-subscription queues (ROS 2's design in seed 003: one buffer per
-//! subscription), so history, overflow and dispatch are the same whatever the publisher's transport, and a publisher
-//! never waits for a subscription. Where each copy is made is decided once, at publish time, from how many matching
-//! subscriptions own and how many share.
+//! In-process delivery uses the same per-subscription queues (the design of ROS 2's intra-process communications
+//! article: one buffer per subscription), so history, overflow and dispatch are the same whatever the publisher's
+//! transport, and a publisher never waits for a subscription. Where each copy is made is decided once, at publish time,
+//! from how many matching subscriptions own and how many share.
 
 #![deny(missing_docs)]
 

@@ -3,18 +3,19 @@
 //!
 //! # What each policy means here
 //!
-//! - **History** is the subscription's queue (one per subscription, seed 003). `KeepLast(depth)` is a ring: when it
-//!   is full the oldest message goes, counted in `dropped_overflow`, as on every Nerve queue. `KeepAll` keeps every
-//!   message up to `resource_limit`; a message that would exceed it is NOT queued, and that is reported, never
-//!   silent: counted in the subscription's `dropped_limit` and the publisher's `limit_drops`, and when the
-//!   subscription is reliable, `publish` returns [`BusError::LimitReached`](crate::BusError::LimitReached). ROS 2
-//!   blocks a reliable keep-all publisher instead; Nerve does not, because a slow subscription must never stall a
-//!   publisher (and through it every other subscription of that publisher).
+//! - **History** is the subscription's queue (one per subscription, as ROS 2's intra-process design article proposes).
+//!   `KeepLast(depth)` is a ring: when it is full the oldest message goes, counted in `dropped_overflow`, as on every
+//!   Nerve queue. `KeepAll` keeps every message up to `resource_limit`; a message that would exceed it is NOT queued,
+//!   and that is reported, never silent: counted in the subscription's `dropped_limit` and the publisher's
+//!   `limit_drops`, and when the subscription is reliable, `publish` returns
+//!   [`BusError::LimitReached`](crate::BusError::LimitReached). ROS 2 blocks a reliable keep-all publisher instead;
+//!   Nerve does not, because a slow subscription must never stall a publisher (and through it every other subscription
+//!   of that publisher).
 //! - **Reliability.** In-process delivery never loses a message on the way: it is pushed into every matching queue
-//!   before `publish` returns, so `Reliable` and `BestEffort` differ only in compatibility (as in seed 003) and in
-//!   how a keep-all limit is reported. A transport that may lose messages (UDP multicast, or shared memory, where
-//!   the newest sample wins and a writer never waits) cannot be reliable; asking for it there is refused when the
-//!   publisher or subscription is created ([`BusError::QosUnsupported`](crate::BusError::QosUnsupported)), not
+//!   before `publish` returns, so `Reliable` and `BestEffort` differ only in compatibility (as in ROS 2's intra-process
+//!   design) and in how a keep-all limit is reported. A transport that may lose messages (UDP multicast, or shared
+//!   memory, where the newest sample wins and a writer never waits) cannot be reliable; asking for it there is refused
+//!   when the publisher or subscription is created ([`BusError::QosUnsupported`](crate::BusError::QosUnsupported)), not
 //!   silently degraded.
 //! - **Durability.** `TransientLocal(depth)` on a publisher keeps its last `depth` messages (shared, never copied
 //!   for the store); a transient-local subscription created later first receives the stored messages of every

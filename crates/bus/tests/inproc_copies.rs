@@ -172,8 +172,8 @@ fn callbacks_take_the_same_storage() {
 #[test]
 fn a_transient_local_publisher_follows_the_shared_table() {
     // It keeps every message as a shared Arc for late joiners, so an owned publish is promoted (not copied) and
-    // owning subscriptions get copies, as seed 003 says ("the do_intra_process_publish(...) will always process a
-    // shared pointer").
+    // owning subscriptions get copies, as ROS 2's intra-process design article says ("the do_intra_process_publish(...)
+    // will always process a shared pointer").
     let bus = inproc_bus("copies-tl");
     let owner = bus.subscriber_owned::<Counted>("TL", Qos::keep_last(2)).unwrap();
     let sharer = bus.subscriber_shared::<Counted>("TL", Qos::keep_last(2)).unwrap();

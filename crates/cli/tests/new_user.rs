@@ -1,4 +1,4 @@
-//! `nerve` as a new user meets it (issue 19), each case by running the built binary and checking its exit status
+//! `nerve` as a new user meets it, each case by running the built binary and checking its exit status
 //! and message: no silent failure (unreadable shm, a log that ends, a file that is not a log, an export that decodes
 //! nothing or would overwrite), no trap that outlives the mistake (a channel made for a message that cannot fit it,
 //! an empty log file left by a bad URL), LCM's habits (a udpm address without a port, a broken `.lcm` file beside

@@ -46,7 +46,7 @@ pub struct Str(Repr);
 /// heap variant (no separate tag byte), and the 24 bytes split into pieces of 2, 22 (and 8, 16 for the heap side).
 /// With a `u8` tag and a `u8` length in front, the compiler moved a decoded `Str` as a byte plus a 7-byte piece
 /// copied by two overlapping 4-byte moves, whose read-back missed store forwarding: decoding path_t, where each
-/// waypoint's `Result` comes back from a call through memory, took 1.16 us instead of 0.74 us.
+/// waypoint's `Result` comes back from a call through memory, was much slower.
 #[derive(Clone)]
 enum Repr {
     Inline { buf: [u8; Str::INLINE_CAP], len: Len },
@@ -144,7 +144,7 @@ impl Str {
 
     /// [`Str::new`] for `s` lying at the front of `window` (the rest of the buffer it was read from, as a decoder
     /// has): short text is copied as the whole fixed-size front of `window` (the bytes after `s` come along and are
-    /// never read). path_t decoded in about a third less time so than through [`Str::new`], whose copy of exactly
+    /// never read). path_t decodes faster this way than through [`Str::new`], whose copy of exactly
     /// `s.len()` bytes is a `memcpy` call storing piecemeal into a value that is then moved whole. Falls back to
     /// [`Str::new`] when `s` is long, `window` is shorter than [`Str::INLINE_CAP`] bytes, or does not start where `s`
     /// does.

@@ -241,7 +241,8 @@ impl Channel {
     /// `timeout` passes: returns the index of the first such channel, or `None`. One thread sleeps on every
     /// channel's futex word at once (`futex_waitv`, Linux 5.16; up to 128 channels, more are polled between
     /// sleeps), in slices of at most [`crate::WAIT_SLICE`]; on an older kernel it sleeps on the first channel
-    /// in 1 ms slices and polls the others. This is how a bus provider serves many channels from one thread.
+    /// in slices of a millisecond and polls the others. This is how a bus provider serves many channels from one
+    /// thread.
     #[cfg(not(loom))]
     pub fn wait_any(channels: &[(&Channel, u64)], timeout: Duration) -> Option<usize> {
         let ready = || channels.iter().position(|(c, last)| c.newest_seq() > *last);

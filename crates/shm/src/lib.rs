@@ -1,5 +1,5 @@
-//! Shared-memory channels between processes on one host, where the newest sample always wins (Ach's design, seed
-//! 001): `put` never waits for a reader and drops the oldest messages when the channel is full; `get` returns the
+//! Shared-memory channels between processes on one host, where the newest sample always wins (the design of the
+//! Ach paper): `put` never waits for a reader and drops the oldest messages when the channel is full; `get` returns the
 //! next unseen message in order or the newest one, polls or sleeps with a timeout, and says how many messages a
 //! reader missed. The protocol is spec/shm-protocol.md; its step labels (`W1`..`W10`, `G1`..`G6`, `REC`) are in the
 //! code.
@@ -43,13 +43,14 @@
 //!
 //! # Design
 //!
-//! Writers take turns on a lock in the header (a futex word naming its holder), held for one put; readers take no lock at all
-//! and validate what they read instead (the index entry as a seqlock, the data against the `tail` watermark below
-//! which writers may overwrite). So a reader can never make a writer wait, however slow or stuck it is, and a
+//! Writers take turns on a lock in the header (a futex word naming its holder), held for one put; readers take no lock
+//! at all and validate what they read instead (the index entry as a seqlock, the data against the `tail` watermark
+//! below which writers may overwrite). So a reader can never make a writer wait, however slow or stuck it is, and a
 //! process killed at any instant leaves no lock held (the kernel drops the holder's liveness byte lock, so the next
-//! writer sees it dead, takes the lock over and finishes or forgets the dead writer's put, `REC`) and no torn message visible. Waiting readers sleep on a futex word the writers bump,
-//! rather than spinning: on a loaded 2-core machine a spinning reader steals the writer's CPU. Spinning before
-//! sleeping is available ([`Reader::set_spin`]) because waking a sleeping process costs tens of microseconds.
+//! writer sees it dead, takes the lock over and finishes or forgets the dead writer's put, `REC`) and no torn message
+//! visible. Waiting readers sleep on a futex word the writers bump, rather than spinning: on a loaded machine with few
+//! cores a spinning reader steals the writer's CPU. Spinning before sleeping is available ([`Reader::set_spin`])
+//! because waking a sleeping process costs more than a short spin.
 //!
 //! # What a reader may hold on to
 //!

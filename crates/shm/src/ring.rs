@@ -131,8 +131,7 @@ pub fn process_origin() -> u64 {
 
 /// W6's put time: microseconds since the Unix epoch (CLOCK_REALTIME). Read with one `clock_gettime` and integer
 /// arithmetic: it is on every put's path to the wake-up, and `SystemTime`'s conversions (a checked subtraction, a
-/// u128 `as_micros`) cost about a third again as much as the clock read itself on the development VM (105 ns against
-/// 65 ns).
+/// u128 `as_micros`) cost a large fraction of the clock read itself.
 #[cfg(not(loom))]
 fn now_utime() -> i64 {
     crate::sys::realtime_micros()
@@ -178,8 +177,8 @@ impl Writer {
 
     /// Asks the CPU for every line a put is about to write, at once. A control loop puts after a sleep, when none of
     /// them is cached, and a put otherwise misses them one after another, each miss revealing the next address
-    /// (the writer, then the channel's `Shared`, then the header, then the entry and the frame): on a VM each costs
-    /// 0.1 µs or more. The addresses come from this struct alone, so the misses overlap.
+    /// (the writer, then the channel's `Shared`, then the header, then the entry and the frame), each a trip to
+    /// memory. The addresses come from this struct alone, so the misses overlap.
     #[inline(always)]
     fn warm_put_lines(&self) {
         let shared = Arc::as_ptr(&self.shared) as usize;

@@ -40,8 +40,8 @@ const RECENT: usize = 8;
 pub struct Sequences {
     /// The latest senders, kept out of the table: a receiver usually hears a few senders at a time (a request and
     /// its reply, its own datagrams looped back and a peer's, every fragment of a message), and those then cost
-    /// a few address comparisons, no hashing (two SipHash lookups per datagram were 10 % of a receive thread's time
-    /// per datagram, and on a round trip's path they come cold).
+    /// a few address comparisons, no hashing (two SipHash lookups per datagram were a visible share of a receive
+    /// thread's time per datagram, and on a round trip's path they come cold).
     recent: Vec<(SocketAddr, Sender)>,
     /// Every other sender.
     senders: HashMap<SocketAddr, Sender>,

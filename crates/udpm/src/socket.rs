@@ -406,7 +406,7 @@ impl Reads {
 }
 
 /// How far short of a wait's end a blocking read's timeout stays: the kernel rounds `SO_RCVTIMEO` up to a whole
-/// clock tick, 10 ms at most (HZ 100).
+/// clock tick, and at the slowest kernel clock (HZ=100) a tick is this long.
 const TICK_MARGIN: Duration = Duration::from_millis(10);
 
 /// How many datagrams that make no message a [`Receiver::recv`] that may not wait reads before it returns.
@@ -517,11 +517,11 @@ impl Receiver {
     /// Datagrams already queued are read in batches, up to 16 in one non-blocking `recvmmsg`, and absorbed one by
     /// one from there. When the socket is empty, the wait is itself a read: a blocking `recvmmsg` that returns with
     /// the first datagram (and whatever came with it) under a receive timeout (`SO_RCVTIMEO`, kept a clock tick
-    /// short of the deadline; a wait under 20 ms is a `poll`), so the datagram that ends a wait is in hand when the
-    /// thread wakes, with no `poll` to return from and no second call to make. A call that may not wait
+    /// short of the deadline; a wait under two [`TICK_MARGIN`]s is a `poll`), so the datagram that ends a wait is in
+    /// hand when the thread wakes, with no `poll` to return from and no second call to make. A call that may not wait
     /// (`Some(Duration::ZERO)`) always reads, and returns `None` when the socket is empty, or after [`READ_TURN`]
-    /// datagrams that made no message (fragments, malformed or filtered ones): a caller draining a flood of traffic
-    /// it does not want gets control back, to run its callbacks.
+    /// datagrams that made no message (fragments, malformed or filtered ones): a caller draining a flood of traffic it
+    /// does not want gets control back, to run its callbacks.
     pub fn recv(&mut self, timeout: Option<Duration>) -> Result<Option<Message>, UdpmError> {
         self.recv_with(timeout, Until::Message)
     }
@@ -611,9 +611,10 @@ impl Receiver {
     /// followed it; `Ok(false)` when the wait ended without one (time up, or interrupted).
     ///
     /// A long wait is a blocking read under `SO_RCVTIMEO`, which the kernel rounds up to whole clock ticks (up to
-    /// 10 ms): the read's timeout is kept at least [`TICK_MARGIN`] short of `left`, and is set again only when the
-    /// one the socket has falls out of that range, so a caller that waits the same time each turn (a receive thread
-    /// looking up every 100 ms) sets it once. A short wait is a `poll` (millisecond precision) and the read after it.
+    /// [`TICK_MARGIN`]): the read's timeout is kept at least [`TICK_MARGIN`] short of `left`, and is set again only
+    /// when the one the socket has falls out of that range, so a caller that waits the same time each turn (a receive
+    /// thread looking up at its fixed interval) sets it once. A short wait is a `poll` (millisecond precision) and the
+    /// read after it.
     fn wait_read(&mut self, left: Option<Duration>) -> io::Result<bool> {
         let timeout = match left {
             None => None,
@@ -716,9 +717,10 @@ impl Receiver {
         message
     }
 
-    /// LCM's self-test: sends `lcm self test` on `LCM_SELF_TEST` from `sender` (every 100 ms) until it comes back to
-    /// this receiver, proving that multicast sent here is received here. Messages that arrive meanwhile are handed
-    /// to `deliver`, not lost. Other LCM processes see the self-test message too, exactly as they see liblcm's.
+    /// LCM's self-test: sends `lcm self test` on `LCM_SELF_TEST` from `sender` (again every tenth of a second) until it
+    /// comes back to this receiver, proving that multicast sent here is received here. Messages that arrive meanwhile
+    /// are handed to `deliver`, not lost. Other LCM processes see the self-test message too, exactly as they see
+    /// liblcm's.
     pub fn self_test(
         &mut self,
         sender: &mut Sender,

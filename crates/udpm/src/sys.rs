@@ -141,8 +141,8 @@ pub(crate) fn recvmmsg(
 
 /// The kernel's count of datagrams it dropped for this socket (a full receive buffer), `SK_MEMINFO_DROPS` of
 /// `SO_MEMINFO`: cumulative since the socket was made, 32 bits, wrapping. Asked when wanted, it costs the receive
-/// path nothing (`SO_RXQ_OVFL` gives the same count as a control message with every datagram: 5 % of a receive
-/// thread's time under load, kernel and parsing together).
+/// path nothing (`SO_RXQ_OVFL` gives the same count as a control message with every datagram: a visible share of a
+/// receive thread's time under load, kernel and parsing together).
 pub(crate) fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u32> {
     // Linux 4.18 and later report SK_MEMINFO_VARS = 9 values; older ones fewer, and the length says how many.
     let mut info = [0u32; 9];

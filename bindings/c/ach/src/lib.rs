@@ -1,5 +1,5 @@
 //! libach: Ach 2.x's C API (`include/ach.h`) over nerve-shm channels, so a program written for Ach moves to Nerve by
-//! relinking (issue 25).
+//! relinking.
 //!
 //! # Brief overview
 //!

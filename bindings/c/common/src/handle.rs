@@ -27,7 +27,7 @@ pub enum Got {
 ///
 /// `repr(C)`, writer first: in a pool slot (`crate::Pool`) the slot's state and the writer (its lock, and in it the
 /// addresses of the lines the next put touches) then fill one cache line, the only line of the slot a put touches.
-/// A control loop's put comes after a sleep, with nothing cached, where each line missed costs 0.1-0.5 µs on a VM.
+/// A control loop's put comes after a sleep, with nothing cached, where each line missed is a trip to memory.
 /// The channel, which a put needs only to make the writer, starts the next line.
 #[repr(C)]
 pub struct ShmHandle {

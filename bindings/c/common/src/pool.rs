@@ -3,9 +3,9 @@
 //! line, with no lock, no map and no separate reference count.
 //!
 //! Why not [`crate::Registry`] for these: a control loop calls in after sleeping, when nothing is cached, and every
-//! cache line an entry point touches beyond the object itself then costs about 100 ns on a VM. Ach's `ach_put` on
-//! the registry (its lock, its table, the `Arc`'s count) stayed 0.2-0.3 µs behind nerve-shm's own put at 1 kHz, and
-//! with the handle check left out it matched it. The pool's check reads nothing but the slot, which the call reads
+//! cache line an entry point touches beyond the object itself then is a miss all the way to memory. Ach's `ach_put` on
+//! the registry (its lock, its table, the `Arc`'s count) stayed measurably behind nerve-shm's own put in a 1 kHz loop,
+//! and with the handle check left out it matched it. The pool's check reads nothing but the slot, which the call reads
 //! anyway.
 //!
 //! # A slot's life

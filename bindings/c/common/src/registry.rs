@@ -15,7 +15,7 @@ const INLINE: usize = 8;
 
 /// The live objects by address. Every entry point looks its handle up first, often after the caller slept (a 1 kHz
 /// loop), when nothing is cached: a `HashMap` then cost a SipHash and a heap table on a page of its own (a cold
-/// lookup took about 500 ns here, most of the gap between Ach's `ach_put` and nerve-shm's own put). The first
+/// lookup was most of the gap between Ach's `ach_put` and nerve-shm's own put). The first
 /// [`INLINE`] objects live in slots beside the lock, so a lookup touches only the registry's own cache lines.
 struct Table<T> {
     inline: [Option<(usize, Arc<T>)>; INLINE],

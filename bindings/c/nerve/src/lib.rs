@@ -1,4 +1,4 @@
-//! libnerve: the C ABI of Nerve (`include/nerve/nerve.h`, issue 21 section 2): the bus ([`bus`]: by URL, publish,
+//! libnerve: the C ABI of Nerve (`include/nerve/nerve.h`): the bus ([`bus`]: by URL, publish,
 //! subscribe by pattern with capacity and overflow policy, handle, a pollable descriptor, per-subscription stats),
 //! shared-memory channels (create, open, remove, put, loans written in place, get next or newest with wait and
 //! timeout, missed counts, a buffer-too-small status that loses nothing, stats) and LCM event logs (read with the

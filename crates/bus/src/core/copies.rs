@@ -1,13 +1,13 @@
-//! The copy tables of seed 003 ("Number of message copies"), as one pure function: given a published message (owned
-//! or shared) and how many matching subscriptions take it owned and how many shared, make exactly the copies that
-//! ownership requires and no other.
+//! The copy tables of ROS 2's intra-process design article ("Number of message copies"), as one pure function: given a
+//! published message (owned or shared) and how many matching subscriptions take it owned and how many shared, make
+//! exactly the copies that ownership requires and no other.
 //!
 //! Publishing an owned message to `O` owning and `S` sharing subscriptions:
 //!
-//! - `S = 0`: `O - 1` copies; the first owning subscription gets the original (the seed's `@1`).
+//! - `S = 0`: `O - 1` copies; the first owning subscription gets the original (the article's `@1`).
 //! - `O = 0`: no copy; the original becomes one shared allocation for every sharing subscription.
 //! - `O >= 1`, `S >= 1`: `O` copies: one shared by all sharing subscriptions, `O - 1` for the owning ones after the
-//!   first, which gets the original. (For `S = 1` the seed words this as "equivalent to everyone owning: N - 1
+//!   first, which gets the original. (For `S = 1` the article words this as "equivalent to everyone owning: N - 1
 //!   copies"; it is the same count and the same addresses.)
 //!
 //! Publishing a shared message: every sharing subscription gets the published allocation itself, every owning one a

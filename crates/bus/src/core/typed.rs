@@ -64,7 +64,8 @@ type ErasedEncode = Option<Result<Vec<u8>, EncodeError>>;
 #[derive(Clone, Copy)]
 pub(crate) struct Ops {
     pub(crate) type_id: TypeId,
-    /// Decodes and hands the value to `owners` owning and `sharers` sharing subscriptions (seed 003's tables).
+    /// Decodes and hands the value to `owners` owning and `sharers` sharing subscriptions (the copy tables of ROS 2's
+    /// intra-process design article).
     decode_distribute: fn(&[u8], usize, usize) -> Result<Decoded, TypeError>,
     /// Encodes a `T` (the `Any` must be a `T`).
     encode: fn(&(dyn Any + Send + Sync)) -> ErasedEncode,

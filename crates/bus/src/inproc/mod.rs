@@ -1,5 +1,5 @@
-//! Typed in-process delivery (seed 003): publishers and subscriptions in one process exchange typed values
-//! directly, with no encoding and no copy that ownership does not require.
+//! Typed in-process delivery (after ROS 2's intra-process design article): publishers and subscriptions in one process
+//! exchange typed values directly, with no encoding and no copy that ownership does not require.
 //!
 //! # Brief overview
 //!
@@ -15,8 +15,10 @@
 //! # use nerve_codec::{Decode, DecodeError, Encode, EncodeError, Message, Reader, Writer};
 //! # #[derive(Clone)] struct Image { data: Vec<u8> }
 //! # impl Encode for Image { fn encoded_body_size(&self) -> usize { 4 + self.data.len() }
-//! #   fn encode_body(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> { w.put_i32(self.data.len() as i32)?; w.put_bytes(&self.data) } }
-//! # impl Decode for Image { fn decode_body(r: &mut Reader<'_>) -> Result<Self, DecodeError> { let n = r.get_i32()?; let n = r.count(n as i64)?; Ok(Image { data: r.get_bytes(n)?.to_vec() }) } }
+//! #   fn encode_body(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> { w.put_i32(self.data.len() as i32)?;
+//! w.put_bytes(&self.data) } }
+//! # impl Decode for Image { fn decode_body(r: &mut Reader<'_>) -> Result<Self, DecodeError> { let n = r.get_i32()?;
+//! let n = r.count(n as i64)?; Ok(Image { data: r.get_bytes(n)?.to_vec() }) } }
 //! # impl Message for Image { const FINGERPRINT: u64 = 1; const TYPE_NAME: &'static str = "doc.image_t"; }
 //! let bus = nerve_bus::Bus::new(Some("inproc://"))?;
 //! let qos = nerve_bus::Qos::keep_last(4);
@@ -29,13 +31,13 @@
 //!
 //! # Design
 //!
-//! **One queue per subscription** (seed 003's proposal), the same queues the byte-level subscriptions use: so every
+//! **One queue per subscription** (the article's proposal), the same queues the byte-level subscriptions use: so every
 //! subscription's history and full-queue policy is its own, subscriptions are drained independently (on an executor,
 //! in parallel), and a publisher only ever pushes: it never waits for a subscription. A queue holds what its
 //! subscription takes: an owned `T` or an `Arc<T>`, so taking a message never copies it.
 //!
 //! **The copies are decided when publishing**, from how many matching subscriptions own and how many share, by
-//! `copies::distribute`: exactly the seed's two tables. A transient-local publisher keeps every message it
+//! `copies::distribute`: exactly the article's two tables. A transient-local publisher keeps every message it
 //! publishes as an `Arc<T>` for late joiners, so its owned publications follow the shared table.
 //!
 //! **Matching is by exact channel name and type.** A typed subscription is on one channel (no pattern), matched to a
@@ -48,9 +50,9 @@
 //! channel, or when the transport can reach other processes (udpm, mpudpm, shm), the message is encoded once, from
 //! a borrow before any subscription takes it, and the bytes go to those subscriptions and to the transport. The
 //! transport never hands this bus's own messages back (udpm recognises its own send socket's address, shm the
-//! writer's origin id), so a subscription inside the process never gets a second copy through the network (seed 003,
-//! "Problems when both inter and intra-process communication are needed"). Messages from other processes, and raw
-//! publishes, reach typed subscriptions decoded once per Rust type, then shared or copied by the same tables as an
+//! writer's origin id), so a subscription inside the process never gets a second copy through the network (the
+//! article's "Problems when both inter and intra-process communication are needed"). Messages from other processes, and
+//! raw publishes, reach typed subscriptions decoded once per Rust type, then shared or copied by the same tables as an
 //! owned publication.
 
 use std::any::{Any, TypeId};
@@ -104,7 +106,8 @@ impl<T> std::fmt::Debug for Publisher<T> {
 }
 
 impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
-    /// Publishes an owned message: it moves to the subscriptions, copied only as seed 003's first table says.
+    /// Publishes an owned message: it moves to the subscriptions, copied only as the intra-process article's first
+    /// table says.
     ///
     /// Returns [`BusError::LimitReached`] when a reliable keep-all subscription could not take it (every other
     /// subscription did), and a transport error when sending to other processes failed (every subscription of this
@@ -113,8 +116,8 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
         self.send(Msg::Owned(msg))
     }
 
-    /// Publishes a shared message: sharing subscriptions get this very allocation, owning ones a copy each (seed
-    /// 003's second table).
+    /// Publishes a shared message: sharing subscriptions get this very allocation, owning ones a copy each (the
+    /// intra-process article's second table).
     pub fn publish_shared(&self, msg: Arc<T>) -> Result<(), BusError> {
         self.send(Msg::Shared(msg))
     }

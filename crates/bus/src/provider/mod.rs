@@ -8,10 +8,10 @@
 //! The bus delivers every publication to its own subscriptions itself, directly (typed ones without encoding), and
 //! hands it to the provider only when [`Provider::leaves_process`] says it can reach someone else. So a provider
 //! must never hand the bus back a message that this same provider instance published: that would be a second copy
-//! to every subscription of the process (seed 003). udpm and mpudpm recognise their own datagrams by the source
-//! address (their send socket's; `own::OwnSender`); a transport that carries an origin with each message (shm's
-//! index entries) writes a [`new_origin`] id per provider instance and skips entries that bear it. Drops of the
-//! provider's own messages are counted in [`ProviderStats::own_dropped`].
+//! to every subscription of the process (the duplicate ROS 2's intra-process design article warns of). udpm and mpudpm
+//! recognise their own datagrams by the source address (their send socket's; `own::OwnSender`); a transport that
+//! carries an origin with each message (shm's index entries) writes a [`new_origin`] id per provider instance and skips
+//! entries that bear it. Drops of the provider's own messages are counted in [`ProviderStats::own_dropped`].
 
 use std::sync::Arc;
 
@@ -91,7 +91,7 @@ pub trait Sink: Send + Sync {
 
 /// How many messages a receive thread hands over between two calls of [`Sink::drained`] while its socket is never
 /// empty: without a bound, a flood that keeps the socket full would leave every callback waiting (the echo suite's
-/// four clients at full rate echoed 0.6 % of the requests: nearly all their time went to reading).
+/// clients at full rate echoed almost none of the requests: nearly all their time went to reading).
 pub const DRAIN_TURN: usize = 64;
 
 /// How many turns of a udpm or mpudpm receive thread may pass between two copies of its receiver's counters while

@@ -19,13 +19,13 @@
 //! **Receiving: a thread per channel by default, or one thread for up to 128.** A futex word is per channel. By
 //! default each channel read gets a receive thread of its own that sleeps on that channel's futex (as a lone
 //! nerve-shm reader does), so the latency does not depend on how many channels a process reads; the cost is a
-//! thread per channel and its idle wake-ups (nerve-shm's 20 ms wait slices: 50 a second). With
-//! `channels_per_thread=N` (up to [`MAX_CHANNELS_PER_THREAD`]) one thread serves N channels, sleeping on all their
-//! futex words at once ([`Channel::wait_any`], `futex_waitv`): fewer threads, but every wake-up then costs the
-//! kernel time in proportion to the channels it sleeps on. `latency_added_by_the_bus_is_printed` in
-//! `tests/shm_provider.rs` prints both beside raw nerve-shm (three release runs on the shared 2-core machine, median
-//! round trip between two buses: raw nerve-shm 5 us; the bus 10-15 us either way; with 100 idle channels read by
-//! the same buses still 10-15 us with a thread per channel, 90-120 us with 128 per thread). After a wake-up a thread reads every channel it has that has something, in order ([`ReadMode::Next`])
+//! thread per channel and its idle wake-ups (one per [`nerve_shm::WAIT_SLICE`]). With `channels_per_thread=N` (up to
+//! [`MAX_CHANNELS_PER_THREAD`]) one thread serves N channels, sleeping on all their futex words at once
+//! ([`Channel::wait_any`], `futex_waitv`): fewer threads, but every wake-up then costs the kernel time in proportion
+//! to the channels it sleeps on, so idle channels slow the busy ones of their thread. The round trips of both
+//! layouts, beside raw nerve-shm's, are printed by `latency_added_by_the_bus_is_printed` in `tests/shm_provider.rs`
+//! and recorded by the latency suite in `bench/`. After a wake-up a thread reads every channel it has that has
+//! something, in order ([`ReadMode::Next`])
 //! and at most one ring's worth per channel at a time, so a reader that keeps up loses nothing and no channel starves
 //! the others; messages it missed because writers overwrote them first are counted in [`ProviderStats::lost`].
 //! Entries written by this provider (its origin) are skipped and counted in [`ProviderStats::own_dropped`]: the bus
@@ -43,7 +43,10 @@
 //! limit reached) it rescans every [`RESCAN`] instead. A channel removed and made again under the same name (a new
 //! file) replaces the old one: its reader is retired and the new file is read from its oldest message (a writer still
 //! on the removed file is not heard any more). A channel file that cannot be opened (permissions, another layout
-//! version) is reported once on stderr and skipped. When the last subscription that wants a channel is removed, the
+//! version) is skipped and reported to the bus once per path, through [`Sink::report`]: a
+//! [`BusError::Transport`] holding [`ShmProviderError::Channel`] (the channel and nerve-shm's error, which names the
+//! file), returned by the next `handle()` and counted in `Bus::health()`; receiving goes on, and nothing is printed.
+//! When the last subscription that wants a channel is removed, the
 //! channel stops being read (its reader is retired, and its thread freed for another channel); subscribing again
 //! reads it from its next message.
 //!

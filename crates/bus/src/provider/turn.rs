@@ -3,8 +3,8 @@
 //!
 //! A `handle()` loop (LCM's programming model: callbacks run on the thread that calls `handle()`) used to wait on a
 //! condition variable while the receive thread read the socket, so every message woke two threads: the receive
-//! thread, then the caller. On a machine whose idle CPUs sleep, the second wake-up costs tens of microseconds (on
-//! this project's 2-vCPU VM it doubles a loopback round trip). A caller that reads the socket itself is woken once,
+//! thread, then the caller. On a machine whose idle CPUs sleep, the second wake-up is a CPU leaving its idle state, as
+//! slow as the rest of a loopback round trip together. A caller that reads the socket itself is woken once,
 //! by the datagram, and runs the callbacks right away. The receive thread stands aside while a caller reads, and
 //! takes the socket back once no caller has come for [`GRACE`], so that a program that stops calling `handle()`
 //! still has its messages queued (with each subscription's capacity and overflow policy) as before.

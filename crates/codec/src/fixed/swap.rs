@@ -3,8 +3,8 @@
 //!
 //! Why not leave it to the compiler: x86-64's baseline (SSE2) has no byte shuffle, and LLVM lowers a vectorised
 //! `swap_bytes` there as widen-bytes-to-words, two word shuffles and a pack per 8 bytes: seven shuffle instructions
-//! per 16 bytes, which made a 180-float decode 2.5 times slower than it needs to be (66 ns against 26 ns for the
-//! swap alone on the bench machine). SSSE3's `pshufb` reverses every element of a 16-byte block in one instruction;
+//! per 16 bytes, which made a 180-float decode several times slower than the swap needs to be (the marshalling suite in
+//! `bench/` shows it). SSSE3's `pshufb` reverses every element of a 16-byte block in one instruction;
 //! every x86-64 CPU since 2006 has it, but it is not in the baseline, so it is detected at run time (std caches the
 //! answer) and the portable loop remains for the rest, for other architectures, and for Miri.
 

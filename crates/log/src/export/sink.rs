@@ -307,9 +307,9 @@ impl Sink {
 /// One output file, as the writer thread writes it.
 ///
 /// A regular file is written with `O_DIRECT` where the system allows it: the bytes go from aligned staging blocks
-/// ([`Block`], filled on the caller's thread) to the disk without a copy into the page cache. On this project's
-/// 2-vCPU VM, writing 355 MB of MCAP through the page cache took as much CPU again as a third of making the text
-/// (the copy, page allocation and accounting, then writeback), on the cores that make the text; bypassing it
+/// ([`Block`], filled on the caller's thread) to the disk without a copy into the page cache. Writing through the
+/// page cache costs CPU (the copy, page allocation and accounting, then writeback) on the cores that make the text,
+/// a sizeable share of an export's work; bypassing it
 /// leaves the disk's DMA doing the work. The last, partial block is written padded to [`ALIGN`] and the file cut
 /// back to its length. Anything else (a pipe, `/dev/null`, a file system that refuses `O_DIRECT`, a sink's files
 /// beyond the first [`DIRECT_FILES`]) is written through the page cache, as before.
@@ -330,8 +330,8 @@ struct Direct {
 /// Alignment (of memory, file offsets and lengths) for writes that bypass the page cache.
 const ALIGN: usize = 4096;
 /// Bytes of a staging block: written to the disk in one `O_DIRECT` write (a multiple of [`ALIGN`]). 1 MiB rather
-/// than 4: the blocks a CSV export made were 36 MB of new memory, 9,700 of its 22,000 page faults, and its CPU time
-/// went down with them (0.96 -> 0.89 s with the hex change of the same day, medians of 5; no slower to write).
+/// than 4: larger blocks are that much more new memory to fault in (a large share of a CSV export's page faults), and
+/// the export's CPU time went down with them, no slower to write.
 const STAGE: usize = 1 << 20;
 /// Files of one sink written with `O_DIRECT`, at most (the first ones created): each holds a staging block, and a
 /// CSV export of a log with hundreds of channels would otherwise hold hundreds of them.

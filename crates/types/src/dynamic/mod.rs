@@ -317,7 +317,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The struct an array's elements are, looked up once for the whole array rather than per element (hashing the
-    /// name each time was 8 % of decoding an array of small structs, and as much again of encoding one); `None` for
+    /// name each time was a visible share of decoding an array of small structs, and more of encoding one); `None` for
     /// other element types and for an unknown struct, which the per-element path reports.
     pub(crate) fn element_struct(&self, ty: &MemberType) -> Option<usize> {
         match ty {

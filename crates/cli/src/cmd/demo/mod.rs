@@ -1,5 +1,5 @@
 //! `nerve demo`: the whole stack at work on this host, in separate processes, for about ten seconds. A sensor
-//! publishes seed 000's `laser_t` at 40 Hz and `image_t` at 30 Hz over udpm; a localizer writes a `pose_t` into a
+//! publishes the LCM paper's `laser_t` at 40 Hz and `image_t` at 30 Hz over udpm; a localizer writes a `pose_t` into a
 //! shared-memory channel at 1 kHz and a controller reads the newest one every millisecond; a logger per bus records
 //! everything; the spy's statistics are shown live; then the log is replayed on a fresh port and counted, and a
 //! summary gives each stream's rate, latency percentiles, drops, the log's size and the replay's count.

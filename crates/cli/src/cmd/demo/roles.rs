@@ -19,7 +19,7 @@ use super::types::{self, Camera, Types, IMAGE, LASER, POSE};
 /// What starts a role's result line on its stdout.
 pub const RESULT: &str = "nerve-demo-result";
 
-/// Laser scans per second (seed 000's laser_t stream).
+/// Laser scans per second (the LCM paper's laser_t stream).
 pub const LASER_HZ: f64 = 40.0;
 /// Images per second.
 pub const IMAGE_HZ: f64 = 30.0;

@@ -90,7 +90,7 @@ pub fn parse_result(line: &str, tag: &str) -> Option<HashMap<String, String>> {
     )
 }
 
-/// A duration in microseconds, one token: `85µs`, `1.25ms`, `2.10s`.
+/// A duration in microseconds, one token: `85µs`, `1.25ms`, `2.10s`. <!-- tidy:allow-figure -->
 pub fn micros(us: i64) -> String {
     let a = us.unsigned_abs();
     if a < 1000 {

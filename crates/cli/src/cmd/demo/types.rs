@@ -23,9 +23,9 @@ pub const IMAGE: (&str, &str) = ("IMAGE", "exlcm.image_t");
 /// Channel and type of the pose estimates.
 pub const POSE: (&str, &str) = ("POSE", "exlcm.pose_t");
 
-/// Beams in a scan (seed 000's laser_t benchmark: 180 ranges).
+/// Beams in a scan (the laser_t of the LCM paper's marshalling benchmark).
 pub const RANGES: usize = 180;
-/// Image size (seed 000's image_t benchmark: 640x480 grey).
+/// Image size (the image_t of the LCM paper's marshalling benchmark: 640x480 grey).
 pub const WIDTH: usize = 640;
 /// Image height.
 pub const HEIGHT: usize = 480;

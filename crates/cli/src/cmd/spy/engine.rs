@@ -13,7 +13,7 @@ use nerve_bus::{Bus, Overflow, Received};
 use super::decode::Types;
 use super::stats::{Drops, Table};
 
-/// The spy's queue: enough for a fraction of a second at 100,000 messages per second should the counting thread
+/// The spy's queue: enough for a fraction of a second of a very busy bus should the counting thread
 /// be descheduled, and bounded so a burst of large messages cannot take the machine's memory.
 pub const QUEUE_CAPACITY: usize = 8192;
 
