@@ -196,6 +196,18 @@ impl Channel {
         self.shared.header().newest.load(Ordering::Acquire)
     }
 
+    /// Whether the channel file shrank under this handle (another process truncated it): its puts and gets fail
+    /// since, and the channel must be opened again (see [`ShmError::Corrupt`]).
+    pub fn is_damaged(&self) -> bool {
+        self.shared.damaged()
+    }
+
+    /// Whether the channel's path still names the file this handle mapped (it was not removed, nor replaced by a
+    /// rename over it, since it was opened).
+    pub fn is_current(&self) -> bool {
+        self.shared.is_current()
+    }
+
     /// A writer on this channel.
     pub fn writer(&self) -> Writer {
         Writer::new(Arc::clone(&self.shared))

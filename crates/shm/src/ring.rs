@@ -73,6 +73,36 @@ impl Shared {
         ShmError::MessageTooLarge { path: self.path.clone(), len, max: self.geometry().max_message }
     }
 
+    /// The mapping faulted because the file shrank, and reads zeros now (see the `sys` module's "Shrinking files").
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn shrank(&self) -> ShmError {
+        let now = match std::fs::metadata(&self.path) {
+            Ok(m) => format!("{} bytes", m.len()),
+            Err(_) => "gone".to_owned(),
+        };
+        self.corrupt(format!(
+            "the channel file shrank under this handle (it is {now}, its layout needs {}); reopen the channel",
+            self.geometry().file_size
+        ))
+    }
+
+    /// Whether the channel file shrank under this handle's mapping (its accesses read zeros since).
+    pub(crate) fn damaged(&self) -> bool {
+        self.memory.damaged()
+    }
+
+    /// Whether the channel's path still names the file this handle mapped (not removed, nor replaced by a rename).
+    pub(crate) fn is_current(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.memory.file_id())
+        }
+        #[cfg(loom)]
+        true
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_error(&self, reason: String) -> ShmError {
@@ -206,6 +236,9 @@ impl Writer {
 
     /// Publishes a copy of `bytes` and returns its sequence number. When the channel is full the oldest messages
     /// are dropped to make room; this never waits for a reader.
+    ///
+    /// A file that shrank under the handle (another process truncated it) fails the put: the mapping reads zeros
+    /// from then on, and the channel must be opened again.
     pub fn put(&mut self, bytes: &[u8]) -> Result<u64, ShmError> {
         let (guard, mut slot) = self.begin(bytes.len())?;
         // W5: copy the message into the data ring at pos (and hash it, on a channel with checksums).
@@ -213,7 +246,24 @@ impl Writer {
         if self.shared.geometry().checksum {
             slot.sum = frame_checksum(bytes);
         }
-        Ok(self.finish(guard, slot))
+        let seq = self.finish(guard, slot);
+        if self.shared.damaged() {
+            return Err(self.shared.shrank());
+        }
+        Ok(seq)
+    }
+
+    /// Whether the channel file shrank under this handle (a truncate by another process): every put fails since,
+    /// and the channel must be opened again.
+    pub fn is_damaged(&self) -> bool {
+        self.shared.damaged()
+    }
+
+    /// Whether the channel's path still names the file this writer writes (it was not removed or replaced since
+    /// it was opened). One `stat`: a publisher that keeps a writer for long asks now and then, and opens the
+    /// channel again when the answer is no.
+    pub fn is_current(&self) -> bool {
+        self.shared.is_current()
     }
 
     /// Lends a frame of `len` bytes of the data ring to write a message in place (a camera image, say), holding the
@@ -238,6 +288,9 @@ impl Writer {
         let l = len as u64;
         if l > g.max_message {
             return Err(shared.too_large(len));
+        }
+        if shared.damaged() {
+            return Err(shared.shrank());
         }
         let h = shared.header();
         let c = g.data_bytes;
@@ -530,6 +583,17 @@ impl Reader {
         self.corrupt
     }
 
+    /// Whether the channel file shrank under this handle (a truncate by another process): every get fails since,
+    /// and the channel must be opened again.
+    pub fn is_damaged(&self) -> bool {
+        self.shared.damaged()
+    }
+
+    /// Whether the channel's path still names the file this reader reads (see [`Writer::is_current`]).
+    pub fn is_current(&self) -> bool {
+        self.shared.is_current()
+    }
+
     /// Makes waiting gets poll `newest` for up to `spin` before they sleep (costs CPU; saves the wake-up latency of
     /// a sleeping process when messages come fast). Zero, the default, sleeps at once.
     pub fn set_spin(&mut self, spin: Duration) {
@@ -610,7 +674,25 @@ impl Reader {
     /// After a wake-up this is the whole of a waiting reader's latency, so it touches as little as it can: the
     /// fields are borrowed apart rather than the `Arc` cloned (no reference-count writes), and the clock is read
     /// only when there is nothing to get and the wait has a timeout (never when a message is there).
+    ///
+    /// A file that shrank under the handle fails the get, whatever the zeros it then read looked like.
     fn get_core<R>(
+        &mut self,
+        mode: ReadMode,
+        wait: Wait,
+        capacity: Option<usize>,
+        interrupted: impl Fn() -> bool,
+        read: impl FnMut(&Memory, u64, usize, bool) -> (R, u64),
+    ) -> Result<GetOutcome<(MessageInfo, R)>, ShmError> {
+        let got = self.get_unchecked(mode, wait, capacity, interrupted, read);
+        if self.shared.damaged() {
+            return Err(self.shared.shrank());
+        }
+        got
+    }
+
+    /// [`Reader::get_core`] before its check for a shrunk file.
+    fn get_unchecked<R>(
         &mut self,
         mode: ReadMode,
         wait: Wait,
@@ -647,7 +729,7 @@ impl Reader {
                         Some(left)
                     }
                 };
-                if interrupted() {
+                if interrupted() || shared.damaged() {
                     return Ok(GetOutcome::TimedOut);
                 }
                 wait_once(shared, *last, remaining, *spin);

@@ -12,7 +12,30 @@
 //! are never trusted before that check (loom checks the same protocol with atomic data words); (2) a process with
 //! write access to the channel file can corrupt it or truncate it; corrupt values are bounds-checked before use, but
 //! a truncated file faults (`SIGBUS`) on access, as with every shared-memory IPC: only processes trusted not to do
-//! that may be given write access (the default mode is 0600).
+//! that may be given write access (the default mode is 0600). That fault does not kill the process: see
+//! [Shrinking files](#shrinking-files).
+//!
+//! # Shrinking files
+//!
+//! A MAP_SHARED mapping of a file faults with `SIGBUS` where the file no longer has pages (another process ran
+//! `truncate` on it, or shrank it), and the default action kills the process. No check before an access can close
+//! that window (the file may shrink between the check and the load), so the fault itself is handled: the first
+//! mapping installs a process-wide `SIGBUS` handler (`SA_SIGINFO | SA_ONSTACK`, so it also runs on a thread whose
+//! stack overflowed into a guard page, where std's handler must see it). Every channel mapping is registered in a
+//! fixed table of atomic `(start, len, damaged)` slots. When the faulting address lies in a registered mapping,
+//! the handler maps anonymous zero pages over the whole mapping (`mmap(MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS)`,
+//! a plain system call, allowed in a handler), sets the slot's `damaged` flag and returns: the access runs again
+//! and reads zeros, which the protocol's validation already treats as a miss (a zero sequence number) or
+//! corruption. Every put and get looks at the flag before it returns, and a damaged handle fails with
+//! [`ShmError::Corrupt`](crate::ShmError) saying the file shrank and the channel must be reopened. The handler takes
+//! no lock and allocates nothing (the table is a static array scanned with atomic loads).
+//!
+//! A `SIGBUS` at any other address is not Nerve's: the handler passes it on to the handler that was installed
+//! before it (std's stack-overflow handler, a sanitizer's, an application's), or, if that was the default action,
+//! puts the default action back and raises the signal again, so the process dies as it did without Nerve. A
+//! handler installed later that does not chain to the previous one takes the protection away; nothing can prevent
+//! that. Miri cannot run this (it has no signals); the handler is tested by the integration tests in real processes
+//! (tests/hostile.rs).
 
 #![allow(unsafe_code)]
 
@@ -23,11 +46,157 @@ use std::marker::PhantomData;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::layout::{Entry, Geometry, Header, PREFIX_LEN};
+
+/// How many channel mappings one process can have at once (each needs a slot in the fault table).
+const FAULT_SLOTS: usize = 8192;
+/// A slot's `start` while it is being filled in (no mapping starts at address 1).
+const SLOT_FILLING: usize = 1;
+
+/// One registered mapping: `start == 0` is a free slot.
+struct FaultSlot {
+    start: AtomicUsize,
+    len: AtomicUsize,
+    damaged: AtomicBool,
+}
+
+/// The channel mappings the `SIGBUS` handler may repair. A static array of atomics: the handler reads it with no
+/// lock and no allocation.
+static FAULT_TABLE: [FaultSlot; FAULT_SLOTS] = {
+    #[allow(clippy::declare_interior_mutable_const)] // only a template for the array's elements
+    const FREE: FaultSlot =
+        FaultSlot { start: AtomicUsize::new(0), len: AtomicUsize::new(0), damaged: AtomicBool::new(false) };
+    [FREE; FAULT_SLOTS]
+};
+
+/// The `SIGBUS` disposition found before ours was installed, for addresses that are not Nerve's.
+static PREVIOUS_SIGBUS: OnceLock<libc::sigaction> = OnceLock::new();
+
+/// Installs the `SIGBUS` handler once per process.
+fn install_fault_handler() -> io::Result<()> {
+    static INSTALLED: OnceLock<Result<(), i32>> = OnceLock::new();
+    let installed = INSTALLED.get_or_init(|| {
+        // SAFETY: sigaction with a null new action only writes the current one into `previous`, a valid local for
+        // which all-zero bytes are a valid value.
+        let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above: a query, into a valid local.
+        if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut previous) } != 0 {
+            return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        }
+        // Stored before ours is installed, so the handler never runs without it.
+        let _ = PREVIOUS_SIGBUS.set(previous);
+        // SAFETY: all-zero bytes are a valid sigaction; the fields that matter are set below.
+        let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+        action.sa_sigaction = on_sigbus as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+        // SAFETY: `sa_mask` is a valid sigset_t inside a local; sigemptyset only writes it.
+        unsafe { libc::sigemptyset(&mut action.sa_mask) };
+        // SAFETY: installs a handler with the signature SA_SIGINFO requires (`on_sigbus`), which only does
+        // async-signal-safe things (atomics, mmap, sigaction, raise, calling the previous handler).
+        if unsafe { libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()) } != 0 {
+            return Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        }
+        Ok(())
+    });
+    (*installed).map_err(io::Error::from_raw_os_error)
+}
+
+/// The `SIGBUS` handler (see the module doc): repairs a fault inside a registered channel mapping, passes any other
+/// on.
+extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler; si_addr is the faulting address for a
+    // fault, and some address or 0 for a signal sent by kill (never inside a mapping by chance that matters: a
+    // repair then only zeroes a channel that a hostile process asked to be zeroed).
+    let addr = unsafe { (*info).si_addr() } as usize;
+    if repair(addr) {
+        return;
+    }
+    let Some(previous) = PREVIOUS_SIGBUS.get() else {
+        default_and_raise(sig);
+        return;
+    };
+    let handler = previous.sa_sigaction;
+    if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
+        // An ignored SIGBUS from a fault would fault forever: die as the default action does.
+        default_and_raise(sig);
+    } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the previous handler was installed with SA_SIGINFO, so it has this signature; it gets the same
+        // arguments the kernel gave this one.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(handler) };
+        f(sig, info, context);
+    } else {
+        // SAFETY: a handler installed without SA_SIGINFO takes the signal number alone.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
+        f(sig);
+    }
+}
+
+/// Puts the default action back and raises `sig`: it is blocked while the handler runs, so it is delivered (and
+/// kills the process) as soon as the handler returns; a fault would also repeat and kill the same way.
+fn default_and_raise(sig: libc::c_int) {
+    // SAFETY: all-zero bytes are a valid sigaction, and SIG_DFL is 0.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = libc::SIG_DFL;
+    // SAFETY: sigaction and raise are async-signal-safe; `action` is a valid local.
+    unsafe {
+        libc::sigaction(sig, &action, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// If `addr` lies in a registered mapping: replaces the whole mapping with anonymous zero pages, marks it damaged
+/// and returns true. Async-signal-safe: atomic loads and stores, and one mmap.
+fn repair(addr: usize) -> bool {
+    for slot in &FAULT_TABLE {
+        let start = slot.start.load(Ordering::Acquire);
+        if start <= SLOT_FILLING {
+            continue;
+        }
+        let len = slot.len.load(Ordering::Acquire);
+        if addr < start || addr - start >= len || slot.start.load(Ordering::Acquire) != start {
+            continue;
+        }
+        // SAFETY: [start, start + len) is a channel mapping this process made and has not unmapped (a slot is freed
+        // before its munmap, and the fault came from an access to it, so its handle is alive). MAP_FIXED replaces
+        // it in one step with private zero pages of the same length and protection: every reference into it
+        // stays valid and now reads zeros. mmap is a plain system call, safe in a signal handler.
+        let p = unsafe {
+            libc::mmap(
+                start as *mut libc::c_void,
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        slot.damaged.store(true, Ordering::Release);
+        return true;
+    }
+    false
+}
+
+/// Registers a channel mapping with the fault handler; returns its slot.
+fn register_mapping(start: usize, len: usize) -> io::Result<usize> {
+    install_fault_handler()?;
+    for (i, slot) in FAULT_TABLE.iter().enumerate() {
+        if slot.start.compare_exchange(0, SLOT_FILLING, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            slot.len.store(len, Ordering::Release);
+            slot.damaged.store(false, Ordering::Release);
+            slot.start.store(start, Ordering::Release);
+            return Ok(i);
+        }
+    }
+    Err(io::Error::other(format!("more than {FAULT_SLOTS} channel mappings in this process")))
+}
 
 /// The writer lock in the header: one futex word that names its holder, and nothing else.
 ///
@@ -349,6 +518,8 @@ pub(crate) struct Memory {
     file_id: (u64, u64),
     /// This handle's liveness id, claimed when it first takes the writer lock.
     liveness: OnceLock<u32>,
+    /// The mapping's slot in the fault table.
+    fault_slot: usize,
 }
 
 // SAFETY: the mapping is process-wide memory; every shared field is an atomic (the writer state is touched only by
@@ -376,8 +547,25 @@ impl Memory {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok(Memory { base, geometry, file, file_id: (meta.dev(), meta.ino()), liveness: OnceLock::new() })
+        let unmap = |e: io::Error| {
+            // SAFETY: unmapping the region just mapped, which nothing references yet.
+            unsafe { libc::munmap(p, geometry.file_size) };
+            e
+        };
+        let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null")).map_err(unmap)?;
+        let fault_slot = register_mapping(p as usize, geometry.file_size).map_err(unmap)?;
+        Ok(Memory { base, geometry, file, file_id: (meta.dev(), meta.ino()), liveness: OnceLock::new(), fault_slot })
+    }
+
+    /// Whether the file shrank under this mapping: an access faulted, and the mapping now holds zeros, not the
+    /// channel (see the module doc). Such a handle must be dropped and the channel opened again.
+    pub(crate) fn damaged(&self) -> bool {
+        FAULT_TABLE[self.fault_slot].damaged.load(Ordering::Acquire)
+    }
+
+    /// The (device, inode) of the file this handle mapped.
+    pub(crate) fn file_id(&self) -> (u64, u64) {
+        self.file_id
     }
 
     /// Maps a new, zero-filled file of `geometry.file_size` bytes that no other process can see yet, and writes a
@@ -537,6 +725,9 @@ impl Memory {
 
 impl Drop for Memory {
     fn drop(&mut self) {
+        // The slot is freed before the munmap: the address range may be reused for anything once unmapped.
+        let slot = &FAULT_TABLE[self.fault_slot];
+        slot.start.store(0, Ordering::Release);
         // SAFETY: unmapping exactly the region mapped in `map`; no reference into it outlives `self` (every
         // accessor borrows `self`).
         unsafe {

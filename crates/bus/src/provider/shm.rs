@@ -446,11 +446,21 @@ enum Start {
     Oldest,
 }
 
+/// How often a publisher checks that its channel's path still names the file it writes (a `stat`): a channel
+/// removed and made anew, or replaced by a rename over it, is opened again within this long.
+const FILE_CHECK: Duration = Duration::from_millis(100);
+
+/// A channel's writer as the provider keeps it, with when it last checked that its file is still the channel's.
+struct Publisher {
+    writer: Writer,
+    checked: Instant,
+}
+
 /// Shared-memory channels as a bus.
 pub struct Shm {
     config: ShmConfig,
     origin: u64,
-    writers: Mutex<HashMap<String, Arc<Mutex<Writer>>>>,
+    writers: Mutex<HashMap<String, Arc<Mutex<Publisher>>>>,
     recv: Arc<RecvShared>,
     watcher: Mutex<Option<JoinHandle<()>>>,
 }
@@ -492,7 +502,7 @@ impl Shm {
     }
 
     /// The writer of `channel`, made (and the channel opened or made) on first use.
-    fn writer(&self, channel: &str) -> Result<Arc<Mutex<Writer>>, BusError> {
+    fn writer(&self, channel: &str) -> Result<Arc<Mutex<Publisher>>, BusError> {
         let mut writers = self.writers.lock().expect("shm writers lock");
         if let Some(w) = writers.get(channel) {
             return Ok(Arc::clone(w));
@@ -511,7 +521,7 @@ impl Shm {
         };
         let mut writer = opened.map_err(err)?.writer();
         writer.set_origin(self.origin);
-        let writer = Arc::new(Mutex::new(writer));
+        let writer = Arc::new(Mutex::new(Publisher { writer, checked: Instant::now() }));
         writers.insert(channel.to_owned(), Arc::clone(&writer));
         Ok(writer)
     }
@@ -726,6 +736,12 @@ impl RecvShared {
                 // Overwritten under the reader too often in a row: the losses come with the next message.
                 Ok(GetOutcome::Retry) => taken += 1,
                 Ok(GetOutcome::NothingNew | GetOutcome::TimedOut | GetOutcome::BufferTooSmall { .. }) => break,
+                Err(e) if m.reader.is_damaged() => {
+                    // The file shrank under the mapping (another process truncated it): this reader reads zeros
+                    // from now on. It is retired, and the channel is read again once its file is made anew.
+                    self.retire_damaged(m, e, sink);
+                    break;
+                }
                 Err(_) => {
                     // An index entry no channel can hold (a process with write access scribbled on it): count it
                     // and skip that one message.
@@ -736,6 +752,22 @@ impl RecvShared {
             }
         }
         taken
+    }
+}
+
+impl RecvShared {
+    /// Stops reading a channel whose file shrank under its mapping, says so to the bus, and forgets the file, so
+    /// that the channel is read again when a file is made under its name (or found by a later scan).
+    fn retire_damaged(&self, m: &Member, e: ShmError, sink: &dyn Sink) {
+        m.retire.store(true, Ordering::Relaxed);
+        let mut st = self.lock();
+        if st.readers.get(&m.channel).is_some_and(|r| Arc::ptr_eq(&r.retire, &m.retire)) {
+            if let Some(old) = st.readers.remove(&m.channel) {
+                st.groups[old.group].assigned -= 1;
+            }
+        }
+        drop(st);
+        sink.report(transport(ShmProviderError::Channel { channel: m.channel.clone(), source: e }));
     }
 }
 
@@ -805,8 +837,23 @@ impl Provider for Shm {
 
     fn publish(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
         self.check_fits_new_channel(channel, data.len())?;
-        let writer = self.writer(channel)?;
-        let mut w = writer.lock().expect("shm writer lock");
+        let mut writer = self.writer(channel)?;
+        let stale = {
+            let mut p = writer.lock().expect("shm writer lock");
+            // A file truncated under the writer (it reads zeros since), or removed or replaced (its messages would go
+            // to a file nobody opens any more): the channel is opened again, or made again if it is gone.
+            let due = p.checked.elapsed() >= FILE_CHECK;
+            if due {
+                p.checked = Instant::now();
+            }
+            p.writer.is_damaged() || (due && !p.writer.is_current())
+        };
+        if stale {
+            self.writers.lock().expect("shm writers lock").remove(channel);
+            writer = self.writer(channel)?;
+        }
+        let mut p = writer.lock().expect("shm writer lock");
+        let w = &mut p.writer;
         if data.len() > w.max_message() {
             let path =
                 nerve_shm::channel_path(&encode_channel(channel), self.config.dir.as_deref()).unwrap_or_default();
@@ -828,7 +875,7 @@ impl Provider for Shm {
             }));
         }
         w.put(data).map_err(|source| transport(ShmProviderError::Channel { channel: channel.to_owned(), source }))?;
-        drop(w);
+        drop(p);
         self.recv.counters.published.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
