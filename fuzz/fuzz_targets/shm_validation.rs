@@ -5,7 +5,9 @@
 //!   with the input's `(offset u16, length u8, bytes)` records, as another process scribbling over it would; then
 //!   the check runs, readers get in every mode, and a writer puts (a patched lock word names a writer nobody runs:
 //!   the put takes the lock over after one liveness check). On a channel with checksums every message a reader is
-//!   handed must be one of the messages put, byte for byte.
+//!   handed must be one of the messages put, byte for byte. With bit 2 set, the file is also shrunk (to the input's
+//!   last byte in 256ths of its length) under the open channel, as a neighbour's `truncate` would: the accesses that
+//!   fault are repaired (the mapping reads zeros), and once the handle says it is damaged every put fails.
 #![no_main]
 
 use std::os::unix::fs::FileExt;
@@ -77,8 +79,13 @@ fuzz_target!(|data: &[u8]| {
         file.write_at(&bytes[..n], offset).expect("a patch");
         patches = &patches[3 + n..];
     }
+    if mode & 4 != 0 {
+        let keep = u64::from(*rest.last().unwrap_or(&0));
+        file.set_len(len * keep / 256).expect("shrinking the file");
+    }
     read_everything(&channel, checksum.then_some(&known[..]));
-    let _ = writer.put(&known[6]);
+    let put = writer.put(&known[6]);
+    assert!(!channel.is_damaged() || put.is_err(), "a put on a damaged channel succeeded");
     read_everything(&channel, checksum.then_some(&known[..]));
     // The mapping stays valid after the file goes; the directory is left empty for the next run.
     let _ = std::fs::remove_file(&path);

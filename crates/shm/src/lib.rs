@@ -65,8 +65,19 @@
 //! read from the file are bounds-checked before use, so a process with write access that scribbles over the file
 //! causes errors and counted misses, never a crash or a hang (a writer waits at most [`LOCK_PATIENCE`] for the
 //! lock); [`Channel::check`] finds the damage, and a channel made with [`ChannelConfig::checksum`] never hands out
-//! scribbled bytes as a message. Such a process can still destroy the channel (or truncate the file, which faults
-//! the others): give access only to trusted processes (mode 0600 by default).
+//! scribbled bytes as a message. A lock word overwritten with a holder that does not exist is taken over after one
+//! liveness check (holders are named by random ids backed by byte locks the kernel drops when their process dies,
+//! not by pids, so a reused pid cannot look alive); a live holder that stalls makes a writer wait at most
+//! [`LOCK_PATIENCE`] (and one liveness check of at most 64 ms), then the put fails.
+//!
+//! A file truncated or shrunk under a handle faults its mapping (`SIGBUS`): the process does not die. A handler
+//! maps zeros over the faulting channel mapping, the operation in progress fails or counts a miss, and the handle
+//! says it is damaged ([`Channel::is_damaged`]) and fails every put and get with a "reopen" error after that; open
+//! the channel again once its file is made anew. A file removed or replaced by a rename over it is not noticed by
+//! the mapping (it keeps the old file): [`Channel::is_current`] says whether the path still names it, and the bus
+//! provider asks it to reopen. Such a process can still destroy the channel: give access only to trusted processes
+//! (mode 0600 by default). Why a handler rather than checks: nothing checked before an access can stop the file
+//! shrinking between the check and the access; the handler's design is in the `sys` module's source docs.
 
 #![deny(missing_docs)]
 

@@ -303,6 +303,10 @@ impl Writer {
         let seq = h.next_seq.load(Ordering::Relaxed);
         let head = h.data_head.load(Ordering::Relaxed);
         if seq == 0 || seq > u64::MAX / 2 || head > u64::MAX / 2 {
+            // Zeros where the writer state was: the file may have shrunk under the mapping just now.
+            if shared.damaged() {
+                return Err(shared.shrank());
+            }
             return Err(shared.corrupt_writer_state(seq, head));
         }
         // W2: pos = data_head; a frame that would cross the end of the ring starts at the next multiple of C.

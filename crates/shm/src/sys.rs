@@ -30,6 +30,11 @@
 //! [`ShmError::Corrupt`](crate::ShmError) saying the file shrank and the channel must be reopened. The handler takes
 //! no lock and allocates nothing (the table is a static array scanned with atomic loads).
 //!
+//! The put/get protocol (spec/shm.pml, tests/loom.rs) is unchanged by this: to it, a repaired mapping is a
+//! channel private to this handle whose words all read 0 from some instant on. No get finds a message there (no
+//! index entry holds the sequence number it wants), a put's writes go nowhere another process sees, and the damaged
+//! flag, read after the access, fails the call whatever it found. The model has no file length to shrink.
+//!
 //! A `SIGBUS` at any other address is not Nerve's: the handler passes it on to the handler that was installed
 //! before it (std's stack-overflow handler, a sanitizer's, an application's), or, if that was the default action,
 //! puts the default action back and raises the signal again, so the process dies as it did without Nerve. A

@@ -198,6 +198,46 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
     }
 }
 
+#[test]
+fn a_sigbus_outside_the_channels_still_kills_the_process() {
+    let dir = TestDir::new("foreign");
+    let child = spawn(dir.path(), "foreign").wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&child.stdout);
+    assert_eq!(child.status.signal(), Some(libc::SIGBUS), "{:?}:\n{text}", child.status);
+    assert!(text.contains("handler installed"), "the child did not get as far as the fault:\n{text}");
+}
+
+/// The "foreign" child: with a channel open (so the handler is installed), touches a page of its own mapping of a
+/// file it truncated, which must kill it as it would without Nerve.
+#[allow(unsafe_code)]
+fn child_foreign(dir: &Path) {
+    let channel = Channel::create("foreign", &config(dir)).unwrap();
+    let mut w = channel.writer();
+    w.put(b"the handler is installed").unwrap();
+    let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(dir.join("f")).unwrap();
+    file.set_len(4096).unwrap();
+    // SAFETY: a fresh shared mapping of one page of a file this process owns; nothing else refers to it.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    file.set_len(0).unwrap();
+    println!("handler installed, faulting");
+    std::io::stdout().flush().unwrap();
+    // SAFETY: the page is mapped (the mapping outlives the read); the file under it is gone, so the read faults with
+    // SIGBUS, which is what this child is for.
+    let byte = unsafe { std::ptr::read_volatile(p.cast::<u8>()) };
+    println!("survived a foreign SIGBUS, read {byte}");
+    std::process::exit(0);
+}
+
 /// A child's handle on one channel: reopened when the file shrank under it, was removed or replaced.
 struct Open {
     dir: PathBuf,
@@ -321,6 +361,9 @@ fn hostile_child() {
         return;
     };
     let dir = PathBuf::from(dir);
+    if role == "foreign" {
+        child_foreign(&dir);
+    }
     let deadline = Instant::now() + hostile_time() + CHILD_SPARE;
     let threads: Vec<_> = (0..CHANNELS)
         .map(|ch| {
