@@ -62,6 +62,65 @@ impl Rng {
     }
 }
 
+/// A reader of every channel through the Python binding (`nerve.Channel`, over the same Rust core): it reopens a
+/// channel whose get raised or whose path names another file, checks each payload's FNV checksum and channel, and
+/// prints the same RESULT line as the Rust reader.
+const PYTHON_READER: &str = r#"
+import os, sys, time, nerve
+d, n, life = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+deadline = time.monotonic() + life
+def fnv(b):
+    h = 0xcbf29ce484222325
+    for x in b:
+        h = ((h ^ x) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+open_ = [None] * n; ino = [None] * n; checked = [0.0] * n
+got = [0] * n; finals = [0] * n; errors = [0] * n; reopens = [0] * n; after = [False] * n
+stop, final = os.path.join(d, "stop"), os.path.join(d, "final")
+def path(ch):
+    return os.path.join(d, "nerve-hostile%d" % ch)
+while time.monotonic() < deadline and not os.path.exists(stop):
+    for ch in range(n):
+        now = time.monotonic()
+        if open_[ch] is not None and now - checked[ch] > 0.05:
+            checked[ch] = now
+            try:
+                if os.stat(path(ch)).st_ino != ino[ch]:
+                    open_[ch] = None
+            except OSError:
+                open_[ch] = None
+        if open_[ch] is None:
+            try:
+                i = os.stat(path(ch)).st_ino
+                open_[ch] = nerve.Channel.open("hostile%d" % ch, dir=d)
+                ino[ch] = i; reopens[ch] += 1; after[ch] = os.path.exists(final); finals[ch] = 0
+            except Exception:
+                continue
+        try:
+            m = open_[ch].get(wait=True, timeout=0.003)
+        except Exception:
+            errors[ch] += 1; open_[ch] = None; continue
+        if m is None:
+            continue
+        p = m[0]
+        if len(p) < 24 or fnv(p[:-8]) != int.from_bytes(p[-8:], "little"):
+            print("RESULT BAD channel %d: %d bytes that no writer put" % (ch, len(p)), flush=True); sys.exit(3)
+        w = int.from_bytes(p[:8], "little")
+        if w // 1000 != ch:
+            print("RESULT BAD channel %d: a message of channel %d's writer" % (ch, w // 1000), flush=True); sys.exit(3)
+        got[ch] += 1
+        if w % 1000 == 99 and after[ch]:
+            finals[ch] += 1
+print("RESULT " + " ".join("got%d=%d final%d=%d errors%d=%d reopens%d=%d" % (c, got[c], c, finals[c], c, errors[c], c, reopens[c]) for c in range(n)), flush=True)
+"#;
+
+/// The project's Python with the `nerve` package (made by scripts/setup), if there is one.
+fn python() -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    let ok = Command::new(&python).args(["-c", "import nerve"]).output().is_ok_and(|o| o.status.success());
+    ok.then_some(python)
+}
+
 fn spawn(dir: &Path, role: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "hostile_child", "--nocapture", "--test-threads=1"])
@@ -151,6 +210,17 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
     }
     let mut reader = spawn(dir.path(), "reader");
     let mut writer = spawn(dir.path(), "writer");
+    let mut py_reader = python().map(|python| {
+        let life = (hostile_time() + CHILD_SPARE).as_secs_f64().to_string();
+        Command::new(python)
+            .args(["-c", PYTHON_READER, &dir.path().display().to_string(), &CHANNELS.to_string(), &life])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawning the Python reader")
+    });
+    if py_reader.is_none() {
+        eprintln!("no .venv/bin/python with the nerve package (scripts/setup makes it): no Python reader");
+    }
     std::thread::sleep(Duration::from_millis(300));
 
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
@@ -162,7 +232,8 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
         *acts.entry(act(dir.path(), spare.path(), ch, &mut rng)).or_default() += 1;
         count += 1;
         std::thread::sleep(Duration::from_micros(500 + rng.below(5000)));
-        for (role, child) in [("reader", &mut reader), ("writer", &mut writer)] {
+        let py = py_reader.as_mut().map(|c| ("Python reader", c));
+        for (role, child) in [("reader", &mut reader), ("writer", &mut writer)].into_iter().chain(py) {
             if let Some(status) = child.try_wait().unwrap() {
                 panic!("the {role} died during the hostilities ({status:?}, signal {:?})", status.signal());
             }
@@ -179,12 +250,13 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
     std::thread::sleep(Duration::from_millis(1500));
     std::fs::write(dir.path().join("stop"), b"").unwrap();
 
-    for (role, child) in [("writer", writer), ("reader", reader)] {
+    let py = py_reader.map(|c| ("Python reader", c));
+    for (role, child) in [("writer", writer), ("reader", reader)].into_iter().chain(py) {
         let out = child.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "the {role} failed ({:?}, signal {:?}):\n{text}", out.status, out.status.signal());
         eprintln!("{role}: {}", text.lines().filter(|l| l.contains("RESULT")).collect::<Vec<_>>().join(" "));
-        if role == "reader" {
+        if role != "writer" {
             let result = text.lines().find(|l| l.contains("RESULT")).expect("the reader's result line");
             for ch in 0..CHANNELS {
                 let finals: u64 = result
