@@ -6,7 +6,6 @@
 //! nerve-bench latency [--quick] [--json]
 //! nerve-bench intraprocess [--quick] [--json]
 //! nerve-bench foxglove [--quick] [--json]
-//! nerve-bench soak [--minutes N] [--quick] [--json]
 //! nerve-bench zenoh [--fleet] [--quick] [--json]
 //! ```
 //!
@@ -14,30 +13,24 @@
 //! in the same run are the result, absolute times on a shared machine are not.
 
 mod data;
-mod echo;
-mod foxglove;
 mod harness;
-mod intraprocess;
-mod ipc;
-mod log;
-mod soak;
-mod suite;
-mod systems;
-mod zenoh;
+mod peers;
+mod suites;
+
+use suites::{echo, foxglove, intraprocess, latency, log, marshalling, zenoh};
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: nerve-bench SUITE [--quick] [--json] [--minutes N] [--fleet]\n\nsuites:\n  marshalling  seed 000 Fig. 6 and seed 002 \
+const USAGE: &str = "usage: nerve-bench SUITE [--quick] [--json] [--fleet]\n\nsuites:\n  marshalling  seed 000 Fig. 6 and seed 002 \
 Table 1: encode, decode and projections for Nerve's Rust, C and Python, real LCM C and Python, flatbuffers, bincode \
 and a memcpy floor\n  echo         seed 000 Figs. 4-5: 800-byte messages echoed by 1/2/4 client processes over udpm, nerve vs real \
-LCM C: bandwidth, loss, round trip\n  latency      seed 001 Fig. 8: one-way latency of 64-byte messages between processes at 1 kHz (one and two receivers), a 0.1-100 kHz sweep and a 1-64 hop chain: nerve-shm, Ach's C API on nerve-shm, futex and spin floors, iceoryx2, pipe, POSIX mq, Unix sockets, UDP, TCP, nerve-udpm, real LCM C\n  log          nerve log keep-up at the echo suite's top rate vs lcm-logger, nerve play msgs/s vs lcm-logplayer, nerve export MB/s vs a file copy\n  intraprocess seed 003: image pipeline, Sierra Nevada, Mont Blanc in one process, nerve inproc vs the same graph over shm and udpm\n  foxglove     nerve foxglove serving a 1 kHz pose and a 30 Hz 640x480 image to one client: CPU per message and publish-to-client latency, vs nerve spy --once on the same traffic\n  soak         inproc, shm and udpm at once for --minutes N (default 60; --quick: one minute) with processes killed, subscriptions and channels made and dropped: delivered, lost, memory, descriptors, shm files and latency per period, and PASS/FAIL bars\n  zenoh        issue 22, between two network namespaces (root): the zenoh:// provider vs Zenoh's own Rust pub/sub (64 B and 64 KiB, 1 kHz and flat out: latency, msgs/s, PASS/MISS bars), a bridge hop shm > zenoh > shm, udpm across the veth, and a fleet of 1-50 robots through one Zenoh router (--fleet: the fleet only)\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
+LCM C: bandwidth, loss, round trip\n  latency      seed 001 Fig. 8: one-way latency of 64-byte messages between processes at 1 kHz (one and two receivers), a 0.1-100 kHz sweep and a 1-64 hop chain: nerve-shm, Ach's C API on nerve-shm, futex and spin floors, iceoryx2, pipe, POSIX mq, Unix sockets, UDP, TCP, nerve-udpm, real LCM C\n  log          nerve log keep-up at the echo suite's top rate vs lcm-logger, nerve play msgs/s vs lcm-logplayer, nerve export MB/s vs a file copy\n  intraprocess seed 003: image pipeline, Sierra Nevada, Mont Blanc in one process, nerve inproc vs the same graph over shm and udpm\n  foxglove     nerve foxglove serving a 1 kHz pose and a 30 Hz 640x480 image to one client: CPU per message and publish-to-client latency, vs nerve spy --once on the same traffic\n  zenoh        issue 22, between two network namespaces (root): the zenoh:// provider vs Zenoh's own Rust pub/sub (64 B and 64 KiB, 1 kHz and flat out: latency, msgs/s, PASS/MISS bars), a bridge hop shm > zenoh > shm, udpm across the veth, and a fleet of 1-50 robots through one Zenoh router (--fleet: the fleet only)\n\n  --quick  a few repetitions (CI); figures are rough\n  --json   one JSON object per line\n";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(code) = echo::hidden_role(&args)
-        .or_else(|| ipc::hidden_role(&args))
+    if let Some(code) = harness::hidden_role(&args)
+        .or_else(|| peers::ipc::hidden_role(&args))
         .or_else(|| log::hidden_role(&args))
-        .or_else(|| soak::hidden_role(&args))
         .or_else(|| zenoh::hidden_role(&args))
     {
         return code;
@@ -45,18 +38,10 @@ fn main() -> ExitCode {
     let mut suite = None;
     let mut quick = false;
     let mut json = false;
-    let mut minutes = None;
     let mut fleet_only = false;
-    let mut argv = std::env::args().skip(1);
-    while let Some(a) = argv.next() {
+    let argv = std::env::args().skip(1);
+    for a in argv {
         match a.as_str() {
-            "--minutes" => match argv.next().and_then(|m| m.parse::<u64>().ok()).filter(|m| *m >= 2) {
-                Some(m) => minutes = Some(m),
-                None => {
-                    eprintln!("nerve-bench: --minutes takes a whole number of minutes, at least 2");
-                    return ExitCode::from(2);
-                }
-            },
             "--quick" => quick = true,
             "--fleet" => fleet_only = true,
             "--json" => json = true,
@@ -74,16 +59,19 @@ fn main() -> ExitCode {
     match suite.as_deref() {
         Some("marshalling") => {
             let pinning = pin_to_one_cpu();
-            let code = suite::run(&suite::Options { quick, json, pinning });
+            let code = marshalling::run(&marshalling::Options { quick, json, pinning });
             ExitCode::from(code as u8)
         }
-        Some("echo") => ExitCode::from(echo::run_echo(quick, json) as u8),
-        Some("latency") => ExitCode::from(echo::run_latency(quick, json) as u8),
+        Some("echo") => ExitCode::from(echo::run(quick, json) as u8),
+        Some("latency") => ExitCode::from(latency::run(quick, json) as u8),
         Some("intraprocess") => ExitCode::from(intraprocess::run(quick, json) as u8),
         Some("log") => ExitCode::from(log::run(quick, json) as u8),
         Some("foxglove") => ExitCode::from(foxglove::run(quick, json) as u8),
-        Some("soak") => ExitCode::from(soak::run(quick, json, minutes) as u8),
         Some("zenoh") => ExitCode::from(zenoh::run(quick, json, fleet_only) as u8),
+        Some("soak") => {
+            eprintln!("nerve-bench: the soak is its own program: run nerve-soak (or nerve bench soak)");
+            ExitCode::from(2)
+        }
         Some(other) => {
             eprint!("nerve-bench: unknown suite {other:?}\n{USAGE}");
             ExitCode::from(2)

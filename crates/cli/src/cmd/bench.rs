@@ -1,4 +1,5 @@
-//! `nerve bench SUITE`: runs a benchmark suite from `bench/` (the `nerve-bench` program) and prints its table.
+//! `nerve bench SUITE`: runs a benchmark suite from `bench/` (the `nerve-bench` program) and prints its table, or the
+//! soak test (`nerve bench soak`: the `nerve-soak` program, tests/soak/).
 
 use std::process::{Command, ExitCode};
 
@@ -17,7 +18,8 @@ EXAMPLES:
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// The suite: marshalling, echo, latency, intraprocess, log, foxglove, soak or zenoh (`nerve-bench --help` lists them).
+    /// The suite: marshalling, echo, latency, intraprocess, log, foxglove, zenoh (`nerve-bench --help` lists them), or
+    /// soak (the `nerve-soak` test).
     suite: String,
     /// A short run for CI.
     #[arg(long)]
@@ -33,15 +35,19 @@ pub struct Args {
     fleet: bool,
 }
 
-/// Runs the `nerve-bench` program that sits next to this binary.
+/// Runs the `nerve-bench` program that sits next to this binary, or `nerve-soak` for the soak.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("finding the nerve binary")?;
-    let bench = exe.with_file_name("nerve-bench");
+    let soak = args.suite == "soak";
+    let program = if soak { "nerve-soak" } else { "nerve-bench" };
+    let bench = exe.with_file_name(program);
     if !bench.exists() {
-        bail!("{} not found: build it with `cargo build --release -p nerve-bench`", bench.display());
+        bail!("{} not found: build it with `cargo build --release -p {program}`", bench.display());
     }
     let mut cmd = Command::new(&bench);
-    cmd.arg(&args.suite);
+    if !soak {
+        cmd.arg(&args.suite);
+    }
     if args.quick {
         cmd.arg("--quick");
     }
