@@ -1,6 +1,6 @@
 //! Generates and compiles every system the marshalling bench compares, from the same `types/*.lcm` files:
 //!
-//! - nerve-rust: `nerve_gen::rust::generate` into `$OUT_DIR/nerve_rust/`, included by `src/systems/nerve_rust.rs`;
+//! - nerve-rust: `nerve_gen::rust::generate` into `$OUT_DIR/nerve_rust/`, included by `src/peers/marshalling/nerve_rust.rs`;
 //! - nerve-c: `nerve_gen::c::generate` into `$OUT_DIR/nerve_c/`, compiled with `csrc/` glue at -O3;
 //! - lcm-c: the real `lcm-gen -c` from the venv into `$OUT_DIR/lcm_c/`, compiled the same way against the wheel's
 //!   `lcm_coretypes.h`;
@@ -83,7 +83,7 @@ fn main() {
             }
         }
     }
-    // The echo and latency suites' lcm-c programs (src/echo/): an executable, so that LCM's processes load only
+    // The echo and latency suites' lcm-c programs (src/harness/mod.rs): an executable, so that LCM's processes load only
     // liblcm and Nerve's only Nerve. BENCH_LCM_ECHO is its path, or "unavailable: reason".
     match lcm_echo_exe(&manifest, &out, &venv) {
         Ok(p) => println!("cargo::rustc-env=BENCH_LCM_ECHO={}", p.display()),
@@ -160,7 +160,7 @@ fn nerve_rust(files: &[PathBuf], out: &Path) -> Result<(), String> {
         .map_err(|e| format!("nerve_gen::rust::generate: {e}"))?;
     let dir = out.join("nerve_rust");
     write_generated(&dir, &gen)?;
-    // One file that src/systems/nerve_rust.rs includes (include! cannot take the module tree itself).
+    // One file that src/peers/marshalling/nerve_rust.rs includes (include! cannot take the module tree itself).
     let inc = nerve_gen::rust_include::single_file(&gen).map_err(|e| e.to_string())?;
     fs::write(out.join("nerve_rust_include.rs"), inc).map_err(|e| e.to_string())
 }

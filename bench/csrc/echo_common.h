@@ -1,5 +1,5 @@
 /* echo_common.h: what the C echo programs (lcm_echo.c, udp_echo_floor.c) share, so that they keep one clock, one
- * sending schedule and one wait for late echoes (the Rust roles in src/echo/nerve.rs do the same). */
+ * sending schedule and one wait for late echoes (the Rust roles in src/harness/nerve.rs do the same). */
 #ifndef ECHO_COMMON_H
 #define ECHO_COMMON_H
 

@@ -1,7 +1,7 @@
 /* lcm_echo: the lcm-c side of the echo and latency suites (bench/README.md), written against the real LCM 1.5.3 C
  * library from the PyPI wheel (build.rs links it with an rpath to the wheel's lib/ directory).
  *
- * Roles (the driver, `nerve-bench echo` / `nerve-bench latency`, starts them; src/echo/nerve.rs is the same program
+ * Roles (the driver, `nerve-bench echo` / `nerve-bench latency`, starts them; src/harness/nerve.rs is the same program
  * on nerve-bus, and both print the same lines, so the driver computes every statistic with one piece of code):
  *
  *   lcm_echo client URL REQ REP MAX_MS

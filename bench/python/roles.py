@@ -1,5 +1,5 @@
 """The Python roles of the latency and echo suites (bench/README.md): the same roles, arguments and output lines as
-nerve-bench's own (src/echo/nerve.rs), on a Python bus.
+nerve-bench's own (src/harness/nerve.rs), on a Python bus.
 
     python roles.py --module=nerve lat-recv URL CHANNEL COUNT MAX_MS
     python roles.py --module=nerve lat-send URL CHANNEL COUNT HZ SIZE

@@ -61,7 +61,7 @@ enum Group {
 enum Runner {
     /// nerve-bench's `lat-recv` / `lat-send` on nerve-bus, or lcm_echo's: a `udpm://` URL and a channel.
     Udpm(Result<Program, String>),
-    /// nerve-bench's `ipc-*` roles (src/ipc) with an address of this scheme.
+    /// nerve-bench's `ipc-*` roles (src/peers/ipc) with an address of this scheme.
     Ipc(&'static str),
     /// The same roles as `Udpm` on a `shm://` bus of its own directory.
     Shm(Result<Program, String>),

@@ -27,7 +27,7 @@ use crate::data;
 
 mod player;
 
-/// The echo suite's message size and highest target rate (bench/src/echo: 50 MB/s of 800-byte messages).
+/// The echo suite's message size and highest target rate (bench/src/suites/echo.rs: 50 MB/s of 800-byte messages).
 const MSG_SIZE: usize = 800;
 const TOP_RATE: u64 = 50_000_000 / MSG_SIZE as u64;
 const GROUP: &str = "239.255.76.98";
