@@ -117,7 +117,13 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *
     // fault, and some address or 0 for a signal sent by kill (never inside a mapping by chance that matters: a
     // repair then only zeroes a channel that a hostile process asked to be zeroed).
     let addr = unsafe { (*info).si_addr() } as usize;
-    if repair(addr) {
+    // SAFETY: __errno_location returns this thread's errno, always valid. It is kept across the repair's mmap, so
+    // the interrupted code never sees it change.
+    let errno = unsafe { *libc::__errno_location() };
+    let repaired = repair(addr);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    if repaired {
         return;
     }
     let Some(previous) = PREVIOUS_SIGBUS.get() else {
