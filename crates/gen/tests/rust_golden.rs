@@ -1,10 +1,11 @@
 //! The Rust generator's golden output (`test_data/rust/basic/out/`), compiled into this test and exercised:
 //! encodings, length checks, truncated and hostile buffers, views, recursion limits, defaults, consts and names.
 //!
-//! `UPDATE_EXPECT=1 cargo test -p nerve-gen --test rust_golden` rewrites the golden files after a deliberate change.
+//! `UPDATE_EXPECT=1 cargo test -p nerve-gen --test rust_golden` rewrites the golden files after a deliberate change
+//! (the other languages' golden files are in tests/golden.rs, on the same helper).
 //! (Byte-for-byte agreement with the real LCM over the whole corpus is tested in tests/interop/test_rust.py.)
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use nerve_codec::view::StructView;
 use nerve_codec::{DecodeErrorKind, EncodeError, Message};
@@ -20,44 +21,14 @@ mod lcmtypes;
 use lcmtypes::demo::{NodeT, NodeTView, PointT, PointTView, ScanT, ScanTView};
 use lcmtypes::other::{UsesT, UsesTView};
 
-fn case_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/rust/basic")
-}
-
 #[test]
 fn generated_code_matches_the_golden_files() {
-    let dir = case_dir();
-    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "lcm"))
-        .collect();
-    inputs.sort();
-    let sources: Vec<Source> = inputs
-        .iter()
-        .map(|p| Source { path: p.file_name().unwrap().into(), text: std::fs::read_to_string(p).unwrap() })
-        .collect();
-    let checked = nerve_types::check(&sources, &[]).unwrap();
+    let checked = common::basic_input();
     let files = rust::generate(&Input::new(&checked), &Options::default()).unwrap();
-    let out = dir.join("out");
-    let update = std::env::var_os("UPDATE_EXPECT").is_some();
     let mut names: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
     names.sort();
     assert_eq!(names, ["demo.rs", "mod.rs", "other.rs", "root.rs"]);
-    for f in &files {
-        let path = out.join(&f.path);
-        if update {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &f.contents).unwrap();
-        } else {
-            let want = std::fs::read_to_string(&path).unwrap_or_default();
-            assert!(
-                want == f.contents,
-                "{} differs from the generator's output; run with UPDATE_EXPECT=1 if the change is intended",
-                path.display()
-            );
-        }
-    }
+    common::check_golden(&common::test_data().join("rust/basic/out"), &files);
 }
 
 fn scan() -> ScanT {
