@@ -3,6 +3,7 @@
 //! NAME] [--count N] [--timeout SECONDS]` prints the first N that arrive, one line each, and fails if none arrives
 //! for SECONDS.
 
+use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nerve_bus::{Bus, Overflow};
@@ -11,7 +12,17 @@ use nerve_example_pubsub::lcmtypes::exlcm::LaserT;
 const USAGE: &str = "usage: nerve-example-pubsub pub|sub [--url URL] [--channel NAME] [--count N] [--rate HZ] \
                      [--timeout SECONDS]";
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mut url, mut channel) = ("udpm://239.255.76.67:7667?ttl=0", "EXLASER");
     let (mut count, mut rate, mut timeout) = (10, 10.0, 10.0);
