@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::pattern::PatternError;
-use crate::url::UrlError;
+use crate::url::{UnknownOption, UrlError};
 
 /// A bus failure.
 #[derive(Debug)]
@@ -154,6 +154,13 @@ impl fmt::Display for BusError {
                  messages did not take this one"
             ),
         }
+    }
+}
+
+impl From<UnknownOption> for BusError {
+    fn from(e: UnknownOption) -> BusError {
+        let UnknownOption { url, provider, option, known } = e;
+        BusError::UnknownOption { url, provider, option, known }
     }
 }
 

@@ -1,4 +1,6 @@
-//! [`Url`]: `provider://network?key=value&key=value`, parsed as LCM parses it (spec 4.1), and the default URL.
+//! [`Url`]: `provider://network?key=value&key=value`, parsed as LCM parses it (spec 4.1), and the default URL; and
+//! the check every provider's constructor makes of its URL's options ([`Url::check_options`]), so that a misspelt
+//! option is an error, not silence, alike for every provider.
 
 use std::fmt;
 
@@ -62,6 +64,40 @@ impl Url {
     }
 }
 
+/// An option of a URL that its provider does not know: `crate::BusError::UnknownOption` once converted (this module
+/// sits below the bus's error type, which holds [`UrlError`], so it names the option and leaves the error to it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnknownOption {
+    /// The URL.
+    pub url: String,
+    /// The provider (the URL's scheme).
+    pub provider: String,
+    /// The option given.
+    pub option: String,
+    /// The options the provider knows.
+    pub known: Vec<String>,
+}
+
+impl Url {
+    /// Refuses the first of the options that is not one of `known` (the options the provider knows).
+    pub(crate) fn check_options(&self, known: &[&str]) -> Result<(), UnknownOption> {
+        match self.options.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            None => Ok(()),
+            Some((option, _)) => Err(self.unknown_option(option, known)),
+        }
+    }
+
+    /// `option`, which this URL's provider does not know (it knows `known`).
+    pub(crate) fn unknown_option(&self, option: &str, known: &[&str]) -> UnknownOption {
+        UnknownOption {
+            url: self.to_string(),
+            provider: self.provider.clone(),
+            option: option.to_owned(),
+            known: known.iter().map(|k| (*k).to_owned()).collect(),
+        }
+    }
+}
+
 impl fmt::Display for Url {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}://{}", self.provider, self.network)?;
@@ -88,5 +124,17 @@ mod tests {
         assert_eq!(Url::parse("memq://").unwrap().network, "");
         assert!(Url::parse("memq").is_err());
         assert!(Url::parse("://x").is_err());
+    }
+
+    #[test]
+    fn unknown_options_are_named_with_the_known_ones() {
+        let url = Url::parse("shm://?frame=8").unwrap();
+        let e = url.check_options(&["frames", "frame_size"]).unwrap_err();
+        assert_eq!(e.url, "shm://?frame=8");
+        assert_eq!(e.provider, "shm");
+        assert_eq!(e.option, "frame");
+        assert_eq!(e.known, ["frames", "frame_size"]);
+        assert!(Url::parse("shm://?frames=8").unwrap().check_options(&["frames"]).is_ok());
+        assert!(Url::parse("memq://").unwrap().check_options(&[]).is_ok());
     }
 }

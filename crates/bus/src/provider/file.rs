@@ -138,7 +138,7 @@ impl FileProvider {
 
     /// The registry's constructor for `file://PATH?options`: an unknown option is an error.
     pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
-        super::registry::check_options(url, OPTIONS)?;
+        url.check_options(OPTIONS)?;
         let (file, _) = FileProvider::open(&url.to_string(), &url.network, &url.options)?;
         Ok(Box::new(file))
     }

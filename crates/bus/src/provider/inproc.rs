@@ -33,13 +33,13 @@ impl Inproc {
 
     /// The registry's constructor for `inproc://NAME` (no options).
     pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
-        super::registry::check_options(url, &[])?;
+        url.check_options(&[])?;
         Ok(Box::new(Inproc { domain: Some(url.network.clone()), ..Inproc::new() }))
     }
 
     /// The registry's constructor for `memq://` (no options).
     pub fn memq_from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
-        super::registry::check_options(url, &[])?;
+        url.check_options(&[])?;
         Ok(Box::new(Inproc::memq()))
     }
 

@@ -18,8 +18,10 @@ use std::sync::Arc;
 use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
 pub use crate::qos::QosSupport;
-pub use registry::{check_options, register, Constructor};
+use crate::url::Url;
+pub use registry::{register, Constructor};
 
+mod builtin;
 pub mod file;
 pub mod inproc;
 pub mod mpudpm;
@@ -157,6 +159,13 @@ pub fn new_origin() -> u64 {
     h.finish().max(1)
 }
 
+/// Refuses the first of `url`'s options that is not one of `known`: [`BusError::UnknownOption`], naming it and
+/// the options the provider knows. For constructors (a provider crate's too), so that every provider treats options
+/// alike.
+pub fn check_options(url: &Url, known: &[&str]) -> Result<(), BusError> {
+    Ok(url.check_options(known)?)
+}
+
 /// One transport.
 pub trait Provider: Send + Sync {
     /// The URL scheme, e.g. `udpm`.
@@ -253,5 +262,24 @@ mod stats_turns_tests {
         assert_eq!(copies, [STATS_TURN as usize, 2 * STATS_TURN as usize], "every {STATS_TURN}th busy turn");
         assert!(!t.due(true), "one busy turn after a copy");
         assert!(t.due(false), "a wait copies at once, whatever the count");
+    }
+}
+
+#[cfg(test)]
+mod check_options_tests {
+    use super::check_options;
+    use crate::error::BusError;
+    use crate::url::Url;
+
+    #[test]
+    fn unknown_options_are_named_with_the_known_ones() {
+        let url = Url::parse("shm://?frame=8").unwrap();
+        let e = check_options(&url, &["frames", "frame_size"]).unwrap_err();
+        let BusError::UnknownOption { option, known, .. } = &e else { panic!("{e:?}") };
+        assert_eq!(option, "frame");
+        assert_eq!(known, &["frames", "frame_size"]);
+        let text = e.to_string();
+        assert!(text.contains("'frame'") && text.contains("frames, frame_size"), "{text}");
+        assert!(check_options(&Url::parse("shm://?frames=8").unwrap(), &["frames"]).is_ok());
     }
 }

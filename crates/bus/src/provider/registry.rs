@@ -1,14 +1,16 @@
 //! The provider registry: which URL scheme opens which [`Provider`]. [`crate::Bus::new`] looks the scheme up here.
 //!
-//! The built-in providers (`udpm`, `mpudpm`, `shm`, `file`, `memq`, `inproc`) are registered here the same way a
-//! provider crate registers its own: a scheme and a [`Constructor`] that parses the URL's network part and options
-//! and opens the transport. A provider in another crate (zenoh, say) calls [`register`] once at start-up, before the
-//! first `Bus::new` with its scheme; from then on its URLs work everywhere a URL is taken (the CLI's `--url`,
-//! `NERVE_URL`). A constructor refuses an option it does not know with [`check_options`]
-//! ([`BusError::UnknownOption`], naming the options it knows), so a misspelt option is an error, not silence.
+//! The built-in providers (`udpm`, `mpudpm`, `shm`, `file`, `memq`, `inproc`, listed in `builtin`) are registered
+//! here the same way a provider crate registers its own: a scheme and a [`Constructor`] that parses the URL's
+//! network part and options and opens the transport. A provider in another crate (zenoh, say) calls [`register`]
+//! once at start-up, before the first `Bus::new` with its scheme; from then on its URLs work everywhere a URL is
+//! taken (the CLI's `--url`, `NERVE_URL`). A constructor refuses an option it does not know with
+//! [`check_options`](super::check_options) ([`BusError::UnknownOption`], naming the options it knows), so a misspelt
+//! option is an error, not silence.
 
 use std::sync::{Arc, OnceLock, RwLock};
 
+use super::builtin::BUILTINS;
 use super::Provider;
 use crate::error::BusError;
 use crate::url::Url;
@@ -22,15 +24,7 @@ type Table = RwLock<Vec<(String, Constructor)>>;
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let builtins: [(&str, Constructor); 6] = [
-            ("udpm", Arc::new(super::udpm::Udpm::from_url)),
-            ("mpudpm", Arc::new(super::mpudpm::Mpudpm::from_url)),
-            ("memq", Arc::new(super::inproc::Inproc::memq_from_url)),
-            ("inproc", Arc::new(super::inproc::Inproc::from_url)),
-            ("file", Arc::new(super::file::FileProvider::from_url)),
-            ("shm", Arc::new(super::shm::Shm::from_url)),
-        ];
-        RwLock::new(builtins.into_iter().map(|(s, c)| (s.to_owned(), c)).collect())
+        RwLock::new(BUILTINS.into_iter().map(|(s, c)| (s.to_owned(), Arc::new(c) as Constructor)).collect())
     })
 }
 
@@ -69,40 +63,9 @@ pub fn open(url: &Url) -> Result<Box<dyn Provider>, BusError> {
     ctor(url)
 }
 
-/// Refuses the first of `url`'s options that is not one of `known`: [`BusError::UnknownOption`], naming it and
-/// the options the provider knows. For constructors, so that every provider treats options alike.
-pub fn check_options(url: &Url, known: &[&str]) -> Result<(), BusError> {
-    match url.options.iter().find(|(k, _)| !known.contains(&k.as_str())) {
-        None => Ok(()),
-        Some((option, _)) => Err(unknown_option(url, option, known)),
-    }
-}
-
-/// The error for `option`, which `url`'s provider does not know (it knows `known`).
-pub fn unknown_option(url: &Url, option: &str, known: &[&str]) -> BusError {
-    BusError::UnknownOption {
-        url: url.to_string(),
-        provider: url.provider.clone(),
-        option: option.to_owned(),
-        known: known.iter().map(|k| (*k).to_owned()).collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unknown_options_are_named_with_the_known_ones() {
-        let url = Url::parse("shm://?frame=8").unwrap();
-        let e = check_options(&url, &["frames", "frame_size"]).unwrap_err();
-        let BusError::UnknownOption { option, known, .. } = &e else { panic!("{e:?}") };
-        assert_eq!(option, "frame");
-        assert_eq!(known, &["frames", "frame_size"]);
-        let text = e.to_string();
-        assert!(text.contains("'frame'") && text.contains("frames, frame_size"), "{text}");
-        assert!(check_options(&Url::parse("shm://?frames=8").unwrap(), &["frames"]).is_ok());
-    }
 
     #[test]
     fn builtins_are_registered() {

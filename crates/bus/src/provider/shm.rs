@@ -496,7 +496,7 @@ impl Shm {
 
     /// The registry's constructor for `shm://?options`: an unknown option is an error.
     pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
-        super::registry::check_options(url, OPTIONS)?;
+        url.check_options(OPTIONS)?;
         let (config, _) = ShmConfig::from_url(&url.to_string(), &url.network, &url.options)?;
         Ok(Box::new(Shm::open(config)?))
     }

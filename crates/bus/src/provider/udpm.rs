@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use nerve_udpm::{Config, KernelDrops, Receiver, RecvStats, Sender};
 
 use super::own::OwnSender;
-use super::registry::unknown_option;
 use super::thread::ReceiveThread;
 use super::turn::Turn;
 use super::{Incoming, Provider, ProviderStats, Sink, StatsTurns, DRAIN_TURN};
@@ -33,7 +32,7 @@ pub(crate) fn udpm_config(url: &Url, known: &[&str]) -> Result<Config, BusError>
     let (config, unknown) = Config::from_url_parts(&url.network, &url.options)
         .map_err(|e| BusError::Config { url: url.to_string(), reason: e.to_string() })?;
     match unknown.first() {
-        Some(option) => Err(unknown_option(url, option, known)),
+        Some(option) => Err(url.unknown_option(option, known).into()),
         None => Ok(config),
     }
 }
@@ -90,7 +89,7 @@ impl Udpm {
     pub fn from_url(url: &Url) -> Result<Box<dyn Provider>, BusError> {
         let config = udpm_config(url, OPTIONS)?;
         if config.ports.is_some() {
-            return Err(unknown_option(url, "nports", OPTIONS));
+            return Err(url.unknown_option("nports", OPTIONS).into());
         }
         Ok(Box::new(Udpm::open(config)?))
     }
