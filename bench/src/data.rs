@@ -1,4 +1,4 @@
-//! The cases: the normalized in-memory form of each message (seed 002's idea, used to check every system's
+//! The cases: the normalized in-memory form of each message (PolySync's serialization paper's idea, used to check every system's
 //! output), deterministic test values, a reference LCM encoder (to check the LCM-format systems byte for byte), and
 //! the expected projections.
 
@@ -58,7 +58,7 @@ pub struct LidarPoint {
     pub intensity: u8,
 }
 
-/// lidar.lidar_t (seed 002's LiDARPointsMsg).
+/// lidar.lidar_t (PolySync's serialization paper's LiDARPointsMsg).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lidar {
     pub msg_info: MsgInfo,
@@ -93,13 +93,13 @@ pub fn sum_point(pos: [f32; 3], intensity: u8) -> f64 {
 
 /// A case of the suite.
 pub enum Case {
-    /// seed 000 Fig. 6: a 640x480 grayscale image.
+    /// LCM's paper Fig. 6: a 640x480 grayscale image.
     Image(Image),
-    /// seed 000 Fig. 6: a planar laser scan, 180 ranges.
+    /// LCM's paper Fig. 6: a planar laser scan, 180 ranges.
     Laser(Laser),
-    /// seed 000 Fig. 6: a path of 50 waypoints.
+    /// LCM's paper Fig. 6: a path of 50 waypoints.
     Path(Path),
-    /// seed 002: a LiDAR message of n points.
+    /// PolySync's serialization paper: a LiDAR message of n points.
     Lidar(Lidar),
 }
 
@@ -198,7 +198,7 @@ impl Rng {
     }
 }
 
-/// Every case, in the order they are printed: seed 000 Fig. 6, then seed 002 at 10 to 10,000 points.
+/// Every case, in the order they are printed: LCM's paper Fig. 6, then PolySync's serialization paper at 10 to 10,000 points.
 pub fn cases() -> Vec<Case> {
     let mut rng = Rng::new(0x5eed_0002);
     let mut out = Vec::new();

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use proc::Program;
 
-/// The echo suite's message size (seed 000).
+/// The echo suite's message size (LCM's paper).
 pub const MSG_SIZE: usize = 800;
 
 /// The multicast group of every measurement: not LCM's default, so that nothing else on the host mixes in; every

@@ -21,7 +21,7 @@ const QUICK_RATES: [Option<u32>; 2] = [Some(5), None];
 const QUICK_CLIENTS: [usize; 2] = [1, 4];
 /// Ports a multi-port point spreads its channels over.
 const MP_PORTS: u16 = 64;
-/// The receive buffer every process asks for (seed 000 used 2 MB buffers); the same URL option for every system.
+/// The receive buffer every process asks for (LCM's paper used 2 MB buffers); the same URL option for every system.
 const RECV_BUF: usize = 2 * 1024 * 1024;
 const REQ: &str = "ECHO_REQ";
 const REP_PREFIX: &str = "ECHO_REP_";
@@ -244,7 +244,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
         "loadavg": load_start, "placement": place.text, "message_bytes": MSG_SIZE, "duration_ms": t.duration_ms,
         "rounds": t.rounds, "drain_ms": t.drain_ms, "url": systems[0].url(base)}));
     out.text(&format!(
-        "echo: seed 000 Figs. 4-5 ({MSG_SIZE}-byte messages; a source, 1/2/4 echo clients; {} s per point as {} round(s) of {} s, \
+        "echo: LCM's paper Figs. 4-5 ({MSG_SIZE}-byte messages; a source, 1/2/4 echo clients; {} s per point as {} round(s) of {} s, \
          every system taking its turn in each round, each round then up to {} ms for late echoes){}",
         t.duration_ms as f64 * t.rounds as f64 / 1e3,
         t.rounds,

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use nerve_bus::Bus;
 use nerve_types::{Registry, TypeName};
@@ -35,8 +35,9 @@ fn url() -> String {
     format!("udpm://{GROUP}:{port}?ttl=0&recv_buf_size=4194304")
 }
 
+/// [`nerve_codec::now_utime`] as the messages' `utime` bytes and the report's arithmetic take it (unsigned).
 fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+    nerve_codec::now_utime() as u64
 }
 
 fn types_dirs() -> Vec<PathBuf> {

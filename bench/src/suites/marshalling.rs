@@ -15,7 +15,7 @@ use crate::data::{self, Case};
 use crate::harness::timing::Config;
 use crate::peers::marshalling as systems;
 
-/// The five metrics of seed 002.
+/// The five metrics of PolySync's serialization paper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Metric {
     /// In-memory form to a preallocated buffer.
@@ -234,14 +234,14 @@ pub fn run(opts: &Options) -> i32 {
     0
 }
 
-/// Fills in the metrics a system did not report as not applicable (projections on the seed 000 cases).
+/// Fills in the metrics a system did not report as not applicable (projections on the LCM's paper cases).
 fn complete(case: &Case, sys: &str, mut cells: Vec<(Metric, Cell)>) -> Vec<(Metric, Cell)> {
     for m in METRICS {
         if !cells.iter().any(|(c, _)| *c == m) {
             let why = match case {
                 _ if sys.ends_with(')') => REUSE_NOTE,
                 Case::Lidar(_) => "not measured for this system",
-                _ => "projections are measured on the LiDAR cases only (seed 002)",
+                _ => "projections are measured on the LiDAR cases only (PolySync's serialization paper)",
             };
             cells.push((m, Cell::Na(why.into())));
         }

@@ -1,4 +1,4 @@
-//! The latency suite's local peers (bench/README.md, "latency"; seed 001 Fig. 8): one sender, one or two receivers
+//! The latency suite's local peers (bench/README.md, "latency"; the Ach paper Fig. 8): one sender, one or two receivers
 //! and hop relays, each a separate process, over the Nerve shared-memory channel (and Ach's C API on it, and the bus on it from Rust and from nerve.h's C ABI), kernel IPC (pipe, POSIX message
 //! queue, Unix stream and datagram sockets, UDP and TCP on loopback), iceoryx2, and two floors (a futex word and a
 //! busy-spun cache line in a shared page).

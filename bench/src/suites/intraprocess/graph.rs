@@ -1,6 +1,6 @@
 //! Runs one topology on one system, all nodes in this process, and measures it.
 //!
-//! **Executor model.** Every node's timers and callbacks run on ONE thread, as in seed 003's
+//! **Executor model.** Every node's timers and callbacks run on ONE thread, as in ROS 2's intra-process design article's
 //! `image_pipeline_all_in_one` (three nodes added to one single-threaded executor) and ros2-performance's
 //! single-process runs: the thread fires each timer that is due (it makes a new message, stamps it with
 //! CLOCK_MONOTONIC and publishes it) and after each one dispatches every callback that is ready with
@@ -8,7 +8,7 @@
 //! message. The same loop serves every system:
 //!
 //! - `nerve-inproc`: all nodes share one `inproc://` bus: a publication is pushed into the subscriptions' queues
-//!   and dispatched by the same thread right after, with no encoding and no copy beyond seed 003's tables (the
+//!   and dispatched by the same thread right after, with no encoding and no copy beyond ROS 2's intra-process design article's tables (the
 //!   loop sleeps only until the next timer: every message comes from its own thread);
 //! - `nerve-shm` / `nerve-udpm`: each node has its own bus on the transport (the same graph with inproc turned off):
 //!   a publication is encoded, sent, received by the other nodes' buses' receive threads, decoded, queued, and

@@ -47,12 +47,12 @@ pub fn run(quick: bool, json: bool) -> i32 {
     let malloc = measure::realtime_malloc();
     let floor = measure::copy_floor(topology::IMAGE_BYTES);
     out.json(json!({"suite": SUITE, "kind": "info", "mode": if quick {"quick"} else {"full"}, "host": host(),
-        "loadavg": load, "executor": "all nodes' timers and callbacks on one thread (seed 003's all-in-one executor)",
+        "loadavg": load, "executor": "all nodes' timers and callbacks on one thread (ROS 2's intra-process design article's all-in-one executor)",
         "malloc": malloc, "seconds_inproc": inproc_s, "seconds_transport": transport_s,
         "copy_floor": {"bytes": topology::IMAGE_BYTES, "warm_p50_us": round3(floor.warm_us), "idle_33ms_p50_us": round3(floor.idle_us),
             "minor_faults_per_copy": round3(floor.faults_per_copy), "dst_minus_src_mod_4096": floor.alias}}));
     out.text(&format!(
-        "intraprocess: seed 003's in-process suite, every node in this process, timers and callbacks on one executor thread{}",
+        "intraprocess: ROS 2's intra-process design article's in-process suite, every node in this process, timers and callbacks on one executor thread{}",
         if quick { " [--quick: short runs, rough]" } else { "" }
     ));
     out.text(&format!(
@@ -321,7 +321,7 @@ fn bars(
             ));
         }
         // The 20x bar leaves this graph a budget of udpm's p50 / 20; on a host whose memory is slow after an idle
-        // period, the one copy seed 003's table requires can take most of it by itself.
+        // period, the one copy ROS 2's intra-process design article's table requires can take most of it by itself.
         if let Some(u) = find(results, "image_pipeline_2viewers", System::Udpm).ok().and_then(|u| u.hist.latencies()) {
             let budget = u.p50 / P50_RATIO;
             out.text(&format!(

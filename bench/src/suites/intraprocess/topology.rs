@@ -1,9 +1,9 @@
-//! The four graphs of seed 003's "Performance evaluation", as data.
+//! The four graphs of ROS 2's intra-process design article's "Performance evaluation", as data.
 //!
 //! - `image_pipeline`: ROS 2's `intra_process_demo` `image_pipeline_all_in_one`: a camera publishes a 640x480 RGB
 //!   image as an owned message (30 Hz), a watermark node takes it owned, draws on it and republishes it, a viewer
 //!   takes it owned. `image_pipeline_2viewers`: the same with two viewers (`image_pipeline_with_two_image_view`),
-//!   so the last hop has two owning subscriptions: seed 003's N-1 = 1 copy.
+//!   so the last hop has two owning subscriptions: ROS 2's intra-process design article's N-1 = 1 copy.
 //! - `sierra_nevada` and `mont_blanc`: iRobot's ros2-performance topologies (`performances/benchmark/topology/
 //!   sierra_nevada.json` and `mont_blanc.json` in github.com/irobot-ros/ros2-performance): node names, topics,
 //!   periods and sizes as there. Every subscription takes messages shared (`const shared_ptr<const T>` callbacks,
@@ -239,7 +239,7 @@ mod tests {
     fn shapes_match_the_sources() {
         let t = all();
         assert_eq!((t[2].nodes.len(), t[2].counts()), (10, (13, 17)), "sierra_nevada.json");
-        assert_eq!((t[3].nodes.len(), t[3].counts()), (20, (23, 35)), "mont_blanc.json (and seed 003)");
+        assert_eq!((t[3].nodes.len(), t[3].counts()), (20, (23, 35)), "mont_blanc.json (and ROS 2's intra-process design article)");
         assert_eq!(t[3].topics.iter().filter(|x| x.bytes == 250_000).count(), 2);
         assert_eq!(t[2].topics.iter().filter(|x| x.bytes > 100).count(), 1);
         for topo in &t {
