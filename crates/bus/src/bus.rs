@@ -151,7 +151,7 @@ impl Bus {
             Err(e) => (e.sent + 1).min(batch.len()),
         };
         // One clock read for the batch: its messages are published at one instant.
-        let now = nerve_udpm::now_utime();
+        let now = nerve_codec::now_utime();
         for &(channel, data) in &batch[..reached] {
             self.core.deliver_bytes(channel, data, now);
         }

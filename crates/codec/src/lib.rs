@@ -31,6 +31,7 @@ pub mod fixed;
 pub mod json;
 mod reader;
 mod str;
+mod utime;
 pub mod view;
 mod writer;
 
@@ -47,6 +48,7 @@ pub const ZERO_SIZE_SLACK: usize = 65536;
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use reader::Reader;
 pub use str::Str;
+pub use utime::now_utime;
 pub use writer::{string_size, Writer};
 
 /// A type's body: what is encoded after the fingerprint (and, for nested types, in place inside the parent).

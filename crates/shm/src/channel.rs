@@ -13,6 +13,7 @@ use crate::sync::Ordering;
 use {
     crate::layout::{Geometry, PREFIX_LEN},
     crate::memory::Memory,
+    nerve_codec::now_utime,
     std::fs::{self, OpenOptions},
     std::io,
     std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt},
@@ -162,12 +163,6 @@ impl std::fmt::Debug for Channel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Channel").field("name", &self.shared.name).field("path", &self.shared.path).finish()
     }
-}
-
-#[cfg(not(loom))]
-fn now_utime() -> i64 {
-    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
 
 impl Channel {

@@ -169,8 +169,7 @@ fn now_utime() -> i64 {
 
 #[cfg(loom)]
 fn now_utime() -> i64 {
-    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+    nerve_codec::now_utime()
 }
 
 /// Puts messages into a channel. Writers never wait for readers; several writers (in any processes) take turns on

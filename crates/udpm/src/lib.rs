@@ -27,8 +27,10 @@ mod sys;
 
 pub use batch::BatchError;
 pub use config::{Config, ConfigError, Interface};
+/// The clock of `recv_utime` (nerve-codec's), for callers that have this crate at hand.
+pub use nerve_codec::now_utime;
 pub use reassembly::{Limits, Reassembler, ReassemblyStats};
 pub use socket::{
-    now_utime, Filter, KernelDrops, Message, Receiver, RecvStats, Sender, UdpmError, LOOPBACK_ADVICE, READ_TURN,
+    Filter, KernelDrops, Message, Receiver, RecvStats, Sender, UdpmError, LOOPBACK_ADVICE, READ_TURN,
     SELF_TEST_CHANNEL, SELF_TEST_PAYLOAD,
 };

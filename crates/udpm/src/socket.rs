@@ -5,8 +5,9 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
+use nerve_codec::now_utime;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::config::{Config, Interface};
@@ -107,11 +108,6 @@ fn interface_addr(iface: &Interface) -> Result<Ipv4Addr, UdpmError> {
 pub const SELF_TEST_CHANNEL: &str = "LCM_SELF_TEST";
 /// LCM's self-test payload (13 bytes, no NUL).
 pub const SELF_TEST_PAYLOAD: &[u8] = b"lcm self test";
-
-/// Microseconds since the Unix epoch, LCM's `recv_utime`.
-pub fn now_utime() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
-}
 
 /// Publishes messages to a multicast group. All fragments of a message leave from this one socket (receivers key
 /// reassembly on the source address), in order, fragment 0 first, never interleaved with another message.

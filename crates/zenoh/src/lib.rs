@@ -259,7 +259,7 @@ impl ZenohProvider {
                 }
                 counters.received.fetch_add(1, Ordering::Relaxed);
                 let data = sample.payload().to_bytes().into_owned();
-                sink.deliver(Incoming { channel, data, recv_utime: now_utime() });
+                sink.deliver(Incoming { channel, data, recv_utime: nerve_codec::now_utime() });
                 // With a dispatcher, the callbacks run here, on Zenoh's thread, as a Zenoh subscriber's own callback
                 // does: no hand-off to another thread (that wake-up was most of what zenoh:// added to Zenoh's
                 // latency). Zenoh calls back once per sample, never to say "no more", so run everything waiting.
@@ -268,10 +268,6 @@ impl ZenohProvider {
             .wait()
             .map_err(transport)
     }
-}
-
-fn now_utime() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
 impl Provider for ZenohProvider {

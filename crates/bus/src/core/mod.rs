@@ -666,7 +666,7 @@ impl Core {
     pub(crate) fn publish(&self, channel: &str, local: Local<'_>, wire: Option<&[u8]>) -> Result<Committed, BusError> {
         let done = match local {
             Local::Bytes(data) => {
-                self.deliver_bytes(channel, data, nerve_udpm::now_utime());
+                self.deliver_bytes(channel, data, nerve_codec::now_utime());
                 Committed::default()
             }
             Local::Typed(p) => self.commit(channel, p.items, p.received, &p.failed, Some(p.publisher)),

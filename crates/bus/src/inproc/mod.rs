@@ -162,7 +162,7 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
                 let r = Arc::new(Received {
                     channel: self.channel.clone(),
                     data,
-                    recv_utime: nerve_udpm::now_utime(),
+                    recv_utime: nerve_codec::now_utime(),
                     origin: crate::core::Origin::Local,
                 });
                 (Some(Arc::clone(&r)), Some(Bytes::Shared(r)))

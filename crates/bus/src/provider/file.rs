@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use nerve_codec::now_utime;
 use nerve_log::{LogReader, LogWriter};
 
 use super::thread::ReceiveThread;
@@ -154,10 +155,6 @@ impl Drop for FileProvider {
         // Flushing here can fail with no one left to tell: a writer that must know calls `Bus::flush` first.
         let _ = self.flush();
     }
-}
-
-fn now_utime() -> i64 {
-    nerve_udpm::now_utime()
 }
 
 /// Sleeps until `due`, in slices, unless `stop` is set; false when stopped.

@@ -155,7 +155,7 @@ pub fn new_origin() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_i64(nerve_udpm::now_utime());
+    h.write_i64(nerve_codec::now_utime());
     h.finish().max(1)
 }
 

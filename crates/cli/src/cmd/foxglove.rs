@@ -78,8 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::thread::sleep(SPY_PERIOD);
         if spy.has_subscribers() {
             // The table's times are the transport's receive stamps: microseconds since the epoch.
-            let now =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+            let now = nerve_codec::now_utime();
             let json = report(engine.table(), &types, &url, started.elapsed().as_secs_f64(), now, true);
             spy.publish(&with_server(&json, &server));
         }

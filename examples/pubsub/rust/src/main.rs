@@ -4,7 +4,7 @@
 //! for SECONDS.
 
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use nerve_bus::{Bus, Overflow};
 use nerve_example_pubsub::lcmtypes::exlcm::LaserT;
@@ -46,7 +46,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             for i in 0..count {
                 let ranges: Vec<f32> = (0..5).map(|b| 1.0 + i as f32 + 0.25 * b as f32).collect();
                 let scan = LaserT {
-                    utime: SystemTime::now().duration_since(UNIX_EPOCH)?.as_micros() as i64,
+                    utime: nerve_codec::now_utime(),
                     nranges: ranges.len() as i32,
                     ranges,
                     rad0: -std::f32::consts::FRAC_PI_2,

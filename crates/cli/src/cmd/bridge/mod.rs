@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use nerve_bus::{Bus, Origin, Pattern, Received, Subscription};
+use nerve_codec::now_utime;
 use nerve_types::Registry;
 
 use super::types_arg::{load_registry, type_dirs, BrokenFiles};
@@ -285,10 +286,6 @@ fn forward_loop(dir: &Direction, dest: &Bus, stop: &AtomicBool) {
             }
         }
     }
-}
-
-fn now_utime() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
 /// Prints one report per direction: rate since the last one, totals, drops, latency through the bridge.

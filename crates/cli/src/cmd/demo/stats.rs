@@ -5,9 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 /// Microseconds since the epoch: the clock every message's `utime` and every receive time is on.
-pub fn now_utime() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
-}
+pub use nerve_codec::now_utime;
 
 /// The nearest-rank `p`-th percentile of sorted values (`None` when there are none).
 pub fn percentile(sorted: &[i64], p: f64) -> Option<i64> {

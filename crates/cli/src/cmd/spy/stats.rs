@@ -277,9 +277,7 @@ pub fn fingerprint_of(data: &[u8]) -> Option<u64> {
 }
 
 /// Microseconds since the epoch, the clock transports stamp messages with.
-pub fn now_utime() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
-}
+pub use nerve_codec::now_utime;
 
 #[cfg(test)]
 mod tests {
