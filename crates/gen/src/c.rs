@@ -76,6 +76,7 @@ use std::path::PathBuf;
 
 use nerve_types::{Dim, Member, MemberType, Primitive, Struct, TypeName};
 
+use crate::plan::{self, Seg, StructPlan};
 use crate::writer::CodeWriter;
 use crate::{GenError, GeneratedFile, Input, Options};
 
@@ -384,8 +385,8 @@ impl<'a> Gen<'a> {
     }
 
     fn elem(&self, ty: &MemberType) -> Elem {
-        match ty {
-            MemberType::Primitive(p) => match p {
+        match plan::Elem::of(&self.input.layout, ty) {
+            plan::Elem::Prim(p) => match p {
                 Primitive::Int8 => Elem::Prim { ctype: "int8_t", helper: "int8_t", size: 1 },
                 Primitive::Int16 => Elem::Prim { ctype: "int16_t", helper: "int16_t", size: 2 },
                 Primitive::Int32 => Elem::Prim { ctype: "int32_t", helper: "int32_t", size: 4 },
@@ -396,15 +397,11 @@ impl<'a> Gen<'a> {
                 Primitive::Byte => Elem::Prim { ctype: "uint8_t", helper: "byte", size: 1 },
                 Primitive::String => Elem::Str,
             },
+            plan::Elem::Str => Elem::Str,
             // Enums are rejected in `generate`; treat one as its int32 value if it ever gets here.
-            MemberType::Enum(_) => Elem::Prim { ctype: "int32_t", helper: "int32_t", size: 4 },
-            MemberType::Struct(n) => {
-                let cname = self.cname(n);
-                match self.input.layout.fixed_size(n) {
-                    Some(size) => Elem::Fixed { cname, size },
-                    None => Elem::Var { cname },
-                }
-            }
+            plan::Elem::Enum => Elem::Prim { ctype: "int32_t", helper: "int32_t", size: 4 },
+            plan::Elem::Struct { name, fixed: Some(size), .. } => Elem::Fixed { cname: self.cname(name), size },
+            plan::Elem::Struct { name, fixed: None, .. } => Elem::Var { cname: self.cname(name) },
         }
     }
 
@@ -777,18 +774,13 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements);
     /// numbers and `s` fits in 16 bytes encoded and in C (natural alignment): the types whose arrays go through
     /// `nerve_lcm_shuffle`.
     fn shuffle_members<'m>(&self, s: &'m Struct, size: usize) -> Option<Vec<(&'m Member, usize, usize)>> {
-        if size == 0 || size > 16 || self.c_layout(&MemberType::Struct(s.name.clone())).0 > 16 {
+        // Booleans shuffle too (an int8_t holds any byte), but the struct must also fit in 16 bytes in C, where
+        // alignment padding can make it larger than encoded.
+        if size == 0 || self.c_layout(&MemberType::Struct(s.name.clone())).0 > 16 {
             return None;
         }
-        s.members
-            .iter()
-            .map(|m| match (&m.ty, m.all_dims_fixed()) {
-                (MemberType::Primitive(p), true) if *p != Primitive::String => {
-                    Some((m, p.wire_size()?, Self::fixed_count(m)))
-                }
-                _ => None,
-            })
-            .collect()
+        let shuffle = StructPlan::new(&self.input.layout, s).shuffle?;
+        Some(shuffle.fields.iter().map(|f| (&s.members[f.member], f.elem_size, f.count)).collect())
     }
 
     /// `__T_decode_shuffled` / `__T_encode_shuffled`: the leading elements of an array of `s` done by
@@ -1124,20 +1116,16 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
         ));
     }
 
-    /// Groups members into runs of consecutive fixed-size members (one bounds check each) and single others.
+    /// Runs of consecutive fixed-size members (one bounds check each) and single others.
     fn runs<'m>(&self, s: &'m Struct) -> Vec<Vec<&'m Member>> {
-        let mut out: Vec<Vec<&Member>> = Vec::new();
-        let mut prev_fixed = false;
-        for m in &s.members {
-            let fixed = self.input.layout.member_fixed_size(m).is_some();
-            if fixed && prev_fixed {
-                out.last_mut().expect("a run is open").push(m);
-            } else {
-                out.push(vec![m]);
-            }
-            prev_fixed = fixed;
-        }
-        out
+        let plan = StructPlan::new(&self.input.layout, s);
+        plan.segments(&s.members)
+            .into_iter()
+            .map(|seg| match seg {
+                Seg::Run(ms, _) => ms.iter().collect(),
+                Seg::Var(m) => vec![m],
+            })
+            .collect()
     }
 
     fn var_array_functions(&self, w: &mut CodeWriter, s: &Struct) {

@@ -36,6 +36,7 @@ use std::path::PathBuf;
 
 use nerve_types::{ConstValue, Dim, Enum, Member, MemberType, Primitive, Span, Struct, TypeName};
 
+use crate::plan::{Seg, StructPlan};
 use crate::writer::CodeWriter;
 use crate::{GenError, GeneratedFile, Input, Options};
 
@@ -790,38 +791,21 @@ inline uint64_t {name}::_nerve_size() const
         ));
     }
 
-    /// Segments of a struct's members: runs of fixed-size members (with their total size) and single variable ones.
-    fn segments<'m>(&self, s: &'m Struct) -> Vec<(Vec<&'m Member>, Option<usize>)> {
-        let mut out: Vec<(Vec<&Member>, Option<usize>)> = Vec::new();
-        for m in &s.members {
-            match self.input.layout.member_fixed_size(m) {
-                Some(sz) => match out.last_mut() {
-                    Some((run, Some(total))) => {
-                        run.push(m);
-                        *total += sz;
-                    }
-                    _ => out.push((vec![m], Some(sz))),
-                },
-                None => out.push((vec![m], None)),
-            }
-        }
-        out
-    }
-
     fn variable_methods(&self, w: &mut CodeWriter, s: &Struct) {
         let name = &s.name.name;
-        let segs = self.segments(s);
+        let plan = StructPlan::new(&self.input.layout, s);
+        let segs = plan.segments(&s.members);
         w.line(format!("inline uint8_t *{name}::_nerve_encode(uint8_t *_p, uint8_t *_e) const"));
         w.block("{", "}", |w| {
-            for (run, size) in &segs {
-                match size {
-                    Some(size) => {
+            for seg in &segs {
+                match seg {
+                    Seg::Run(run, size) => {
                         w.line(format!("if (!nerve_lcm::has(_p, _e, {size}u)) return 0;"));
-                        for m in run {
+                        for m in *run {
                             self.fixed_member(w, m, true);
                         }
                     }
-                    None => self.variable_encode(w, s, run[0]),
+                    Seg::Var(m) => self.variable_encode(w, s, m),
                 }
             }
             w.line("return _p;");
@@ -832,15 +816,15 @@ inline uint64_t {name}::_nerve_size() const
         ));
         w.block("{", "}", |w| {
             w.line("if (_depth > NERVE_LCM_MAX_DEPTH) return 0;");
-            for (run, size) in &segs {
-                match size {
-                    Some(size) => {
+            for seg in &segs {
+                match seg {
+                    Seg::Run(run, size) => {
                         w.line(format!("if (!nerve_lcm::has(_p, _e, {size}u)) return 0;"));
-                        for m in run {
+                        for m in *run {
                             self.fixed_member(w, m, false);
                         }
                     }
-                    None => self.variable_decode(w, s, run[0]),
+                    Seg::Var(m) => self.variable_decode(w, s, m),
                 }
             }
             w.line("return _p;");
@@ -848,11 +832,11 @@ inline uint64_t {name}::_nerve_size() const
         w.blank();
         w.line(format!("inline uint64_t {name}::_nerve_size() const"));
         w.block("{", "}", |w| {
-            let fixed_total: usize = segs.iter().filter_map(|(_, s)| *s).sum();
+            let fixed_total: usize = segs.iter().map(|seg| if let Seg::Run(_, size) = seg { *size } else { 0 }).sum();
             w.line(format!("uint64_t _n = {fixed_total}u;"));
-            for (run, size) in &segs {
-                if size.is_none() {
-                    self.variable_size(w, s, run[0]);
+            for seg in &segs {
+                if let Seg::Var(m) = seg {
+                    self.variable_size(w, s, m);
                 }
             }
             w.line("return _n;");
@@ -1157,26 +1141,12 @@ inline uint64_t {name}::_nerve_size() const
     // ----------------------------------------------------------------------------------------------------------
     // Views
 
-    /// Offsets of the members that have one: every member up to and including the first variable-size one.
-    fn const_offsets(&self, s: &Struct) -> Vec<Option<usize>> {
-        let mut out = Vec::new();
-        let mut off = Some(0usize);
-        for m in &s.members {
-            out.push(off);
-            off = match (off, self.input.layout.member_fixed_size(m)) {
-                (Some(o), Some(sz)) => Some(o + sz),
-                _ => None,
-            };
-        }
-        out
-    }
-
     fn view_methods(&self, w: &mut CodeWriter, s: &Struct) {
         let name = &s.name.name;
         let v = format!("{name}_view");
-        let min = self.min_size(&s.name);
-        let fixed = self.is_fixed(&s.name);
-        let offs = self.const_offsets(s);
+        let plan = StructPlan::new(&self.input.layout, s);
+        let (min, fixed) = (plan.min, plan.fixed);
+        let offs = plan.const_offsets();
         let nmem = s.members.len();
         self.open_ns(w, &s.name);
         w.blank();

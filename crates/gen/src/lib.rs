@@ -88,6 +88,7 @@ impl std::error::Error for GenError {}
 
 pub mod c;
 pub mod cpp;
+mod plan;
 pub mod python;
 pub mod rust;
 pub mod rust_include;

@@ -69,6 +69,7 @@ use std::path::PathBuf;
 
 use nerve_types::{ConstValue, Dim, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
 
+use crate::plan;
 use crate::writer::CodeWriter;
 use crate::{recursive_types, GenError, GeneratedFile, Input, Options};
 
@@ -546,7 +547,7 @@ impl<'a> Gen<'a> {
     }
 
     fn min_elem(&self, ty: &MemberType) -> usize {
-        self.input.layout.elem_min_size(ty)
+        plan::Elem::of(&self.input.layout, ty).min()
     }
 
     fn struct_module(&self, st: &Struct) -> String {

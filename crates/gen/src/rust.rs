@@ -82,6 +82,7 @@ use std::fmt::Write as _;
 
 use nerve_types::{ConstValue, Dim, Enum, Layout, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
 
+use crate::plan::{Seg, StructPlan};
 use crate::writer::CodeWriter;
 use crate::{recursive_types, struct_refs, GenError, GeneratedFile, Input, Options};
 
@@ -677,8 +678,8 @@ fn float_lit(v: f64, ty: &str, finite: bool) -> String {
 fn emit_struct(ctx: &Ctx<'_>, w: &mut CodeWriter, path: &[String], s: &Struct) -> Result<(), GenError> {
     let name = checked_type_name(&s.name.name, &s.span)?;
     let members = ctx.members(path, s)?;
-    let fixed = ctx.layout.fixed_size(&s.name);
-    let min = ctx.layout.min_size(&s.name);
+    let plan = StructPlan::new(ctx.layout, s);
+    let (fixed, min) = (plan.fixed, plan.min);
     let recursive = ctx.recursive.contains(&s.name);
     let manual_default = members.iter().any(|m| m.dims.iter().any(|d| matches!(d, D::Fixed(n) if *n > 32)));
 
@@ -728,7 +729,7 @@ fn emit_struct(ctx: &Ctx<'_>, w: &mut CodeWriter, path: &[String], s: &Struct) -
                 w.line(format!("pub const {id}: {} = {};", prim_rust(c.ty), const_value(c)));
             }
             if let Some(size) = fixed {
-                body_err = emit_fixed_fns(w, &members, size, ctx.unsafe_ok);
+                body_err = emit_fixed_fns(w, &members, &plan, size, ctx.unsafe_ok);
             }
         });
         body_err?;
@@ -773,7 +774,7 @@ fn emit_struct(ctx: &Ctx<'_>, w: &mut CodeWriter, path: &[String], s: &Struct) -
                     w.line(format!("{EOK}(())"));
                     return;
                 }
-                for seg in segments(&members) {
+                for seg in plan.segments(&members) {
                     match seg {
                         Seg::Run(ms, size) => {
                             w.line(format!("let b = w.take_fixed::<{size}>()?;"));
@@ -811,7 +812,7 @@ fn emit_struct(ctx: &Ctx<'_>, w: &mut CodeWriter, path: &[String], s: &Struct) -
                     w.line("r.enter()?;");
                 }
                 let mut idx = 0;
-                for seg in segments(&members) {
+                for seg in plan.segments(&members) {
                     match seg {
                         Seg::Run(ms, size) => {
                             w.line(format!("let b = r.take_fixed::<{size}>()?;"));
@@ -851,7 +852,7 @@ fn emit_struct(ctx: &Ctx<'_>, w: &mut CodeWriter, path: &[String], s: &Struct) -
                     if recursive {
                         w.line("r.enter()?;");
                     }
-                    for seg in segments(&members) {
+                    for seg in plan.segments(&members) {
                         match seg {
                             Seg::Run(ms, size) => {
                                 w.line(format!("let b = r.take_fixed::<{size}>()?;"));
@@ -896,31 +897,14 @@ fn emit_struct(ctx: &Ctx<'_>, w: &mut CodeWriter, path: &[String], s: &Struct) -
     emit_view(w, s, &name, &members, fixed, min)
 }
 
-/// A run of consecutive fixed-size members (with their total size), or one variable-size member.
-enum Seg<'m> {
-    Run(Vec<&'m M>, usize),
-    Var(&'m M),
-}
-
-fn segments(members: &[M]) -> Vec<Seg<'_>> {
-    let mut out: Vec<Seg<'_>> = Vec::new();
-    for m in members {
-        match m.fixed {
-            Some(n) => match out.last_mut() {
-                Some(Seg::Run(ms, size)) => {
-                    ms.push(m);
-                    *size += n;
-                }
-                _ => out.push(Seg::Run(vec![m], n)),
-            },
-            None => out.push(Seg::Var(m)),
-        }
-    }
-    out
-}
-
 /// `__nerve_encode_fixed` / `__nerve_decode_fixed` for a struct of fixed encoded size.
-fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: bool) -> Result<(), GenError> {
+fn emit_fixed_fns(
+    w: &mut CodeWriter,
+    members: &[M],
+    plan: &StructPlan<'_>,
+    size: usize,
+    unsafe_ok: bool,
+) -> Result<(), GenError> {
     w.line("/// The encoded body size (fixed for this type).");
     w.line("#[doc(hidden)]");
     w.line(format!("pub const __NERVE_SIZE: usize = {size};"));
@@ -934,7 +918,7 @@ fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: boo
             o += m.fixed.unwrap_or(0);
         }
     });
-    emit_shuffle(w, members, size, unsafe_ok);
+    emit_shuffle(w, members, plan, size, unsafe_ok);
     w.line("/// Decodes the body from exactly its size (used for arrays of this type; no checks needed).");
     w.line("#[doc(hidden)]");
     w.line("#[inline(always)]");
@@ -963,30 +947,27 @@ fn emit_fixed_fns(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: boo
 /// bytes are then a valid value, the `unsafe` constructor's condition) and both sizes fit in 16 bytes (checked by
 /// the constructor, at compile time, against the struct's real layout from `offset_of!`), and the code may contain
 /// `unsafe` (`--rust-no-unsafe`).
-fn emit_shuffle(w: &mut CodeWriter, members: &[M], size: usize, unsafe_ok: bool) {
-    let numeric = |m: &M| match m.elem {
-        Elem::Prim(p) => !matches!(p, Primitive::String | Primitive::Boolean) && all_fixed(&m.dims),
-        _ => false,
-    };
+fn emit_shuffle(w: &mut CodeWriter, members: &[M], plan: &StructPlan<'_>, size: usize, unsafe_ok: bool) {
     w.line("/// How arrays of this type decode with one byte shuffle per element (`None`: member by member).");
     w.line("#[doc(hidden)]");
     let ty = "::core::option::Option<__nc::fixed::Shuffle<Self>>";
-    if !unsafe_ok || members.is_empty() || size > 16 || !members.iter().all(numeric) {
+    // Rust, unlike C, has no shuffle for booleans: a `bool` holding any byte but 0 or 1 is undefined behaviour.
+    // An empty struct has nothing to shuffle.
+    let shuffle = plan.shuffle.as_ref().filter(|sh| unsafe_ok && !sh.fields.is_empty() && !sh.has_bool);
+    let Some(shuffle) = shuffle else {
         w.line(format!("pub const __NERVE_SHUFFLE: {ty} = ::core::option::Option::None;"));
         return;
-    }
-    let mut fields = Vec::new();
-    let mut o = 0;
-    for m in members {
-        let (Elem::Prim(p), Some(bytes)) = (&m.elem, m.fixed) else { continue };
-        let es = p.wire_size().unwrap_or(1);
-        fields.push(format!(
-            "__nc::fixed::Field::new(::core::mem::offset_of!(Self, {}), {o}, {es}, {})",
-            m.ident,
-            fixed_count(&m.dims)
-        ));
-        o += bytes;
-    }
+    };
+    let fields: Vec<String> = shuffle
+        .fields
+        .iter()
+        .map(|f| {
+            format!(
+                "__nc::fixed::Field::new(::core::mem::offset_of!(Self, {}), {}, {}, {})",
+                members[f.member].ident, f.offset, f.elem_size, f.count
+            )
+        })
+        .collect();
     w.line("#[allow(unsafe_code)]");
     w.line(format!("pub const __NERVE_SHUFFLE: {ty} ="));
     w.line(
