@@ -56,18 +56,23 @@ impl<'a> EventRef<'a> {
     }
 }
 
-/// A header as read from the file, before its lengths are checked.
+/// A header as read from the file, before its lengths are checked (by [`crate::LogReader`], or by a reader with
+/// other limits: liblcm's `lcm_eventlog_read_next_event` takes what LCM's C reader takes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RawHeader {
+pub struct RawHeader {
+    /// The event number.
     pub number: i64,
+    /// The timestamp, microseconds since the Unix epoch.
     pub utime: i64,
+    /// The channel name's length, as stored.
     pub channel_len: i32,
+    /// The data's length, as stored.
     pub data_len: i32,
 }
 
 impl RawHeader {
-    /// Parses the 24 bytes that follow the sync word.
-    pub(crate) fn parse(b: &[u8; HEADER_LEN]) -> RawHeader {
+    /// Parses the 24 bytes that follow the sync word (the sync word itself, `b[..4]`, is not looked at).
+    pub fn parse(b: &[u8; HEADER_LEN]) -> RawHeader {
         let i64_at = |i: usize| i64::from_be_bytes(b[i..i + 8].try_into().expect("8 bytes"));
         let i32_at = |i: usize| i32::from_be_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         RawHeader { number: i64_at(4), utime: i64_at(12), channel_len: i32_at(20), data_len: i32_at(24) }
@@ -81,8 +86,9 @@ impl RawHeader {
     }
 }
 
-/// Writes an event header into `out`.
-pub(crate) fn encode_header(out: &mut [u8; HEADER_LEN], number: i64, utime: i64, channel_len: usize, data_len: usize) {
+/// Writes an event header into `out`: the sync word, then the rest as [`RawHeader`] reads it (each length as the
+/// `i32` it is stored as).
+pub fn encode_header(out: &mut [u8; HEADER_LEN], number: i64, utime: i64, channel_len: usize, data_len: usize) {
     out[0..4].copy_from_slice(&SYNC.to_be_bytes());
     out[4..12].copy_from_slice(&number.to_be_bytes());
     out[12..20].copy_from_slice(&utime.to_be_bytes());

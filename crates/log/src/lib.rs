@@ -41,6 +41,6 @@ mod reader;
 mod writer;
 
 pub use error::LogError;
-pub use event::{Event, EventRef, HEADER_LEN, MAX_CHANNEL_LEN, SYNC};
+pub use event::{encode_header, Event, EventRef, RawHeader, HEADER_LEN, MAX_CHANNEL_LEN, SYNC};
 pub use reader::{Damage, DamageKind, DamageTotals, LogReader, MAX_DAMAGE_RECORDS};
 pub use writer::{numbered_name, LogWriter, SplitLog};

@@ -1,20 +1,23 @@
 //! LCM's event-log C API (`include/lcm/eventlog.h`): `lcm_eventlog_t` and `lcm_eventlog_event_t` at LCM's
 //! layouts, over C's stdio.
 //!
-//! Hand-written over `FILE *` rather than over nerve-log because the header makes both structs public: programs
-//! read `log->f` and `log->eventcount`, fill events themselves and free what `lcm_eventlog_read_next_event`
-//! returns with `lcm_eventlog_free_event`, so the objects must be C's (malloc'd, holding a real `FILE *`). The
-//! format is LCM's: per event the sync word 0xEDA1DA01, event number, timestamp, channel length, data length (all
-//! big-endian), channel, data. Reading resynchronises on the sync word after damage, as LCM does; the live logs
-//! are kept in [`LOGS`] so NULL and garbage pointers are refused rather than used.
+//! Over `FILE *` rather than over nerve-log's `LogReader` and `LogWriter` because the header makes both structs
+//! public: programs read `log->f` and `log->eventcount`, fill events themselves and free what
+//! `lcm_eventlog_read_next_event` returns with `lcm_eventlog_free_event`, so the objects must be C's (malloc'd,
+//! holding a real `FILE *`); and because LCM's C reader and writer take what nerve-log's refuse (a channel of 1000
+//! bytes and more, an empty one when writing) and stop where nerve-log's skips damage. The framing is nerve-log's
+//! ([`nerve_log::encode_header`], [`nerve_log::RawHeader`]): per event the sync word, event number, timestamp,
+//! channel length, data length (all big-endian), channel, data. Reading resynchronises on the sync word after
+//! damage, as LCM does; the live logs are kept in [`LOGS`] so NULL and garbage pointers are refused rather than
+//! used.
 
 use std::collections::HashSet;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::{Mutex, PoisonError};
 
 use nerve_c_common::{guard, set_last_error};
+use nerve_log::{encode_header, RawHeader, HEADER_LEN, SYNC};
 
-const SYNC: u32 = 0xEDA1_DA01;
 /// LCM's limit on channel names when reading (a longer one means the reader is not at an event).
 const MAX_CHANNEL_LEN: i32 = 1 << 20;
 
@@ -120,16 +123,6 @@ fn read_exact(f: *mut libc::FILE, buf: &mut [u8]) -> bool {
     buf.is_empty() || unsafe { libc::fread(buf.as_mut_ptr() as *mut c_void, buf.len(), 1, f) } == 1
 }
 
-fn read_u32(f: *mut libc::FILE) -> Option<u32> {
-    let mut b = [0u8; 4];
-    read_exact(f, &mut b).then(|| u32::from_be_bytes(b))
-}
-
-fn read_i64(f: *mut libc::FILE) -> Option<i64> {
-    let mut b = [0u8; 8];
-    read_exact(f, &mut b).then(|| i64::from_be_bytes(b))
-}
-
 /// Moves the stream just past the next sync word; false at the end of the file.
 fn sync(f: *mut libc::FILE) -> bool {
     let mut window = 0u32;
@@ -146,13 +139,10 @@ fn sync(f: *mut libc::FILE) -> bool {
     }
 }
 
-/// One event's header after the sync word: (eventnum, timestamp, channellen, datalen), if it is plausible.
-fn header(f: *mut libc::FILE) -> Option<(i64, i64, i32, i32)> {
-    let eventnum = read_i64(f)?;
-    let timestamp = read_i64(f)?;
-    let channellen = read_u32(f)? as i32;
-    let datalen = read_u32(f)? as i32;
-    Some((eventnum, timestamp, channellen, datalen))
+/// One event's header after the sync word (the stream is just past it), unless the file ends first.
+fn header(f: *mut libc::FILE) -> Option<RawHeader> {
+    let mut b = [0u8; HEADER_LEN];
+    read_exact(f, &mut b[4..]).then(|| RawHeader::parse(&b))
 }
 
 fn malloc_bytes(len: usize) -> *mut u8 {
@@ -181,7 +171,11 @@ pub unsafe extern "C" fn lcm_eventlog_read_next_event(log: *mut EventLog) -> *mu
             }
             // SAFETY: `f` is a live stream.
             let after_sync = unsafe { libc::ftello(f) };
-            let Some((eventnum, timestamp, channellen, datalen)) = header(f) else { return std::ptr::null_mut() };
+            let Some(RawHeader { number: eventnum, utime: timestamp, channel_len: channellen, data_len: datalen }) =
+                header(f)
+            else {
+                return std::ptr::null_mut();
+            };
             if !(1..MAX_CHANNEL_LEN).contains(&channellen) || datalen < 0 {
                 // Not an event after all (a sync word inside data, or damage): look again from just after it.
                 // SAFETY: `f` is a live stream; `after_sync` came from ftello on it.
@@ -305,12 +299,8 @@ pub unsafe extern "C" fn lcm_eventlog_write_event(log: *mut EventLog, event: *mu
                 if e.datalen == 0 { &[] } else { std::slice::from_raw_parts(e.data as *const u8, e.datalen as usize) },
             )
         };
-        let mut head = Vec::with_capacity(28);
-        head.extend_from_slice(&SYNC.to_be_bytes());
-        head.extend_from_slice(&log.eventcount.to_be_bytes());
-        head.extend_from_slice(&e.timestamp.to_be_bytes());
-        head.extend_from_slice(&e.channellen.to_be_bytes());
-        head.extend_from_slice(&e.datalen.to_be_bytes());
+        let mut head = [0u8; HEADER_LEN];
+        encode_header(&mut head, log.eventcount, e.timestamp, name.len(), data.len());
         if !(write_all(log.f, &head) && write_all(log.f, name) && write_all(log.f, data)) {
             set_last_error(format!("lcm_eventlog_write_event: {}", std::io::Error::last_os_error()));
             return -1;
@@ -326,9 +316,9 @@ fn next_event_time(f: *mut libc::FILE) -> Option<i64> {
     if !sync(f) {
         return None;
     }
-    let (_, timestamp, _, _) = header(f)?;
-    // SAFETY: `f` is a live stream; back over the header (24 bytes) and the sync word (4).
-    unsafe { libc::fseeko(f, -28, libc::SEEK_CUR) };
+    let timestamp = header(f)?.utime;
+    // SAFETY: `f` is a live stream; back over the header, its sync word included.
+    unsafe { libc::fseeko(f, -(HEADER_LEN as libc::off_t), libc::SEEK_CUR) };
     Some(timestamp)
 }
 
