@@ -77,8 +77,8 @@ impl Drop for InHandler {
     }
 }
 
-/// A callback subscription's turn in a dispatch: its id, handler, whether it is still subscribed, its message.
-type Turn = (u64, Arc<Mutex<Handler>>, Arc<AtomicBool>, Item);
+/// One callback to run in a dispatch: the subscription's id, its handler, whether it is still subscribed, the message.
+type PendingCall = (u64, Arc<Mutex<Handler>>, Arc<AtomicBool>, Item);
 
 /// Runs `handler` on `item`, catching a panic. The handler's lock is taken outside the catch, so a panic does not
 /// poison it (and a lock poisoned anyway is taken as it is: the handler's state is the user's).
@@ -240,7 +240,7 @@ impl Core {
     }
 
     /// Takes the oldest waiting message from every callback subscription that has it at the front.
-    fn pop_next(&self, st: &mut State) -> Option<Vec<Turn>> {
+    fn pop_next(&self, st: &mut State) -> Option<Vec<PendingCall>> {
         let oldest = st
             .subs
             .iter()
@@ -341,7 +341,7 @@ impl Core {
         Some(self.dispatch(targets))
     }
 
-    fn dispatch(&self, targets: Vec<Turn>) -> Result<(), BusError> {
+    fn dispatch(&self, targets: Vec<PendingCall>) -> Result<(), BusError> {
         let _in_handler = InHandler::enter();
         let mut panicked = None;
         for (id, handler, active, item) in targets {
