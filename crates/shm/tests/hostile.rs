@@ -8,6 +8,10 @@
 //!
 //! Bounded: `NERVE_HOSTILE_SECONDS` of hostility (default 20), at most 100 000 hostile acts; the children stop when
 //! told to, or on their own after a lifetime.
+//!
+//! `NERVE_SHM_HOSTILE_READERS=LABEL=PROGRAM;...` adds readers in other languages (tests/interop/test_shm_hostile.py
+//! passes C readers over libnerve and libach): each is run as `PROGRAM DIR CHANNELS LIFE_SECONDS` with
+//! `NERVE_SHM_DIR=DIR`, must stay alive, and must print the Python reader's RESULT line.
 
 #![cfg(not(loom))]
 
@@ -221,6 +225,18 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
     if py_reader.is_none() {
         eprintln!("no .venv/bin/python with the nerve package (scripts/setup makes it): no Python reader");
     }
+    let mut others: Vec<(String, Child)> = py_reader.map(|c| ("Python reader".to_owned(), c)).into_iter().collect();
+    for entry in std::env::var("NERVE_SHM_HOSTILE_READERS").unwrap_or_default().split(';').filter(|e| !e.is_empty()) {
+        let (label, program) = entry.split_once('=').expect("NERVE_SHM_HOSTILE_READERS: LABEL=PROGRAM;...");
+        let life = (hostile_time() + CHILD_SPARE).as_secs_f64().to_string();
+        let child = Command::new(program)
+            .args([&dir.path().display().to_string(), &CHANNELS.to_string(), &life])
+            .env("NERVE_SHM_DIR", dir.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning the {label} ({program}): {e}"));
+        others.push((label.to_owned(), child));
+    }
     std::thread::sleep(Duration::from_millis(300));
 
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()));
@@ -232,8 +248,8 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
         *acts.entry(act(dir.path(), spare.path(), ch, &mut rng)).or_default() += 1;
         count += 1;
         std::thread::sleep(Duration::from_micros(500 + rng.below(5000)));
-        let py = py_reader.as_mut().map(|c| ("Python reader", c));
-        for (role, child) in [("reader", &mut reader), ("writer", &mut writer)].into_iter().chain(py) {
+        let more = others.iter_mut().map(|(label, c)| (label.as_str(), c));
+        for (role, child) in [("reader", &mut reader), ("writer", &mut writer)].into_iter().chain(more) {
             if let Some(status) = child.try_wait().unwrap() {
                 panic!("the {role} died during the hostilities ({status:?}, signal {:?})", status.signal());
             }
@@ -250,11 +266,15 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
     std::thread::sleep(Duration::from_millis(1500));
     std::fs::write(dir.path().join("stop"), b"").unwrap();
 
-    let py = py_reader.map(|c| ("Python reader", c));
-    for (role, child) in [("writer", writer), ("reader", reader)].into_iter().chain(py) {
+    for (role, child) in [("writer".to_owned(), writer), ("reader".to_owned(), reader)].into_iter().chain(others) {
         let out = child.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "the {role} failed ({:?}, signal {:?}):\n{text}", out.status, out.status.signal());
+        assert!(
+            out.status.success(),
+            "the {role} failed ({:?}, signal {:?}):\n{text}",
+            out.status,
+            out.status.signal()
+        );
         eprintln!("{role}: {}", text.lines().filter(|l| l.contains("RESULT")).collect::<Vec<_>>().join(" "));
         if role != "writer" {
             let result = text.lines().find(|l| l.contains("RESULT")).expect("the reader's result line");
@@ -330,9 +350,7 @@ impl Open {
     fn get(&mut self, make: bool) -> (bool, Option<&Channel>) {
         let stale = match &self.channel {
             None => true,
-            Some(c) => {
-                c.is_damaged() || (self.checked.elapsed() >= Duration::from_millis(50) && !c.is_current())
-            }
+            Some(c) => c.is_damaged() || (self.checked.elapsed() >= Duration::from_millis(50) && !c.is_current()),
         };
         if self.checked.elapsed() >= Duration::from_millis(50) {
             self.checked = Instant::now();
