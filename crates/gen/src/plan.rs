@@ -4,29 +4,30 @@
 //! backends turn a [`StructPlan`] into text; none of them classifies members on its own, so that a new backend
 //! cannot disagree with the others about the wire format.
 
-use nerve_types::{Dim, Layout, MemberType, Primitive, Struct, TypeName};
+use nerve_types::{Dim, Layout, MemberType, Primitive, Struct};
 
 /// How one element of a member is marshalled, whatever the language.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Elem<'a> {
+pub(crate) enum Elem {
     /// A primitive other than string.
     Prim(Primitive),
     /// A string.
     Str,
     /// An enum (an int32 on the wire).
     Enum,
-    /// A struct, with its encoded size if every value has the same one, and the fewest bytes it takes.
-    Struct { name: &'a TypeName, fixed: Option<usize>, min: usize },
+    /// A struct, with its encoded size if every value has the same one, and the fewest bytes it takes (which
+    /// struct is the backend's to name, from the member's type).
+    Struct { fixed: Option<usize>, min: usize },
 }
 
-impl<'a> Elem<'a> {
+impl Elem {
     /// Classifies an element type.
-    pub(crate) fn of(layout: &Layout, ty: &'a MemberType) -> Elem<'a> {
+    pub(crate) fn of(layout: &Layout, ty: &MemberType) -> Elem {
         match ty {
             MemberType::Primitive(Primitive::String) => Elem::Str,
             MemberType::Primitive(p) => Elem::Prim(*p),
             MemberType::Enum(_) => Elem::Enum,
-            MemberType::Struct(n) => Elem::Struct { name: n, fixed: layout.fixed_size(n), min: layout.min_size(n) },
+            MemberType::Struct(n) => Elem::Struct { fixed: layout.fixed_size(n), min: layout.min_size(n) },
         }
     }
 
@@ -51,9 +52,9 @@ impl<'a> Elem<'a> {
 }
 
 /// One member of a struct, classified.
-pub(crate) struct MemberPlan<'a> {
+pub(crate) struct MemberPlan {
     /// Its element kind.
-    pub elem: Elem<'a>,
+    pub elem: Elem,
     /// The encoded size of the whole member, if fixed (every dimension fixed and a fixed-size element).
     pub fixed: Option<usize>,
     /// The product of its fixed dimensions (1 for a scalar; variable dimensions count as 1).
@@ -91,9 +92,9 @@ pub(crate) struct Shuffle {
 }
 
 /// The plan of one struct.
-pub(crate) struct StructPlan<'a> {
+pub(crate) struct StructPlan {
     /// The members in declaration order.
-    pub members: Vec<MemberPlan<'a>>,
+    pub members: Vec<MemberPlan>,
     /// The encoded body size if every value has the same one.
     pub fixed: Option<usize>,
     /// The fewest bytes a body takes.
@@ -104,10 +105,10 @@ pub(crate) struct StructPlan<'a> {
     pub shuffle: Option<Shuffle>,
 }
 
-impl<'a> StructPlan<'a> {
+impl StructPlan {
     /// Plans `s`.
-    pub(crate) fn new(layout: &Layout, s: &'a Struct) -> StructPlan<'a> {
-        let members: Vec<MemberPlan<'a>> = s
+    pub(crate) fn new(layout: &Layout, s: &Struct) -> StructPlan {
+        let members: Vec<MemberPlan> = s
             .members
             .iter()
             .map(|m| MemberPlan {
@@ -158,7 +159,7 @@ impl<'a> StructPlan<'a> {
     }
 }
 
-fn shuffle(members: &[MemberPlan<'_>]) -> Option<Shuffle> {
+fn shuffle(members: &[MemberPlan]) -> Option<Shuffle> {
     let mut fields = Vec::new();
     let mut has_bool = false;
     let mut offset = 0;

@@ -270,8 +270,14 @@ impl<'a> Gen<'a> {
             plan::Elem::Str => Elem::Str,
             // Enums are rejected in `generate`; treat one as its int32 value if it ever gets here.
             plan::Elem::Enum => Elem::Prim { ctype: "int32_t", helper: "int32_t", size: 4 },
-            plan::Elem::Struct { name, fixed: Some(size), .. } => Elem::Fixed { cname: self.cname(name), size },
-            plan::Elem::Struct { name, fixed: None, .. } => Elem::Var { cname: self.cname(name) },
+            plan::Elem::Struct { fixed, .. } => {
+                let MemberType::Struct(name) = ty else { unreachable!("a struct element has a struct type") };
+                let cname = self.cname(name);
+                match fixed {
+                    Some(size) => Elem::Fixed { cname, size },
+                    None => Elem::Var { cname },
+                }
+            }
         }
     }
 

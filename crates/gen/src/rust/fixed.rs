@@ -6,7 +6,7 @@ use super::*;
 pub(super) fn emit_fixed_fns(
     w: &mut CodeWriter,
     members: &[M],
-    plan: &StructPlan<'_>,
+    plan: &StructPlan,
     size: usize,
     unsafe_ok: bool,
 ) -> Result<(), GenError> {
@@ -52,7 +52,7 @@ pub(super) fn emit_fixed_fns(
 /// bytes are then a valid value, the `unsafe` constructor's condition) and both sizes fit in 16 bytes (checked by
 /// the constructor, at compile time, against the struct's real layout from `offset_of!`), and the code may contain
 /// `unsafe` (`--rust-no-unsafe`).
-pub(super) fn emit_shuffle(w: &mut CodeWriter, members: &[M], plan: &StructPlan<'_>, size: usize, unsafe_ok: bool) {
+pub(super) fn emit_shuffle(w: &mut CodeWriter, members: &[M], plan: &StructPlan, size: usize, unsafe_ok: bool) {
     w.line("/// How arrays of this type decode with one byte shuffle per element (`None`: member by member).");
     w.line("#[doc(hidden)]");
     let ty = "::core::option::Option<__nc::fixed::Shuffle<Self>>";

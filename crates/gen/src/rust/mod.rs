@@ -87,7 +87,7 @@ use std::fmt::Write as _;
 
 use nerve_types::{ConstValue, Dim, Enum, Layout, Member, MemberType, Primitive, Schema, Span, Struct, TypeName};
 
-use crate::plan::{Seg, StructPlan};
+use crate::plan::{self, Seg, StructPlan};
 use crate::writer::CodeWriter;
 use crate::{recursive_types, struct_refs, GenError, GeneratedFile, Input, Options};
 use decode::*;
@@ -241,22 +241,23 @@ enum Elem {
 }
 
 impl Elem {
-    /// The fixed size of one element.
-    fn fixed(&self) -> Option<usize> {
+    /// What the plan knows of it: its sizes.
+    fn wire(&self) -> plan::Elem {
         match self {
-            Elem::Prim(p) => p.wire_size(),
-            Elem::Struct { fixed, .. } => *fixed,
-            Elem::Enum { .. } => Some(4),
+            Elem::Prim(Primitive::String) => plan::Elem::Str,
+            Elem::Prim(p) => plan::Elem::Prim(*p),
+            Elem::Struct { fixed, min, .. } => plan::Elem::Struct { fixed: *fixed, min: *min },
+            Elem::Enum { .. } => plan::Elem::Enum,
         }
     }
 
+    /// The fixed size of one element.
+    fn fixed(&self) -> Option<usize> {
+        self.wire().fixed()
+    }
+
     fn min(&self) -> usize {
-        match self {
-            Elem::Prim(Primitive::String) => 5,
-            Elem::Prim(p) => p.wire_size().unwrap_or(0),
-            Elem::Struct { min, .. } => *min,
-            Elem::Enum { .. } => 4,
-        }
+        self.wire().min()
     }
 
     /// A primitive converted in bulk (`read_f32s`, `put_f32_slice`): every primitive but string.
@@ -513,12 +514,10 @@ impl Ctx<'_> {
             MemberType::Primitive(p) => Elem::Prim(*p),
             MemberType::Struct(n) => {
                 let path = self.path_to(from, n, span)?;
-                Elem::Struct {
-                    view: format!("{path}View<'a>"),
-                    path,
-                    fixed: self.layout.fixed_size(n),
-                    min: self.layout.min_size(n),
-                }
+                let plan::Elem::Struct { fixed, min } = plan::Elem::of(self.layout, ty) else {
+                    unreachable!("a struct type plans as a struct")
+                };
+                Elem::Struct { view: format!("{path}View<'a>"), path, fixed, min }
             }
             MemberType::Enum(n) => Elem::Enum { path: self.path_to(from, n, span)? },
         })
