@@ -4,7 +4,7 @@
 //! backends turn a [`StructPlan`] into text; none of them classifies members on its own, so that a new backend
 //! cannot disagree with the others about the wire format.
 
-use nerve_types::{Dim, Layout, MemberType, Primitive, Struct};
+use nerve_types::{Dim, Layout, Member, MemberType, Primitive, Struct};
 
 /// How one element of a member is marshalled, whatever the language.
 #[derive(Clone, Copy, Debug)]
@@ -114,7 +114,7 @@ impl StructPlan {
             .map(|m| MemberPlan {
                 elem: Elem::of(layout, &m.ty),
                 fixed: layout.member_fixed_size(m),
-                fixed_count: m.dims.iter().map(|d| if let Dim::Fixed { len, .. } = d { *len } else { 1 }).product(),
+                fixed_count: fixed_count(m),
             })
             .collect();
         let mut runs: Vec<(std::ops::Range<usize>, Option<usize>)> = Vec::new();
@@ -157,6 +157,12 @@ impl StructPlan {
         }
         out
     }
+}
+
+/// The product of a member's fixed dimensions (1 for a scalar; variable dimensions count as 1): the element
+/// count of a member whose dimensions are all fixed.
+pub(crate) fn fixed_count(m: &Member) -> usize {
+    m.dims.iter().map(|d| if let Dim::Fixed { len, .. } = d { *len } else { 1 }).product()
 }
 
 fn shuffle(members: &[MemberPlan]) -> Option<Shuffle> {

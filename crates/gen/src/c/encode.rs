@@ -26,7 +26,7 @@ impl Gen<'_> {
             let (ptr, n) = if m.dims.is_empty() {
                 (format!("&q->{}", m.name), 1)
             } else {
-                (format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())), Self::fixed_count(m))
+                (format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())), plan::fixed_count(m))
             };
             self.encode_elems(w, &e, &ptr, &format!("(size_t) {n}"));
             return;
@@ -172,7 +172,7 @@ impl Gen<'_> {
             let (ptr, n) = if m.dims.is_empty() {
                 (format!("&q->{}", m.name), 1)
             } else {
-                (format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())), Self::fixed_count(m))
+                (format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len())), plan::fixed_count(m))
             };
             size_elems(w, &ptr, &format!("(size_t) {n}"));
             return;

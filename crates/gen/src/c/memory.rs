@@ -34,7 +34,7 @@ impl Gen<'_> {
                 }
             } else {
                 let ptr = format!("&q->{}{}", m.name, "[0]".repeat(m.dims.len()));
-                free_elems(w, &ptr, &format!("(size_t) {}", Self::fixed_count(m)));
+                free_elems(w, &ptr, &format!("(size_t) {}", plan::fixed_count(m)));
             }
             return;
         }
@@ -96,7 +96,7 @@ impl Gen<'_> {
         };
         if m.all_dims_fixed() {
             let flat = "[0]".repeat(m.dims.len());
-            let n = if m.dims.is_empty() { 1 } else { Self::fixed_count(m) };
+            let n = if m.dims.is_empty() { 1 } else { plan::fixed_count(m) };
             copy_elems(w, &format!("&s->{}{flat}", m.name), &format!("&d->{}{flat}", m.name), &format!("(size_t) {n}"));
             return;
         }

@@ -310,7 +310,7 @@ impl<'a> Gen<'a> {
                 for m in &st.members {
                     if m.all_dims_fixed() {
                         let (s, a) = self.c_layout(&m.ty);
-                        place((s * Self::fixed_count(m), a));
+                        place((s * plan::fixed_count(m), a));
                     } else {
                         place((8, 8));
                     }
@@ -766,9 +766,5 @@ int __{name}_clone_array(const {name} *p, {name} *q, int elements)
             Dim::Fixed { len, .. } => format!("(size_t) {len}"),
             Dim::Variable { member } => format!("(size_t) ({q}->{member} > 0 ? {q}->{member} : 0)"),
         }
-    }
-
-    fn fixed_count(m: &Member) -> usize {
-        m.dims.iter().map(|d| if let Dim::Fixed { len, .. } = d { *len } else { 0 }).product()
     }
 }
