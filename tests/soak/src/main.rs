@@ -12,7 +12,8 @@ mod sys;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: nerve-soak [--minutes N] [--quick] [--json]\n\ninproc, shm and udpm at once for --minutes N \
+const USAGE: &str =
+    "usage: nerve-soak [--minutes N] [--quick] [--json]\n\ninproc, shm and udpm at once for --minutes N \
 (default 60; --quick: one minute) with processes killed, subscriptions and channels made and dropped: delivered, \
 lost, memory, descriptors, shm files and latency per period, and PASS/FAIL bars\n\n  --quick  one minute (CI)\n  \
 --json   one JSON object per line\n";

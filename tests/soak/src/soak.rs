@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use nerve_bus::Bus;
 use serde_json::json;
 
-use crate::sys::{base_port, heap_in_use_bytes, mono_ns};
+use crate::sys::{base_port, fix_mmap_threshold, heap_in_use_bytes, mono_ns, release_free_pages};
 
 /// The sizes published, by channel index (the 1 MiB one on a channel of its own, at a low rate).
 const SIZES: [usize; 5] = [64, 256, 1024, 4096, 16384];
@@ -40,6 +40,12 @@ struct Shape {
     shm_channels: usize,
     /// A killed process is restarted this often.
     kill_every: Duration,
+    /// Whether the main publisher's channels are made with rings of 64 frames of their own message size, rather
+    /// than the URL's 64 frames of 16 KiB. A ring's pages count in the resident memory of every process mapping it
+    /// the first time that process touches them, so memory is flat only once every ring has wrapped; at the quick
+    /// run's rate a 1 MiB ring of 64-byte messages wraps after more than two minutes, longer than the whole run,
+    /// while a ring of its own message size wraps within its first second.
+    rings_of_message_size: bool,
 }
 
 impl Shape {
@@ -51,6 +57,7 @@ impl Shape {
                 rate: 5_000,
                 shm_channels: 20,
                 kill_every: Duration::from_secs(5),
+                rings_of_message_size: true,
             }
         } else {
             let periods = minutes.unwrap_or(60).max(2) as usize;
@@ -60,6 +67,8 @@ impl Shape {
                 rate: 100_000,
                 shm_channels: 200,
                 kill_every: Duration::from_secs(5),
+                // 200 channels of 1 MiB wrap within the first of 60 periods.
+                rings_of_message_size: false,
             }
         }
     }
@@ -70,6 +79,7 @@ pub fn hidden_role(args: &[String]) -> Option<ExitCode> {
     if args.get(1).map(String::as_str) != Some("soak-role") {
         return None;
     }
+    fix_mmap_threshold();
     let result = match args.get(2).map(String::as_str) {
         Some("pub") => publisher(&args[3..]),
         Some("sub") => subscriber(&args[3..]),
@@ -97,6 +107,13 @@ fn message(writer: u64, seq: u64, len: usize) -> Vec<u8> {
     m
 }
 
+/// Test-only: a publisher started with this set leaks this many KiB a second (see [`LEAKING_ROLE`]), so that a
+/// test can show the memory bar fails on a leak.
+const LEAK_ENV: &str = "NERVE_SOAK_INJECT_LEAK_KIB_PER_S";
+/// The one role given [`LEAK_ENV`]: the others stay healthy, so one run shows the bar failing on the leak and
+/// holding for every process that does not leak.
+const LEAKING_ROLE: &str = "udpm pub";
+
 /// `pub URL PREFIX CHANNELS RATE`: publishes RATE messages a second round-robin on PREFIX/0..CHANNELS (sizes from
 /// [`SIZES`]; PREFIX/big gets 1 MiB messages at 5 Hz), until killed or its stdin closes.
 fn publisher(args: &[String]) -> Result<(), String> {
@@ -112,6 +129,7 @@ fn publisher(args: &[String]) -> Result<(), String> {
     let stop = stdin_closed();
     let mut clock = Ticker::new(rate);
     let (mut published, mut errors, mut last_report) = (0u64, 0u64, Instant::now());
+    let leak_kib: usize = std::env::var(LEAK_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     while !stop.load(Ordering::Relaxed) {
         for tick in clock.due() {
             let i = (tick % channels as u64) as usize;
@@ -128,6 +146,11 @@ fn publisher(args: &[String]) -> Result<(), String> {
             }
         }
         if last_report.elapsed() >= Duration::from_secs(1) {
+            if leak_kib > 0 {
+                // Written, so that its pages are resident; never freed.
+                // black_box: an allocation nothing reads may be left out by the optimiser.
+                std::hint::black_box(Box::leak(vec![0xa5u8; leak_kib * 1024].into_boxed_slice()));
+            }
             println!(
                 "{}",
                 json!({"published": published, "skipped": clock.skipped, "publish_errors": errors, "heap_kib": heap_kib()})
@@ -139,8 +162,11 @@ fn publisher(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// What the allocator counts as in use, KiB (see [`heap_in_use_bytes`]).
+/// What the allocator counts as in use, KiB (see [`heap_in_use_bytes`]). Called once a second by every role as it
+/// reports (and by the orchestrator as it samples), it first hands free pages back (see [`release_free_pages`]),
+/// so that the resident memory sampled is what the process uses.
 fn heap_kib() -> u64 {
+    release_free_pages();
     heap_in_use_bytes() / 1024
 }
 
@@ -320,6 +346,7 @@ struct Role {
     name: String,
     args: Vec<String>,
     keep_latencies: bool,
+    reports: bool,
     child: Child,
     latest: Arc<Mutex<serde_json::Value>>,
     latencies: Arc<Mutex<(Vec<u64>, u64)>>,
@@ -331,18 +358,40 @@ impl Role {
     /// figures): every subscriber reports up to 2000 a second, and nobody takes the others', so keeping them would
     /// grow the orchestrator by megabytes a minute.
     fn start(name: &str, args: &[String], keep_latencies: bool) -> Result<Role, String> {
+        Role::start_with(name, args, keep_latencies, true)
+    }
+
+    /// [`Role::start`]; a role started with `reports` false has its counters thrown away: the victim, restarted
+    /// every few seconds, would otherwise need a new reading thread in this process each time, whose stack pages
+    /// (fresh or reused from glibc's cache, more or fewer of them touched) move this process's resident memory by
+    /// hundreds of KiB.
+    fn start_with(name: &str, args: &[String], keep_latencies: bool, reports: bool) -> Result<Role, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        if name != LEAKING_ROLE {
+            command.env_remove(LEAK_ENV);
+        }
+        let child = command
             .arg("soak-role")
             .args(args)
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(if reports { Stdio::piped() } else { Stdio::null() })
             .spawn()
             .map_err(|e| format!("starting {name}: {e}"))?;
         let latest = Arc::new(Mutex::new(json!({})));
         let latencies = Arc::new(Mutex::new((Vec::new(), 0)));
         let (l, lat) = (latest.clone(), latencies.clone());
-        let out = child.stdout.take().expect("piped");
+        let mut role = Role {
+            name: name.into(),
+            args: args.to_vec(),
+            keep_latencies,
+            reports,
+            child,
+            latest,
+            latencies,
+            restarts: 0,
+        };
+        let Some(out) = role.child.stdout.take() else { return Ok(role) };
         thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
                 let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
@@ -354,7 +403,7 @@ impl Role {
                 *l.lock().expect("latest") = v;
             }
         });
-        Ok(Role { name: name.into(), args: args.to_vec(), keep_latencies, child, latest, latencies, restarts: 0 })
+        Ok(role)
     }
 
     fn counter(&self, key: &str) -> u64 {
@@ -365,7 +414,7 @@ impl Role {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let restarts = self.restarts + 1;
-        *self = Role::start(&self.name, &self.args.clone(), self.keep_latencies)?;
+        *self = Role::start_with(&self.name, &self.args.clone(), self.keep_latencies, self.reports)?;
         self.restarts = restarts;
         Ok(())
     }
@@ -467,6 +516,8 @@ pub fn run(quick: bool, json_out: bool, minutes: Option<u64>) -> i32 {
 }
 
 fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
+    // This process's memory is judged too.
+    fix_mmap_threshold();
     let dir = PathBuf::from(if Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" })
         .join(format!("nerve-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -481,6 +532,16 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
             &config,
         )
         .map_err(|e| e.to_string())?;
+    }
+    if shape.rings_of_message_size {
+        for i in 0..shape.shm_channels {
+            let config = nerve_shm::ChannelConfig::new(64, SIZES[i % SIZES.len()] as u64).dir(&dir);
+            nerve_shm::Channel::open_or_create(
+                &nerve_bus::provider::shm::encode_channel(&format!("soak/{i}")),
+                &config,
+            )
+            .map_err(|e| e.to_string())?;
+        }
     }
     let s = |x: &str| x.to_string();
     let r = shape.rate;
@@ -497,7 +558,8 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
         Role::start("inproc", &[s("inproc"), (r * 3 / 10).to_string(), s("50")], false)?,
     ];
     let victim_args = [s("pub"), shm.clone(), s("victim"), s("4"), (r / 10).to_string()];
-    let mut victim = Role::start("victim pub", &victim_args, false)?;
+    // Nothing reads the victim's counters (its subscriber's are read).
+    let mut victim = Role::start_with("victim pub", &victim_args, false, false)?;
     let victim_sub = Role::start("victim sub", &[s("sub"), shm.clone(), s("victim/.*"), s("0")], false)?;
     let mut periods: Vec<Period> = Vec::new();
     let mut churn = 0u64;
@@ -671,12 +733,15 @@ fn print_period(index: usize, p: &Period, names: &[String], json_out: bool) {
 /// Checks the bars over the periods; prints PASS/FAIL for each and returns whether all passed.
 fn bars(periods: &[Period], names: &[String], json_out: bool) -> bool {
     let half = &periods[periods.len() / 2..];
-    let flat = |series: &dyn Fn(&Period) -> &[u64]| -> (bool, String) {
+    // Also returns each process's deviation, %, in the order of `names`.
+    let flat = |series: &dyn Fn(&Period) -> &[u64]| -> (bool, String, Vec<f64>) {
         let mut worst = (0.0f64, String::new());
+        let mut each = Vec::new();
         for (i, name) in names.iter().enumerate() {
             let values: Vec<f64> = half.iter().map(|p| series(p)[i] as f64).collect();
             let mean = values.iter().sum::<f64>() / values.len() as f64;
             let spread = values.iter().map(|v| (v - mean).abs() / mean.max(1.0)).fold(0.0, f64::max);
+            each.push(spread * 100.0);
             if spread >= worst.0 {
                 let (lo, hi) = values.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
                 worst = (spread, format!("{name}: {lo} to {hi} around {mean:.0}"));
@@ -685,31 +750,38 @@ fn bars(periods: &[Period], names: &[String], json_out: bool) -> bool {
         (
             worst.0 <= 0.01,
             format!("largest deviation from the last half's mean: {:.2} % ({})", worst.0 * 100.0, worst.1),
+            each,
         )
     };
-    let (rss_ok, rss_why) = flat(&|p: &Period| &p.vmrss_kib);
+    let (rss_ok, rss_why, rss_each) = flat(&|p: &Period| &p.vmrss_kib);
     // Not a bar: the memory held, without the code pages (which shrinks the base that 1 % is taken of).
-    let (_, held_why) = flat(&|p: &Period| &p.held_kib);
-    let (fds_ok, fds_why) = flat(&|p: &Period| &p.fds);
+    let (_, held_why, _) = flat(&|p: &Period| &p.held_kib);
+    let (fds_ok, fds_why, fds_each) = flat(&|p: &Period| &p.fds);
     let leftovers: usize = periods.iter().map(|p| p.leftovers).sum();
     let keepup_lost: u64 = periods.iter().map(|p| p.shm_keepup_lost).sum();
     let (first, last) = (periods[0].p99.max(1), periods[periods.len() - 1].p99);
     let results = [
-        ("resident memory flat (each period's lowest VmRSS; last half within 1 %)", rss_ok, rss_why),
-        ("open descriptors flat (last half within 1 %)", fds_ok, fds_why),
-        ("no shm file left by a dead process", leftovers == 0, format!("{leftovers} temporary files seen")),
-        ("no loss on shm for the reader that keeps up", keepup_lost == 0, format!("{keepup_lost} lost")),
+        ("resident memory flat (each period's lowest VmRSS; last half within 1 %)", rss_ok, rss_why, Some(rss_each)),
+        ("open descriptors flat (last half within 1 %)", fds_ok, fds_why, Some(fds_each)),
+        ("no shm file left by a dead process", leftovers == 0, format!("{leftovers} temporary files seen"), None),
+        ("no loss on shm for the reader that keeps up", keepup_lost == 0, format!("{keepup_lost} lost"), None),
         (
             "p99 in the last period within 1.5x of the first",
             last as f64 <= 1.5 * first as f64,
             format!("{first} us, then {last} us"),
+            None,
         ),
     ];
     let mut all = true;
-    for (bar, pass, why) in results {
+    for (bar, pass, why, each) in results {
         all &= pass;
         if json_out {
-            println!("{}", json!({"suite": "soak", "kind": "bar", "bar": bar, "pass": pass, "detail": why}));
+            let mut line = json!({"suite": "soak", "kind": "bar", "bar": bar, "pass": pass, "detail": why});
+            if let Some(each) = each {
+                let per: serde_json::Map<_, _> = names.iter().zip(each).map(|(n, d)| (n.clone(), json!(d))).collect();
+                line["deviation_pct"] = per.into();
+            }
+            println!("{line}");
         } else {
             println!("{} {bar}: {why}", if pass { "PASS" } else { "FAIL" });
         }
