@@ -249,4 +249,3 @@ pub struct Measured {
     /// Minor page faults of the process per publication over the measured part.
     pub faults_per_pub: f64,
 }
-

@@ -239,7 +239,11 @@ mod tests {
     fn shapes_match_the_sources() {
         let t = all();
         assert_eq!((t[2].nodes.len(), t[2].counts()), (10, (13, 17)), "sierra_nevada.json");
-        assert_eq!((t[3].nodes.len(), t[3].counts()), (20, (23, 35)), "mont_blanc.json (and ROS 2's intra-process design article)");
+        assert_eq!(
+            (t[3].nodes.len(), t[3].counts()),
+            (20, (23, 35)),
+            "mont_blanc.json (and ROS 2's intra-process design article)"
+        );
         assert_eq!(t[3].topics.iter().filter(|x| x.bytes == 250_000).count(), 2);
         assert_eq!(t[2].topics.iter().filter(|x| x.bytes > 100).count(), 1);
         for topo in &t {
