@@ -32,7 +32,7 @@ RUST_KEYWORDS = {
 
 
 def rust_type_name(short: str) -> str:
-    """The generator's naming rule (crates/gen/src/rust.rs): split at `_`, upper-case each part's first letter."""
+    """The generator's naming rule (crates/gen/src/rust/mod.rs): split at `_`, upper-case each part's first letter."""
     return "".join(p[:1].upper() + p[1:] for p in short.split("_") if p)
 
 

@@ -118,7 +118,7 @@ def test_struct_layout_equals_lcmgen(gen_dir, real_c_dir, type_descs):
             continue
         if mine[-1:] == ["void*_nerve_block"]:
             # Nerve's one addition, after lcm-gen's members, on types with strings or variable arrays: the block
-            # _decode put them all in (see crates/gen/src/c.rs, "Decoding into one block").
+            # _decode put them all in (see crates/gen/src/c/decode.rs, "Decoding into one block").
             mine = mine[:-1]
         assert mine == real, d.name
 

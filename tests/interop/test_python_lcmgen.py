@@ -7,7 +7,7 @@ does with a message (construct, assign items, append, nested structs, multi-dime
 strings, encode/decode round trips, `_get_packed_fingerprint`, comparing decoded values with what was set), and the
 decoding of random messages of every corpus type that lcm-gen's Python can import.
 
-One deliberate difference (README, "Generated Python"): a new object's fixed-size byte array holds that many zero
+One deliberate difference (docs/types-and-gen.md): a new object's fixed-size byte array holds that many zero
 bytes, where lcm-gen's holds `b""` (which then encodes to a message too short to decode).
 """
 
@@ -200,7 +200,7 @@ def _native_available() -> bool:
 def test_a_user_program_sees_the_same_values_and_types_as_with_lcm_gen(nerve_bin, lcm_gen, feel_lcm, tmp_path):
     real, ours = _gen_both(nerve_bin, lcm_gen, [feel_lcm], tmp_path)
     want = json.loads(_run(USER_PROGRAM, real, pure=True))
-    # lcm-gen's fresh fixed byte array is b"" (README: Nerve's holds the zero bytes, so a new message encodes)
+    # lcm-gen's fresh fixed byte array is b"" (docs/types-and-gen.md: Nerve's holds the zero bytes, so a new message encodes)
     assert want["fresh"][1]["fby"] == ["bytes", ""]
     want["fresh"][1]["fby"] = ["bytes", "00000000"]
     for pure in (True, False):

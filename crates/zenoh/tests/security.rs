@@ -1,5 +1,5 @@
 //! Zenoh's security through `zenoh://?config=PATH`: a listener that requires mutual TLS and a user/password (the
-//! README's example, with certificates this test makes with rcgen) lets the right peer in and refuses, with an error
+//! the example in docs/zenoh-and-bridges.md, with certificates this test makes with rcgen) lets the right peer in and refuses, with an error
 //! that says so, a peer whose certificate another CA signed, one with no certificate, and one with a wrong password.
 
 use std::net::TcpListener;

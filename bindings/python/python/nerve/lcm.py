@@ -6,7 +6,7 @@
 
 The same API, values and exceptions as LCM's for the same use and misuse (a bad URL, a bad timeout, unsubscribing
 twice; a bad mode, refusing to overwrite, reading in write mode, writing in read mode or after ``close()``).
-Deliberate differences (README, "Python"):
+Deliberate differences (bindings/python/README.md, and docs/lcm-differences.md):
 
 - a full subscription queue drops its oldest message (LCM drops the newest): a slow handler gets the newest data
   (on ``memq://`` nothing is dropped, as in LCM);
