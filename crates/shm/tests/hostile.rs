@@ -214,7 +214,7 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
     }
     let mut reader = spawn(dir.path(), "reader");
     let mut writer = spawn(dir.path(), "writer");
-    let mut py_reader = python().map(|python| {
+    let py_reader = python().map(|python| {
         let life = (hostile_time() + CHILD_SPARE).as_secs_f64().to_string();
         Command::new(python)
             .args(["-c", PYTHON_READER, &dir.path().display().to_string(), &CHANNELS.to_string(), &life])
