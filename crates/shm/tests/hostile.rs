@@ -6,7 +6,7 @@
 //! on channels with checksums, so scribbled bytes are never handed out), and each channel must carry traffic again
 //! once it is made anew.
 //!
-//! Bounded: `NERVE_HOSTILE_SECONDS` of hostility (default 20), at most 100 000 hostile acts; the children stop when
+//! Bounded: `NERVE_HOSTILE_SECONDS` of hostility (default 20), at most 1 000 hostile acts a second of it; the children stop when
 //! told to, or on their own after a lifetime.
 //!
 //! `NERVE_SHM_HOSTILE_READERS=LABEL=PROGRAM;...` adds readers in other languages (tests/interop/test_shm_hostile.py
@@ -32,7 +32,9 @@ const CHANNELS: u64 = 3;
 const FRAMES: u64 = 16;
 const FRAME_SIZE: u64 = 256;
 const PAYLOAD: usize = 64;
-const MAX_ACTS: usize = 100_000;
+/// At most this many hostile acts per second of hostility (the loop does a few hundred a second), so a long recorded
+/// run is bounded in count as well as in time.
+const MAX_ACTS_PER_SECOND: f64 = 1_000.0;
 /// A child gives up on its own after this long beyond the hostile time, even if the test died without stopping it.
 const CHILD_SPARE: Duration = Duration::from_secs(60);
 /// The writer id of the messages put after the test made every channel anew at the end.
@@ -243,7 +245,8 @@ fn a_hostile_neighbour_never_takes_a_reader_or_writer_down() {
     let start = Instant::now();
     let mut acts = std::collections::BTreeMap::<&str, usize>::new();
     let mut count = 0;
-    while start.elapsed() < hostile_time() && count < MAX_ACTS {
+    let max_acts = (hostile_time().as_secs_f64() * MAX_ACTS_PER_SECOND) as usize;
+    while start.elapsed() < hostile_time() && count < max_acts {
         let ch = rng.below(CHANNELS);
         *acts.entry(act(dir.path(), spare.path(), ch, &mut rng)).or_default() += 1;
         count += 1;
