@@ -63,3 +63,5 @@ def test_c_and_ach_readers_survive_a_hostile_neighbour(readers):
             got = int(re.search(rf"\bgot{ch}=(\d+)", line).group(1))
             final = int(re.search(rf"\bfinal{ch}=(\d+)", line).group(1))
             assert got > 0 and final > 0, f"{label}, channel {ch}: {line}"
+    # What the run did (shown with `pytest -s`; the record of a long run is this).
+    print("\n".join(l for l in out.splitlines() if "hostile acts" in l or ": RESULT" in l or "reader: " in l))
