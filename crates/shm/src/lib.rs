@@ -68,7 +68,7 @@
 //! scribbled bytes as a message. A lock word overwritten with a holder that does not exist is taken over after one
 //! liveness check (holders are named by random ids backed by byte locks the kernel drops when their process dies,
 //! not by pids, so a reused pid cannot look alive); a live holder that stalls makes a writer wait at most
-//! [`LOCK_PATIENCE`] (and one liveness check of at most 64 ms), then the put fails.
+//! [`LOCK_PATIENCE`] (and one bounded liveness check), then the put fails.
 //!
 //! A file truncated or shrunk under a handle faults its mapping (`SIGBUS`): the process does not die. A handler
 //! maps zeros over the faulting channel mapping, the operation in progress fails or counts a miss, and the handle

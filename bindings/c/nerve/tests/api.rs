@@ -76,7 +76,7 @@ fn the_bus_delivers_counts_and_refuses_hostile_handles() {
     // SAFETY: every pointer handed over is valid for what nerve.h says the function does with it, or is one the
     // function must refuse without dereferencing (NULL, garbage).
     unsafe {
-        assert_eq!(nerve_bus_open(c"memq://".as_ptr(), &mut b), NERVE_OK);
+        assert_eq!(nerve_bus_open(c"inproc://".as_ptr(), &mut b), NERVE_OK);
         let user = (&mut n as *mut usize).cast();
         assert_eq!(nerve_bus_subscribe(b, c"X".as_ptr(), 1, NERVE_DROP_OLDEST, Some(count), user, &mut sub), NERVE_OK);
         for _ in 0..3 {
