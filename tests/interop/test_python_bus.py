@@ -51,8 +51,20 @@ def test_publish_subscribe_handle_in_process():
         assert bus.provider == "memq"
 
 
-def test_queue_capacity_and_drops():
+def test_memq_keeps_every_publication_until_handled():
+    # LCM's memq: the provider queues every publication; capacity applies only as handle() takes one out.
     bus = nerve.Bus("memq://")
+    got = []
+    bus.subscribe("C", lambda ch, d: got.append(d), capacity=2)
+    for i in range(5):
+        bus.publish("C", bytes([i]))
+    while bus.handle_timeout(0):
+        pass
+    assert got == [bytes([i]) for i in range(5)]
+
+
+def test_queue_capacity_and_drops():
+    bus = nerve.Bus("inproc://capacity")
     got = []
     sub = bus.subscribe("C", lambda ch, d: got.append(d), capacity=2)
     for i in range(5):
