@@ -31,7 +31,6 @@ pub mod layout;
 mod lexer;
 pub mod model;
 mod parser;
-pub mod registry;
 
 pub use check::{check, load, Checked, Source};
 pub use diagnostic::{Diagnostic, Diagnostics, Severity};
@@ -39,4 +38,5 @@ pub use layout::Layout;
 pub use model::{
     Const, ConstValue, Dim, Enum, EnumValue, Member, MemberType, Primitive, Schema, Span, Struct, TypeName,
 };
-pub use registry::Registry;
+// The registry belongs to the dynamic codec, whose tables it holds; every tool names it from the root.
+pub use dynamic::registry::{self, Registry};

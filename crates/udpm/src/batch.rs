@@ -1,5 +1,5 @@
-//! Batched sending: [`Sender::send_batch`] sends many messages in few `sendmmsg(2)` calls, each datagram
-//! byte-identical to what [`Sender::send`] sends for the same message, with the same sequence numbers.
+//! Batched sending: [`Sender::send_batch`](crate::Sender::send_batch) sends many messages in few `sendmmsg(2)` calls, each datagram
+//! byte-identical to what [`Sender::send`](crate::Sender::send) sends for the same message, with the same sequence numbers.
 //!
 //! A datagram is two slices: its header (written into scratch space kept by the sender) and the part of the
 //! caller's payload it carries, so no payload byte is copied. Small messages are one datagram each; fragmented ones
@@ -12,12 +12,12 @@
 //! does the URL option `gso=0`.
 
 use std::io::IoSlice;
-use std::net::SocketAddrV4;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::ops::Range;
 use std::os::fd::AsFd;
 
+use crate::error::{on_send_error, Retry, UdpmError, SEND_PAUSE};
 use crate::packet::{self, Plan};
-use crate::socket::{on_send_error, Retry, Sender, UdpmError, SEND_PAUSE};
 use crate::sys;
 use nix::libc;
 
@@ -25,9 +25,9 @@ use nix::libc;
 #[derive(Debug)]
 pub struct BatchError {
     /// How many messages, from the first, were sent whole: `messages[sent]` is the one that failed, and none after
-    /// it was sent (some of its fragments may have been, as with [`Sender::send`]).
+    /// it was sent (some of its fragments may have been, as with [`Sender::send`](crate::Sender::send)).
     pub sent: usize,
-    /// Why it failed, as [`Sender::send`] reports it.
+    /// Why it failed, as [`Sender::send`](crate::Sender::send) reports it.
     pub error: UdpmError,
 }
 
@@ -60,6 +60,14 @@ impl Planned {
     }
 }
 
+/// Where a batch goes: a sender's socket and group, and its sequence number, which the batch advances as one
+/// `send` per message would.
+pub(crate) struct Dest<'a> {
+    pub(crate) socket: &'a UdpSocket,
+    pub(crate) group: Ipv4Addr,
+    pub(crate) seq: &'a mut u32,
+}
+
 /// A sender's scratch space for batches (kept so that a batch allocates only its iovecs and system-call headers).
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
@@ -73,117 +81,92 @@ pub(crate) struct Scratch {
 impl Scratch {
     /// Scratch space for a sender's socket, with `gso` asking the kernel once whether it segments UDP (a kernel
     /// that does not has no UDP_SEGMENT socket option).
-    pub(crate) fn for_socket(socket: &std::net::UdpSocket, gso: bool) -> Scratch {
+    pub(crate) fn for_socket(socket: &UdpSocket, gso: bool) -> Scratch {
         use nix::sys::socket::{getsockopt, sockopt::UdpGsoSegment};
         Scratch { no_gso: !gso || getsockopt(socket, UdpGsoSegment).is_err(), ..Scratch::default() }
     }
-}
 
-impl Sender {
-    /// Sends `messages` (channel, payload) in order to the group's port, exactly as [`Sender::send`] on each would
-    /// (the same datagrams, the same sequence numbers), in as few system calls as the kernel allows.
-    ///
-    /// A message that cannot be sent (a channel too long, a message too large, a socket error other than a full
-    /// queue, which is waited out) stops the batch there: what came before it is sent, nothing after it is, and the
-    /// sequence number continues as if `send` had been called up to it.
-    pub fn send_batch(&mut self, messages: &[(&str, &[u8])]) -> Result<(), BatchError> {
-        let port = self.port;
-        self.send_batch_to_ports(messages, |_| port)
-    }
-
-    /// Like [`Sender::send_batch`], each message to the port `port_of` gives for its channel (multi-port mode).
-    pub fn send_batch_to_ports(
+    /// Sends `messages` (channel, payload) in order, each to the port `port_of` gives for its channel, exactly as
+    /// one `send` each would, in as few system calls as the kernel allows; see
+    /// [`Sender::send_batch`](crate::Sender::send_batch).
+    pub(crate) fn send(
         &mut self,
-        messages: &[(&str, &[u8])],
-        mut port_of: impl FnMut(&str) -> u16,
-    ) -> Result<(), BatchError> {
-        let mut scratch = std::mem::take(&mut self.batch);
-        let result = self.plan_and_send(messages, &mut port_of, &mut scratch);
-        self.batch = scratch;
-        result
-    }
-
-    fn plan_and_send(
-        &mut self,
+        to: &mut Dest<'_>,
         messages: &[(&str, &[u8])],
         port_of: &mut impl FnMut(&str) -> u16,
-        scratch: &mut Scratch,
     ) -> Result<(), BatchError> {
-        let first_seq = self.seq;
-        scratch.headers.clear();
-        scratch.planned.clear();
+        let first_seq = *to.seq;
+        self.headers.clear();
+        self.planned.clear();
         for (i, &(channel, payload)) in messages.iter().enumerate() {
             let plan = match packet::plan(channel, payload.len()) {
                 Ok(p) => p,
                 Err(e) => {
                     // As `send` would: the messages before it go out, it takes no sequence number.
-                    self.flush(messages, scratch, first_seq)?;
+                    self.flush(to, messages, first_seq)?;
                     return Err(BatchError { sent: i, error: UdpmError::Send(e) });
                 }
             };
-            let seq = self.seq;
-            self.seq = self.seq.wrapping_add(1);
+            let seq = *to.seq;
+            *to.seq = to.seq.wrapping_add(1);
             let port = port_of(channel);
             match plan {
                 Plan::Small => {
-                    let start = scratch.headers.len();
-                    packet::push_small_header(&mut scratch.headers, seq, channel);
-                    let header = start..scratch.headers.len();
-                    scratch.planned.push(Planned { header, payload: 0..payload.len(), message: i, port });
-                    if scratch.planned.len() >= sys::MAX_MMSG {
-                        self.flush(messages, scratch, first_seq)?;
+                    let start = self.headers.len();
+                    packet::push_small_header(&mut self.headers, seq, channel);
+                    let header = start..self.headers.len();
+                    self.planned.push(Planned { header, payload: 0..payload.len(), message: i, port });
+                    if self.planned.len() >= sys::MAX_MMSG {
+                        self.flush(to, messages, first_seq)?;
                     }
                 }
                 Plan::Fragmented { count } => {
                     for n in 0..count {
-                        let start = scratch.headers.len();
+                        let start = self.headers.len();
                         let data =
-                            packet::push_fragment_header(&mut scratch.headers, seq, channel, payload.len(), n, count);
-                        let header = start..scratch.headers.len();
-                        scratch.planned.push(Planned { header, payload: data, message: i, port });
-                        if scratch.planned.len() >= sys::MAX_MMSG {
-                            self.flush(messages, scratch, first_seq)?;
+                            packet::push_fragment_header(&mut self.headers, seq, channel, payload.len(), n, count);
+                        let header = start..self.headers.len();
+                        self.planned.push(Planned { header, payload: data, message: i, port });
+                        if self.planned.len() >= sys::MAX_MMSG {
+                            self.flush(to, messages, first_seq)?;
                         }
                     }
                 }
             }
         }
-        self.flush(messages, scratch, first_seq)
+        self.flush(to, messages, first_seq)
     }
 
     /// Sends every planned datagram, then forgets them. On failure, the sequence number is set as if `send` had been
     /// called on each message up to the failed one (which used one) and on none after it.
-    fn flush(&mut self, messages: &[(&str, &[u8])], scratch: &mut Scratch, first_seq: u32) -> Result<(), BatchError> {
-        if scratch.planned.is_empty() {
+    fn flush(&mut self, to: &mut Dest<'_>, messages: &[(&str, &[u8])], first_seq: u32) -> Result<(), BatchError> {
+        if self.planned.is_empty() {
             return Ok(());
         }
-        let iovs: Vec<IoSlice<'_>> = scratch
+        let iovs: Vec<IoSlice<'_>> = self
             .planned
             .iter()
             .flat_map(|d| {
-                [
-                    IoSlice::new(&scratch.headers[d.header.clone()]),
-                    IoSlice::new(&messages[d.message].1[d.payload.clone()]),
-                ]
+                [IoSlice::new(&self.headers[d.header.clone()]), IoSlice::new(&messages[d.message].1[d.payload.clone()])]
             })
             .collect();
         let mut done = 0;
         let mut failed = None;
-        while done < scratch.planned.len() {
+        while done < self.planned.len() {
             // (first datagram, how many) of each send, from the first not sent yet.
-            let groups = group(&scratch.planned[done..], !scratch.no_gso);
+            let groups = group(&self.planned[done..], !self.no_gso);
             let mut sends = Vec::with_capacity(groups.len());
             let mut at = done;
             for &(count, gso) in &groups {
-                let d = &scratch.planned[at];
+                let d = &self.planned[at];
                 sends.push(sys::Send {
                     iov: &iovs[2 * at..2 * (at + count)],
-                    dest: sys::sockaddr_in(SocketAddrV4::new(self.group, d.port)),
+                    dest: sys::sockaddr_in(SocketAddrV4::new(to.group, d.port)),
                     segment: gso.then(|| d.len() as u16),
                 });
                 at += count;
             }
-            match sys::sendmmsg(self.socket.as_fd(), &sends) {
+            match sys::sendmmsg(to.socket.as_fd(), &sends) {
                 // The kernel takes at most UIO_MAXIOV at once, and stops early at an error it reports on the next
                 // call (which starts at the first datagram not sent).
                 Ok(n) if n > 0 => done += groups[..n].iter().map(|(count, _)| count).sum::<usize>(),
@@ -197,11 +180,11 @@ impl Sender {
                             Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
                         ) =>
                 {
-                    scratch.no_gso = true;
+                    self.no_gso = true;
                 }
                 Err(e) => {
-                    let d = &scratch.planned[done];
-                    match on_send_error(e, self.group, SocketAddrV4::new(self.group, d.port)) {
+                    let d = &self.planned[done];
+                    match on_send_error(e, to.group, SocketAddrV4::new(to.group, d.port)) {
                         Retry::Now => {}
                         Retry::AfterPause => std::thread::sleep(SEND_PAUSE),
                         Retry::Fail(error) => {
@@ -213,12 +196,12 @@ impl Sender {
             }
         }
         drop(iovs);
-        scratch.headers.clear();
-        scratch.planned.clear();
+        self.headers.clear();
+        self.planned.clear();
         match failed {
             None => Ok(()),
             Some(e) => {
-                self.seq = first_seq.wrapping_add(e.sent as u32).wrapping_add(1);
+                *to.seq = first_seq.wrapping_add(e.sent as u32).wrapping_add(1);
                 Err(e)
             }
         }
@@ -260,8 +243,6 @@ fn group(planned: &[Planned], gso: bool) -> Vec<(usize, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, Receiver};
-    use std::time::Duration;
 
     fn planned(lens: &[(usize, u16)]) -> Vec<Planned> {
         lens.iter()
@@ -279,33 +260,5 @@ mod tests {
         assert_eq!(group(&many, true), [(64, true), (64, true), (22, true)]);
         let big = planned(&vec![(1400, 1); 100]);
         assert!(group(&big, true).iter().all(|&(n, _)| n * 1400 <= GSO_MAX_TOTAL));
-    }
-
-    #[test]
-    fn segmented_and_one_by_one_sends_deliver_the_same_datagrams() {
-        let port = 26000 + (std::process::id() % 1000) as u16 * 8 + 6;
-        let opts = [("recv_buf_size".to_string(), (16 << 20).to_string())];
-        let cfg = Config::from_url_parts(&format!("239.255.76.84:{port}"), &opts).unwrap().0;
-        let mut rx = Receiver::open(&cfg).unwrap();
-        let payloads: Vec<Vec<u8>> =
-            (0..500usize).map(|i| vec![i as u8; [8, 8, 8, 100, 8, 1500, 70_000][i % 7]]).collect();
-        let batch: Vec<(&str, &[u8])> =
-            payloads.iter().enumerate().map(|(i, p)| (["A", "B"][i / 50 % 2], p.as_slice())).collect();
-        let mut got = Vec::new();
-        for gso in [true, false] {
-            let mut tx = Sender::open(&cfg).unwrap();
-            tx.batch.no_gso |= !gso;
-            tx.send_batch(&batch).unwrap();
-            let mut seen = Vec::new();
-            while seen.len() < batch.len() {
-                let Some(m) = rx.recv(Some(Duration::from_secs(5))).unwrap() else { break };
-                seen.push((m.seq, m.channel, m.payload));
-            }
-            got.push(seen);
-        }
-        let expected: Vec<_> =
-            batch.iter().enumerate().map(|(i, (c, p))| (i as u32, c.to_string(), p.to_vec())).collect();
-        assert!(got[0] == expected, "segmented: every datagram, in order");
-        assert!(got[1] == expected, "one by one: every datagram, in order");
     }
 }

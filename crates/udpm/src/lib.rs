@@ -18,6 +18,7 @@
 
 mod batch;
 pub mod config;
+mod error;
 pub mod multiport;
 pub mod packet;
 pub mod reassembly;
@@ -27,10 +28,10 @@ mod sys;
 
 pub use batch::BatchError;
 pub use config::{Config, ConfigError, Interface};
+pub use error::{UdpmError, LOOPBACK_ADVICE};
 /// The clock of `recv_utime` (nerve-codec's), for callers that have this crate at hand.
 pub use nerve_codec::now_utime;
 pub use reassembly::{Limits, Reassembler, ReassemblyStats};
 pub use socket::{
-    Filter, KernelDrops, Message, Receiver, RecvStats, Sender, UdpmError, LOOPBACK_ADVICE, READ_TURN,
-    SELF_TEST_CHANNEL, SELF_TEST_PAYLOAD,
+    Filter, KernelDrops, Message, Receiver, RecvStats, Sender, READ_TURN, SELF_TEST_CHANNEL, SELF_TEST_PAYLOAD,
 };

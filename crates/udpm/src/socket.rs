@@ -10,77 +10,12 @@ use std::time::{Duration, Instant};
 use nerve_codec::now_utime;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::batch::{BatchError, Dest, Scratch};
 use crate::config::{Config, Interface};
-use crate::packet::{self, Datagram, Malformed, Plan, SendError};
+use crate::error::{io_err, on_send_error, Retry, UdpmError, SEND_PAUSE};
+use crate::packet::{self, Datagram, Malformed, Plan};
 use crate::reassembly::{Reassembler, ReassemblyStats};
 use crate::sequence::Sequences;
-
-/// What the user runs when multicast is not routed on a Linux host with only loopback.
-pub const LOOPBACK_ADVICE: &str = "is multicast routed? On a host with only loopback run, as root: \
-     ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo";
-
-/// A udpm failure, with the operation that failed.
-#[derive(Debug)]
-pub enum UdpmError {
-    /// A socket call failed.
-    Io {
-        /// What was being done, e.g. "joining 239.255.76.67 on 127.0.0.1".
-        op: String,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// There is no route for the multicast group.
-    NoRoute {
-        /// The group.
-        group: Ipv4Addr,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// The interface named in the URL has no IPv4 address.
-    UnknownInterface {
-        /// The name.
-        name: String,
-    },
-    /// The message cannot be sent (channel too long, message too large).
-    Send(SendError),
-    /// Our own self-test message never came back: multicast is routed but not looped back (a firewall, or
-    /// multicast loopback disabled).
-    SelfTestFailed {
-        /// How long it waited.
-        waited: Duration,
-    },
-}
-
-impl std::fmt::Display for UdpmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            // Sources are not repeated here: they are the next link of the chain (`source()`).
-            UdpmError::Io { op, .. } => f.write_str(op),
-            UdpmError::NoRoute { group, .. } => write!(f, "no route to multicast group {group} ({LOOPBACK_ADVICE})"),
-            UdpmError::UnknownInterface { name } => write!(f, "interface '{name}' not found or has no IPv4 address"),
-            UdpmError::Send(e) => e.fmt(f),
-            UdpmError::SelfTestFailed { waited } => write!(
-                f,
-                "LCM self test failed: our own multicast did not come back within {waited:?}; check the routing \
-                 table and the firewall ({LOOPBACK_ADVICE})"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for UdpmError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            UdpmError::Io { source, .. } | UdpmError::NoRoute { source, .. } => Some(source),
-            UdpmError::Send(_) | UdpmError::UnknownInterface { .. } | UdpmError::SelfTestFailed { .. } => None,
-        }
-    }
-}
-
-fn io_err(op: impl Into<String>) -> impl FnOnce(io::Error) -> UdpmError {
-    let op = op.into();
-    move |source| UdpmError::Io { op, source }
-}
 
 /// The IPv4 address of the interface the config names (UNSPECIFIED for the kernel's choice).
 fn interface_addr(iface: &Interface) -> Result<Ipv4Addr, UdpmError> {
@@ -113,13 +48,13 @@ pub const SELF_TEST_PAYLOAD: &[u8] = b"lcm self test";
 /// reassembly on the source address), in order, fragment 0 first, never interleaved with another message.
 #[derive(Debug)]
 pub struct Sender {
-    pub(crate) socket: UdpSocket,
-    pub(crate) group: Ipv4Addr,
-    pub(crate) port: u16,
-    pub(crate) seq: u32,
+    socket: UdpSocket,
+    group: Ipv4Addr,
+    port: u16,
+    seq: u32,
     datagram: Vec<u8>,
     /// Scratch space of batched sends, kept between them.
-    pub(crate) batch: crate::batch::Scratch,
+    batch: Scratch,
 }
 
 impl Sender {
@@ -140,7 +75,7 @@ impl Sender {
         }
         let socket: UdpSocket = socket.into();
         Ok(Sender {
-            batch: crate::batch::Scratch::for_socket(&socket, config.gso),
+            batch: Scratch::for_socket(&socket, config.gso),
             socket,
             group: config.group,
             port: config.port,
@@ -180,6 +115,27 @@ impl Sender {
         }
     }
 
+    /// Sends `messages` (channel, payload) in order to the group's port, exactly as [`Sender::send`] on each would
+    /// (the same datagrams, the same sequence numbers), in as few system calls as the kernel allows.
+    ///
+    /// A message that cannot be sent (a channel too long, a message too large, a socket error other than a full
+    /// queue, which is waited out) stops the batch there: what came before it is sent, nothing after it is, and the
+    /// sequence number continues as if `send` had been called up to it.
+    pub fn send_batch(&mut self, messages: &[(&str, &[u8])]) -> Result<(), BatchError> {
+        let port = self.port;
+        self.send_batch_to_ports(messages, |_| port)
+    }
+
+    /// Like [`Sender::send_batch`], each message to the port `port_of` gives for its channel (multi-port mode).
+    pub fn send_batch_to_ports(
+        &mut self,
+        messages: &[(&str, &[u8])],
+        mut port_of: impl FnMut(&str) -> u16,
+    ) -> Result<(), BatchError> {
+        let mut to = Dest { socket: &self.socket, group: self.group, seq: &mut self.seq };
+        self.batch.send(&mut to, messages, &mut port_of)
+    }
+
     fn send_datagram(&self, dest: SocketAddrV4) -> Result<(), UdpmError> {
         loop {
             match self.socket.send_to(&self.datagram, dest) {
@@ -191,29 +147,6 @@ impl Sender {
                 },
             }
         }
-    }
-}
-
-/// How long a sender waits for the kernel's queue to drain before trying again.
-pub(crate) const SEND_PAUSE: Duration = Duration::from_micros(50);
-
-/// What a sender does after a failed send of a datagram to `dest`.
-pub(crate) enum Retry {
-    /// Interrupted: try again at once.
-    Now,
-    /// The kernel's queue is momentarily full (a burst of fragments): wait for it rather than lose a datagram and
-    /// with it a whole message.
-    AfterPause,
-    /// Give up with this error.
-    Fail(UdpmError),
-}
-
-pub(crate) fn on_send_error(e: io::Error, group: Ipv4Addr, dest: SocketAddrV4) -> Retry {
-    match e.raw_os_error() {
-        _ if e.kind() == io::ErrorKind::Interrupted => Retry::Now,
-        Some(nix::libc::ENOBUFS) | Some(nix::libc::EAGAIN) => Retry::AfterPause,
-        Some(nix::libc::ENETUNREACH) => Retry::Fail(UdpmError::NoRoute { group, source: e }),
-        _ => Retry::Fail(UdpmError::Io { op: format!("sending to {dest}"), source: e }),
     }
 }
 
@@ -749,5 +682,38 @@ impl Receiver {
     /// Feeds one datagram as if it had been received (for tests and fuzzing of the whole receive path).
     pub fn inject(&mut self, from: SocketAddr, datagram: &[u8]) -> Option<Message> {
         self.absorb(from, &datagram[..datagram.len().min(SLOT)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segmented_and_one_by_one_sends_deliver_the_same_datagrams() {
+        let port = 26000 + (std::process::id() % 1000) as u16 * 8 + 6;
+        let opts = [("recv_buf_size".to_string(), (16 << 20).to_string())];
+        let cfg = Config::from_url_parts(&format!("239.255.76.84:{port}"), &opts).unwrap().0;
+        let mut rx = Receiver::open(&cfg).unwrap();
+        let payloads: Vec<Vec<u8>> =
+            (0..500usize).map(|i| vec![i as u8; [8, 8, 8, 100, 8, 1500, 70_000][i % 7]]).collect();
+        let batch: Vec<(&str, &[u8])> =
+            payloads.iter().enumerate().map(|(i, p)| (["A", "B"][i / 50 % 2], p.as_slice())).collect();
+        let mut got = Vec::new();
+        for gso in [true, false] {
+            let mut tx = Sender::open(&cfg).unwrap();
+            tx.batch = Scratch::for_socket(&tx.socket, gso);
+            tx.send_batch(&batch).unwrap();
+            let mut seen = Vec::new();
+            while seen.len() < batch.len() {
+                let Some(m) = rx.recv(Some(Duration::from_secs(5))).unwrap() else { break };
+                seen.push((m.seq, m.channel, m.payload));
+            }
+            got.push(seen);
+        }
+        let expected: Vec<_> =
+            batch.iter().enumerate().map(|(i, (c, p))| (i as u32, c.to_string(), p.to_vec())).collect();
+        assert!(got[0] == expected, "segmented: every datagram, in order");
+        assert!(got[1] == expected, "one by one: every datagram, in order");
     }
 }

@@ -31,6 +31,7 @@
 
 mod error;
 mod json;
+pub mod registry;
 mod transcode;
 
 use std::collections::HashMap;
@@ -43,6 +44,7 @@ use crate::model::{Dim, MemberType, Primitive, Schema, Struct, TypeName};
 
 pub use error::{DynError, DynErrorKind, PathSegment};
 pub use json::json_string;
+pub use registry::{Registry, RegistryError};
 pub use transcode::{push_hex, CsvShape, JsonForm, Transcoder};
 
 /// The deepest a value tree may nest: each struct and each array dimension is one level.

@@ -13,9 +13,9 @@ use nerve_codec::Reader;
 use super::num::{push_comma_f32_text, push_f64_text, push_hex, push_int};
 use super::plan::{Elem, MemberPlan, Op};
 use super::{decode_err, lens, too_deep, Counts, Transcoder, Walk, SKIP, VALUE};
+use crate::dynamic::registry::RegistryError;
 use crate::dynamic::{DynError, DynErrorKind, MAX_EMPTY_ELEMENTS};
 use crate::model::{Primitive, Struct};
-use crate::registry::RegistryError;
 
 /// The columns a type's messages need (see the module docs); starts empty and grows with each message merged.
 #[derive(Debug, Clone, PartialEq, Default)]

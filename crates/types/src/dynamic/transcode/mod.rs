@@ -44,9 +44,9 @@ use nerve_codec::{fingerprint_of, Reader};
 
 use self::num::{push_base64, push_byte_numbers, push_f32_json, push_f64_text, push_int, push_json_str};
 use self::plan::{DimPlan, Elem, MemberPlan, Op, Plans};
+use super::registry::{Registry, RegistryError};
 use super::{decode_err, DynError, DynErrorKind, MAX_DEPTH, MAX_EMPTY_ELEMENTS};
 use crate::model::{Primitive, Struct};
-use crate::registry::{Registry, RegistryError};
 
 pub use self::csv::CsvShape;
 pub use self::num::push_hex;

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 use nerve_codec::fingerprint_of;
 
+use super::{Ctx, DynError, Tables, Value};
 use crate::check::{check, Source};
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::dynamic::{Ctx, DynError, Tables, Value};
 use crate::layout::Layout;
 use crate::model::{Schema, Span, Struct, TypeName};
 
@@ -231,7 +231,7 @@ impl Registry {
         self.ctx().encode(name, value)
     }
 
-    /// Reads JSON text as a value of type `name` (see [`crate::dynamic::from_json`]).
+    /// Reads JSON text as a value of type `name` (see [`super::from_json`]).
     pub fn from_json(&self, name: &TypeName, text: &str) -> Result<Value, DynError> {
         self.ctx().read_json(name, text)
     }
