@@ -15,8 +15,9 @@ EXAMPLES:
   nerve gen -c --c-cpath gen --c-hpath gen    examples/types/*.lcm
   nerve gen -x --cpp-hpath include            examples/types/*.lcm
   nerve gen -p --ppath python                 examples/types/*.lcm
+  nerve gen -j --jpath java                   examples/types/*.lcm
 
-The short flags -c, -x and -p are lcm-gen's (C, C++, Python); elsewhere in nerve no command has a -c, -x or -p.";
+The short flags -c, -x, -p and -j are lcm-gen's (C, C++, Python, Java); elsewhere in nerve no command has them.";
 
 /// Arguments of `nerve gen`; the flags follow lcm-gen's where it has them.
 #[derive(clap::Args)]
@@ -78,6 +79,24 @@ pub struct Args {
     #[arg(long)]
     python_numpy: bool,
 
+    /// Generate Java (classes with lcm-gen's Java API; they need lcm.jar, or Nerve's drop-in for it, and the
+    /// nerve_lcm/Codec.java runtime written next to them).
+    #[arg(short = 'j', long = "java")]
+    java: bool,
+    /// Where Java packages go (as <DIR>/<package path>/<name>.java).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    jpath: PathBuf,
+    /// Create the package directories under --jpath (lcm-gen's default; --jmkdir=false requires them to exist).
+    #[arg(long, value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    jmkdir: bool,
+    /// What follows the class name in every Java class declaration.
+    #[arg(long, value_name = "TEXT", default_value = "implements lcm.lcm.LCMEncodable")]
+    jdecl: String,
+    /// The Java package of types declared without a package.
+    #[arg(long, value_name = "PKG", default_value = "lcmtypes")]
+    jdefaultpkg: String,
+
     /// Put this package in front of every type's package (does not change fingerprints).
     #[arg(long, value_name = "PKG", default_value = "")]
     package_prefix: String,
@@ -114,19 +133,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         python_numpy: args.python_numpy,
         rust_unsafe: !args.rust_no_unsafe,
         c_pubsub: !args.c_no_pubsub,
+        java_decl: args.jdecl.clone(),
+        java_default_package: args.jdefaultpkg.clone(),
     };
     let mut any = false;
     let mut failed = false;
     let mut emit = |enabled: bool,
                     generate: fn(&Input<'_>, &Options) -> Result<Vec<GeneratedFile>, nerve_gen::GenError>,
-                    place: &dyn Fn(&GeneratedFile) -> PathBuf|
+                    place: &dyn Fn(&GeneratedFile) -> PathBuf,
+                    mkdir: bool|
      -> anyhow::Result<()> {
         if !enabled {
             return Ok(());
         }
         any = true;
         match generate(&input, &opts) {
-            Ok(files) => write_files(&files, place),
+            Ok(files) => write_files(&files, place, mkdir),
             Err(e) => {
                 eprintln!("{e}");
                 failed = true;
@@ -134,27 +156,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    emit(args.rust, nerve_gen::rust::generate, &|f| args.rust_path.join(&f.path))?;
-    emit(args.c, nerve_gen::c::generate, &|f| {
-        let dir = if f.path.extension().is_some_and(|e| e == "c") { &args.c_cpath } else { &args.c_hpath };
-        dir.join(&f.path)
-    })?;
-    emit(args.cpp, nerve_gen::cpp::generate, &|f| args.cpp_hpath.join(&f.path))?;
-    emit(args.python, nerve_gen::python::generate, &|f| args.ppath.join(&f.path))?;
+    emit(args.rust, nerve_gen::rust::generate, &|f| args.rust_path.join(&f.path), true)?;
+    emit(
+        args.c,
+        nerve_gen::c::generate,
+        &|f| {
+            let dir = if f.path.extension().is_some_and(|e| e == "c") { &args.c_cpath } else { &args.c_hpath };
+            dir.join(&f.path)
+        },
+        true,
+    )?;
+    emit(args.cpp, nerve_gen::cpp::generate, &|f| args.cpp_hpath.join(&f.path), true)?;
+    emit(args.python, nerve_gen::python::generate, &|f| args.ppath.join(&f.path), true)?;
+    emit(args.java, nerve_gen::java::generate, &|f| args.jpath.join(&f.path), args.jmkdir)?;
 
     if !any {
-        eprintln!("nerve gen: no language chosen: pass --rust, --c, --cpp, --python or --print-fingerprints");
+        eprintln!("nerve gen: no language chosen: pass --rust, --c, --cpp, --python, --java or --print-fingerprints");
         return Ok(super::exit::rejected());
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Writes each file where `place` says, creating directories, and leaving files whose contents are unchanged alone
-/// (so build systems do not rebuild for nothing).
-fn write_files(files: &[GeneratedFile], place: &dyn Fn(&GeneratedFile) -> PathBuf) -> anyhow::Result<()> {
+/// Writes each file where `place` says, creating directories (if `mkdir`; otherwise they must exist, as with
+/// lcm-gen's --jmkdir=false), and leaving files whose contents are unchanged alone (so build systems do not rebuild
+/// for nothing).
+fn write_files(files: &[GeneratedFile], place: &dyn Fn(&GeneratedFile) -> PathBuf, mkdir: bool) -> anyhow::Result<()> {
     for f in files {
         let path = place(f);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = path.parent().filter(|d| mkdir && !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         if unchanged(&path, &f.contents) {
