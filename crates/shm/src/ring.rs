@@ -12,6 +12,7 @@ use crate::error::ShmError;
 use crate::layout::{align_up, Geometry, Header, FRAME_ALIGN};
 use crate::memory::{prefetch_for_write, Memory, WriterGuard};
 use crate::sync::{fence, Ordering};
+use crate::view::View;
 
 /// How long a waiting reader sleeps at most before it looks at `newest` again (G-WAIT's slice): it bounds the delay
 /// a wake-up lost to a writer killed between W7 and W10 can cause.
@@ -611,10 +612,10 @@ impl Reader {
             wait,
             Some(buf.len()),
             || false,
-            |memory, off, len, hash| {
+            |memory, frame, hash| {
                 // G5: copy the bytes (and hash the copy, on a channel with checksums).
-                memory.read_data(off, &mut buf[..len]);
-                ((), if hash { frame_checksum(&buf[..len]) } else { 0 })
+                memory.read_data(frame.off, &mut buf[..frame.len]);
+                ((), if hash { frame_checksum(&buf[..frame.len]) } else { 0 })
             },
         )?;
         Ok(outcome.map(|(info, ())| info))
@@ -632,10 +633,10 @@ impl Reader {
         wait: Wait,
         interrupted: impl Fn() -> bool,
     ) -> Result<GetOutcome, ShmError> {
-        let outcome = self.get_core(mode, wait, Some(buf.len()), interrupted, |memory, off, len, hash| {
+        let outcome = self.get_core(mode, wait, Some(buf.len()), interrupted, |memory, frame, hash| {
             // G5: copy the bytes (and hash the copy, on a channel with checksums).
-            memory.read_data(off, &mut buf[..len]);
-            ((), if hash { frame_checksum(&buf[..len]) } else { 0 })
+            memory.read_data(frame.off, &mut buf[..frame.len]);
+            ((), if hash { frame_checksum(&buf[..frame.len]) } else { 0 })
         })?;
         Ok(outcome.map(|(info, ())| info))
     }
@@ -662,13 +663,29 @@ impl Reader {
             wait,
             None,
             || false,
-            |memory, off, len, hash| {
-                memory.view_data(off, len, |bytes| {
+            |memory, frame, hash| {
+                memory.view_data(frame.off, frame.len, |bytes| {
                     let result = f(bytes);
                     (result, if hash { frame_checksum(bytes) } else { 0 })
                 })
             },
         )
+    }
+
+    /// Zero-copy get that hands the message out as a [`View`] of its frame in shared memory, to keep for as long as
+    /// the caller likes: `view.bytes()` are the bytes in place, and [`View::check`] says whether they were still the
+    /// message's when it was called (see [`View`] for the rule). The frame was intact when the view was made; a
+    /// writer never waits for a view (it overwrites the frame when its turn comes, and the view then reports
+    /// [`Overwritten`](crate::Overwritten)). Several views may be held at once, and they outlive the reader and the
+    /// channel handle they came from. This never returns [`GetOutcome::BufferTooSmall`].
+    ///
+    /// Taking a view costs the same whatever the message's size (the bytes are not read), except on a channel with
+    /// checksums, where the frame is hashed once, here.
+    pub fn view(&mut self, mode: ReadMode, wait: Wait) -> Result<GetOutcome<View>, ShmError> {
+        // V1: G1-G5 as a zero-copy read whose closure only notes where the frame is (and hashes it, on a channel with
+        // checksums); G5's check after it says the frame was intact when the view was made.
+        let outcome = self.get_core(mode, wait, None, || false, crate::view::take)?;
+        Ok(outcome.map(|(info, frame)| View::new(Arc::clone(&self.shared), info, frame)))
     }
 
     /// G1-G6 with G-WAIT: find the message, validate its entry (G3), check the buffer (G4), read it with `read`
@@ -685,7 +702,7 @@ impl Reader {
         wait: Wait,
         capacity: Option<usize>,
         interrupted: impl Fn() -> bool,
-        read: impl FnMut(&Memory, u64, usize, bool) -> (R, u64),
+        read: impl FnMut(&Memory, FrameAt, bool) -> (R, u64),
     ) -> Result<GetOutcome<(MessageInfo, R)>, ShmError> {
         let got = self.get_unchecked(mode, wait, capacity, interrupted, read);
         if self.shared.damaged() {
@@ -701,7 +718,7 @@ impl Reader {
         wait: Wait,
         capacity: Option<usize>,
         interrupted: impl Fn() -> bool,
-        mut read: impl FnMut(&Memory, u64, usize, bool) -> (R, u64),
+        mut read: impl FnMut(&Memory, FrameAt, bool) -> (R, u64),
     ) -> Result<GetOutcome<(MessageInfo, R)>, ShmError> {
         let Reader { shared, last, pending_missed, spin, corrupt } = self;
         let shared: &Shared = shared;
@@ -784,7 +801,7 @@ impl Reader {
                 return Ok(GetOutcome::BufferTooSmall { needed: len });
             }
             // G5: read the bytes, then check that no writer freed them meanwhile.
-            let (result, read_sum) = read(&shared.memory, off, len, g.checksum);
+            let (result, read_sum) = read(&shared.memory, FrameAt { start, off, len }, g.checksum);
             fence(Ordering::Acquire); // G5
             let t = h.tail.load(Ordering::Relaxed);
             // G5: on a channel with checksums, intact bytes that do not match their checksum were scribbled over.
@@ -808,6 +825,15 @@ impl Reader {
             return Ok(GetOutcome::Message((MessageInfo { seq: want, len, missed, put_utime, origin }, result)));
         }
     }
+}
+
+/// Where G3 found message `want`'s frame: its byte position (G5 and a view's check compare `tail` with it), its
+/// offset in the data ring and its length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FrameAt {
+    pub(crate) start: u64,
+    pub(crate) off: u64,
+    pub(crate) len: usize,
 }
 
 /// A message `want` could not be read (G3/G5): in order, it is missed and skipped; newest-only just looks again.

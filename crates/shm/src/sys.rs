@@ -679,6 +679,18 @@ impl Memory {
         f(unsafe { std::slice::from_raw_parts(src, len) })
     }
 
+    /// V1, a view: the `len` bytes at ring offset `off`, in place, for as long as the mapping is borrowed (a
+    /// `View` keeps its channel's `Shared`, and so this mapping, alive).
+    pub(crate) fn data(&self, off: u64, len: usize) -> &[u8] {
+        let src = self.data_ptr(off, len);
+        // SAFETY: the bytes are inside the mapping (data_ptr), which lives as long as `self` (munmap is in Drop), so
+        // as long as the returned borrow; a file that shrinks under it gets zero pages mapped over it, never a hole.
+        // They change under the borrow when a writer overwrites the frame, as under `view_data`'s closure: a view
+        // reports that (V2: `tail` passed its start) and its rule is that only what was read before a passing check
+        // counts (module doc).
+        unsafe { std::slice::from_raw_parts(src, len) }
+    }
+
     /// Takes the writer lock (W1): the guard, and whether its previous holder died holding it (then run `REC`).
     pub(crate) fn lock(&self) -> Result<(WriterGuard<'_>, bool), String> {
         if HELD_HERE.try_with(|held| held.borrow().contains(&self.file_id)).unwrap_or(false) {
