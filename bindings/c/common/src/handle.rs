@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use nerve_shm::{Channel, GetOutcome, MessageInfo, ReadMode, Reader, ShmError, Wait, Writer};
+use nerve_shm::{Channel, GetOutcome, MessageInfo, ReadMode, Reader, ShmError, View, Wait, Writer};
 
 /// The result of [`ShmHandle::get`] (`GetOutcome` without `Retry`, which `get` handles itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +95,21 @@ impl ShmHandle {
     }
 }
 
+impl ShmHandle {
+    /// Takes the next (or newest) message as a view of its frame in shared memory (`Reader::view`), waiting as
+    /// `wait` says. `Retry` is handled here (the losses are counted in the next message's `missed`), so the outcome
+    /// is a view, `NothingNew` or `TimedOut`.
+    pub fn view(&self, mode: ReadMode, wait: Wait) -> Result<GetOutcome<View>, ShmError> {
+        let mut reader = lock(&self.reader);
+        loop {
+            match reader.view(mode, wait)? {
+                GetOutcome::Retry => continue,
+                other => return Ok(other),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +138,12 @@ mod tests {
         assert_eq!(b.get(&mut buf, ReadMode::Next, Wait::Poll, || false).unwrap(), Got::NothingNew);
         assert_eq!(b.get(&mut buf, ReadMode::Next, Wait::Forever, || true).unwrap(), Got::TimedOut);
         assert!(a.put(&[0; 17]).is_err());
+        a.put(b"view").unwrap();
+        match b.view(ReadMode::Next, Wait::Poll).unwrap() {
+            GetOutcome::Message(v) => assert_eq!((v.seq(), v.bytes(), v.check()), (7, &b"view"[..], Ok(()))),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(b.view(ReadMode::Next, Wait::Poll), Ok(GetOutcome::NothingNew)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

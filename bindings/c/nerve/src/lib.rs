@@ -6,7 +6,8 @@
 //!
 //! # Brief overview
 //!
-//! A `nerve_channel *` is a [`ShmHandle`] in [`CHANNELS`]; a `nerve_loan *` is a [`LoanSlot`] in this thread's
+//! A `nerve_channel *` is a [`ShmHandle`] in [`CHANNELS`]; a `nerve_view *` is a [`View`] in [`VIEWS`] (it
+//! keeps the channel mapped, so its data pointer stays readable until it is released); a `nerve_loan *` is a [`LoanSlot`] in this thread's
 //! [`LOANS`] (a loan holds the channel's writer lock, which belongs to the thread that took it); log readers and
 //! writers are `nerve-log`'s, each behind a mutex in its registry. Every entry point runs under [`guard`] and looks
 //! its handle up before touching it; statuses are [`status`]'s, the reason for the last error is
@@ -28,11 +29,13 @@ use std::time::Duration;
 
 use nerve_c_common::{guard, last_error, set_last_error, str_arg, Got, Registry, ShmHandle};
 use nerve_log::{LogError, LogReader, LogWriter};
-use nerve_shm::{Channel, ChannelConfig, Loan, ReadMode, ShmError, Wait, Writer};
+use nerve_shm::{Channel, ChannelConfig, GetOutcome, Loan, ReadMode, ShmError, View, Wait, Writer};
 use status::*;
 
 /// Every open `nerve_channel`.
 pub static CHANNELS: Registry<ShmHandle> = Registry::new();
+/// Every `nerve_view` not yet released (each keeps its channel mapped).
+pub static VIEWS: Registry<View> = Registry::new();
 /// Every open `nerve_log_reader`.
 pub static LOG_READERS: Registry<Mutex<LogReader<File>>> = Registry::new();
 /// Every open `nerve_log_writer`.
@@ -460,6 +463,105 @@ pub unsafe extern "C" fn nerve_channel_get(
             Err(e) => fail_shm(&e),
         }
     })
+}
+
+/// `nerve_channel_view`.
+///
+/// # Safety
+///
+/// `view`, `data`, `len` and `info` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_channel_view(
+    channel: *mut c_void,
+    mode: c_int,
+    timeout_ns: i64,
+    view: *mut *mut c_void,
+    data: *mut *const c_void,
+    len: *mut usize,
+    info: *mut NerveMessageInfo,
+) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let h = tri!(channel_of(channel));
+        let mode = tri!(read_mode_arg(mode));
+        if view.is_null() || data.is_null() || !view.is_aligned() || !data.is_aligned() {
+            return fail(NERVE_E_INVALID, "view or data is NULL or misaligned");
+        }
+        if (!len.is_null() && !len.is_aligned()) || (!info.is_null() && !info.is_aligned()) {
+            return fail(NERVE_E_INVALID, "len or info is misaligned");
+        }
+        match h.view(mode, wait_arg(timeout_ns)) {
+            Ok(GetOutcome::Message(v)) => {
+                let m = v.info();
+                let bytes = v.bytes().as_ptr();
+                let i = NerveMessageInfo {
+                    seq: m.seq,
+                    len: m.len as u64,
+                    missed: m.missed,
+                    put_utime: m.put_utime,
+                    origin: m.origin,
+                };
+                let p = VIEWS.insert(v);
+                tri!(out_required(view, p.cast_mut().cast(), "view"));
+                tri!(out_required(data, bytes.cast(), "data"));
+                tri!(out_optional(len, m.len));
+                tri!(out_optional(info, i));
+                NERVE_OK
+            }
+            Ok(GetOutcome::NothingNew) => NERVE_NOTHING_NEW,
+            Ok(GetOutcome::TimedOut) => NERVE_TIMED_OUT,
+            Ok(other) => fail(NERVE_E_INTERNAL, format!("a view came back as {other:?}")),
+            Err(e) => fail_shm(&e),
+        }
+    })
+}
+
+/// `nerve_view_check`.
+///
+/// # Safety
+///
+/// None beyond C's: the view is looked up, never dereferenced unless live.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_view_check(view: *const c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || {
+        let v = tri!(VIEWS
+            .get(view.cast())
+            .ok_or_else(|| fail(NERVE_E_INVALID, "the view is not live (NULL, released, or garbage)")));
+        match v.check() {
+            Ok(()) => NERVE_OK,
+            Err(e) => fail(NERVE_OVERWRITTEN, e.to_string()),
+        }
+    })
+}
+
+/// `nerve_view_release`.
+///
+/// # Safety
+///
+/// None beyond C's: the view is looked up, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_view_release(view: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || match VIEWS.remove(view.cast()) {
+        Some(_) => NERVE_OK,
+        None => fail(NERVE_E_INVALID, "the view is not live (NULL, already released, or garbage)"),
+    })
+}
+
+/// An `enum nerve_read_mode` argument.
+fn read_mode_arg(mode: c_int) -> Result<ReadMode, c_int> {
+    match mode {
+        NERVE_READ_NEXT => Ok(ReadMode::Next),
+        NERVE_READ_NEWEST => Ok(ReadMode::Newest),
+        other => Err(fail(NERVE_E_INVALID, format!("mode {other} is not an enum nerve_read_mode value"))),
+    }
+}
+
+/// A `timeout_ns` argument: 0 polls, a negative one waits for ever.
+fn wait_arg(timeout_ns: i64) -> Wait {
+    match timeout_ns {
+        0 => Wait::Poll,
+        t if t < 0 => Wait::Forever,
+        t => Wait::Timeout(Duration::from_nanos(t as u64)),
+    }
 }
 
 /// `nerve_message_info`.

@@ -12,6 +12,8 @@ pub const NERVE_TIMED_OUT: c_int = 2;
 pub const NERVE_BUFFER_TOO_SMALL: c_int = 3;
 /// End of a log.
 pub const NERVE_END: c_int = 4;
+/// A view's frame was reclaimed by a writer (or the channel file shrank): its bytes are no longer the message's.
+pub const NERVE_OVERWRITTEN: c_int = 5;
 /// Invalid argument or handle.
 pub const NERVE_E_INVALID: c_int = -1;
 /// Not found.
@@ -65,6 +67,7 @@ pub fn status_name(status: c_int) -> &'static CStr {
         NERVE_TIMED_OUT => c"NERVE_TIMED_OUT",
         NERVE_BUFFER_TOO_SMALL => c"NERVE_BUFFER_TOO_SMALL",
         NERVE_END => c"NERVE_END",
+        NERVE_OVERWRITTEN => c"NERVE_OVERWRITTEN",
         NERVE_E_INVALID => c"NERVE_E_INVALID",
         NERVE_E_NOT_FOUND => c"NERVE_E_NOT_FOUND",
         NERVE_E_EXISTS => c"NERVE_E_EXISTS",

@@ -99,3 +99,77 @@ fn the_bus_delivers_counts_and_refuses_hostile_handles() {
         assert_eq!(nerve_bus_close(b), NERVE_E_INVALID);
     }
 }
+
+#[test]
+fn a_view_is_the_frame_in_place_until_overwritten_and_released_once() {
+    let dir = std::env::temp_dir().join(format!("nerve-c-api-view-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_c = CString::new(dir.to_str().unwrap()).unwrap();
+    let mut ch: *mut c_void = std::ptr::null_mut();
+    let mut view: *mut c_void = std::ptr::null_mut();
+    let mut data: *const c_void = std::ptr::null();
+    let mut len = 0usize;
+    let mut info = NerveMessageInfo::default();
+    let garbage = [0x5au8; 64];
+    let g = garbage.as_ptr() as *mut c_void;
+    // SAFETY: every pointer handed over is valid for what nerve.h says the function does with it, or is one the
+    // function must refuse without dereferencing (NULL, garbage, released).
+    unsafe {
+        assert_eq!(
+            nerve_channel_create(c"v".as_ptr(), 2, 64, 0o600, dir_c.as_ptr(), NERVE_CREATE_NEW, &mut ch),
+            NERVE_OK
+        );
+        assert_eq!(nerve_channel_put(ch, [7u8; 64].as_ptr().cast(), 64, std::ptr::null_mut()), NERVE_OK);
+        assert_eq!(nerve_channel_view(ch, NERVE_READ_NEWEST, 0, &mut view, &mut data, &mut len, &mut info), NERVE_OK);
+        assert_eq!((len, info.seq, info.len), (64, 1, 64));
+        assert_eq!(std::slice::from_raw_parts(data.cast::<u8>(), len), &[7u8; 64]);
+        assert_eq!(nerve_view_check(view), NERVE_OK);
+        // A 2-frame channel keeps a data ring of 3 frames: the third put after it reclaims the frame.
+        for i in 0..3u8 {
+            assert_eq!(nerve_channel_put(ch, [i; 64].as_ptr().cast(), 64, std::ptr::null_mut()), NERVE_OK);
+        }
+        assert_eq!(nerve_view_check(view), NERVE_OVERWRITTEN);
+        assert_eq!(std::ffi::CStr::from_ptr(nerve_status_string(NERVE_OVERWRITTEN)).to_bytes(), b"NERVE_OVERWRITTEN");
+        assert_eq!(nerve_view_release(view), NERVE_OK);
+        assert_eq!(nerve_view_release(view), NERVE_E_INVALID, "a double release is refused");
+        assert_eq!(nerve_view_check(view), NERVE_E_INVALID);
+        for bad in [std::ptr::null_mut(), g, ch] {
+            assert_eq!(nerve_view_check(bad), NERVE_E_INVALID);
+            assert_eq!(nerve_view_release(bad), NERVE_E_INVALID);
+        }
+        let null_out = std::ptr::null_mut();
+        assert_eq!(
+            nerve_channel_view(ch, NERVE_READ_NEWEST, 0, null_out, &mut data, &mut len, &mut info),
+            NERVE_E_INVALID
+        );
+        assert_eq!(
+            nerve_channel_view(ch, NERVE_READ_NEWEST, 0, &mut view, std::ptr::null_mut(), &mut len, &mut info),
+            NERVE_E_INVALID
+        );
+        assert_eq!(nerve_channel_view(ch, 9, 0, &mut view, &mut data, &mut len, &mut info), NERVE_E_INVALID);
+        assert_eq!(
+            nerve_channel_view(g, NERVE_READ_NEXT, 0, &mut view, &mut data, &mut len, &mut info),
+            NERVE_E_INVALID
+        );
+        // A view outlives the channel handle it came from.
+        let (mut kept, mut kept_data) = (std::ptr::null_mut(), std::ptr::null());
+        assert_eq!(
+            nerve_channel_view(ch, NERVE_READ_NEWEST, 0, &mut kept, &mut kept_data, &mut len, std::ptr::null_mut()),
+            NERVE_OK
+        );
+        assert_eq!(
+            nerve_channel_view(ch, NERVE_READ_NEXT, 0, &mut view, &mut data, &mut len, &mut info),
+            NERVE_NOTHING_NEW
+        );
+        assert_eq!(nerve_channel_close(ch), NERVE_OK);
+        assert_eq!(
+            nerve_channel_view(ch, NERVE_READ_NEXT, 0, &mut view, &mut data, &mut len, &mut info),
+            NERVE_E_INVALID
+        );
+        assert_eq!(std::slice::from_raw_parts(kept_data.cast::<u8>(), 64), &[2u8; 64]);
+        assert_eq!(nerve_view_check(kept), NERVE_OK);
+        assert_eq!(nerve_view_release(kept), NERVE_OK);
+        assert_eq!(nerve_channel_remove(c"v".as_ptr(), dir_c.as_ptr()), NERVE_OK);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -2,7 +2,7 @@
  * C programs against libnerve (nerve.h), one role per command (tests/interop/test_nerve_c.py runs them under
  * AddressSanitizer and UndefinedBehaviorSanitizer):
  *
- *   channels DIR          create/open/put/get (next, newest, missed, too small, waits), loans, stats, remove
+ *   channels DIR          create/open/put/get (next, newest, missed, too small, waits), loans, views, stats, remove
  *   log-write PATH        writes three events (read back by the real LCM's Python EventLog in the test)
  *   log-read PATH         prints every event as "NUMBER UTIME CHANNEL HEX", then "damage REGIONS BYTES"
  *   hostile DIR           every entry point handed NULL, garbage and closed handles
@@ -127,9 +127,46 @@ static int cmd_channels(const char *dir)
         EXPECT(nerve_channel_stats_get(w, &st), NERVE_OK);
         CHECK(st.frames == 4 && st.frame_size == 32 && st.messages == info.seq + 1 && st.mode == 0600);
     }
-    EXPECT(nerve_channel_close(late), NERVE_OK);
-    EXPECT(nerve_channel_close(r), NERVE_OK);
-    EXPECT(nerve_channel_close(w), NERVE_OK);
+
+    /* Views: the message in place, valid until the writers come round to its frame (a 4-frame ring of 32-byte
+       frames: four more full frames reclaim it), then NERVE_OVERWRITTEN for ever; release once; a view outlives
+       the handles. */
+    {
+        nerve_view *v = NULL, *kept = NULL, *none = NULL;
+        const void *data = NULL, *kept_data = NULL;
+        size_t len = 0;
+        EXPECT(nerve_channel_skip_to_newest(r), NERVE_OK);
+        EXPECT(nerve_channel_put(w, "viewed", 6, &seq), NERVE_OK);
+        EXPECT(nerve_channel_view(r, NERVE_READ_NEXT, 0, &v, &data, &len, &info), NERVE_OK);
+        CHECK(len == 6 && info.seq == seq && info.len == 6 && memcmp(data, "viewed", 6) == 0);
+        CHECK(((uintptr_t) data) % 8 == 0);
+        EXPECT(nerve_view_check(v), NERVE_OK);
+        EXPECT(nerve_channel_view(r, NERVE_READ_NEXT, 0, &none, &data, NULL, NULL), NERVE_NOTHING_NEW);
+        t0 = now_s();
+        EXPECT(nerve_channel_view(r, NERVE_READ_NEXT, 20000000, &none, &data, NULL, NULL), NERVE_TIMED_OUT);
+        CHECK(now_s() - t0 >= 0.015);
+        for (int i = 0; i < 4; i++) {
+            char frame[32];
+            memset(frame, 'a' + i, sizeof frame);
+            EXPECT(nerve_channel_put(w, frame, sizeof frame, NULL), NERVE_OK);
+        }
+        EXPECT(nerve_view_check(v), NERVE_OVERWRITTEN);
+        CHECK(strstr(nerve_last_error(), "overwritten") != NULL);
+        EXPECT(nerve_view_check(v), NERVE_OVERWRITTEN);
+        EXPECT(nerve_view_release(v), NERVE_OK);
+        EXPECT(nerve_view_release(v), NERVE_E_INVALID);
+        EXPECT(nerve_view_check(v), NERVE_E_INVALID);
+        EXPECT(nerve_channel_view(r, NERVE_READ_NEWEST, -1, &kept, &kept_data, &len, NULL), NERVE_OK);
+        CHECK(len == 32 && memcmp(kept_data, "dddd", 4) == 0);
+        EXPECT(nerve_channel_close(late), NERVE_OK);
+        EXPECT(nerve_channel_close(r), NERVE_OK);
+        EXPECT(nerve_channel_close(w), NERVE_OK);
+        /* Every handle closed: the view still holds the mapping, and nothing overwrote its frame. */
+        CHECK(memcmp(kept_data, "dddddddd", 8) == 0);
+        EXPECT(nerve_view_check(kept), NERVE_OK);
+        EXPECT(nerve_view_release(kept), NERVE_OK);
+        late = r = NULL;
+    }
     EXPECT(nerve_channel_close(w), NERVE_E_INVALID);
     EXPECT(nerve_channel_remove("pose", dir), NERVE_OK);
     EXPECT(nerve_channel_open("pose", dir, NERVE_START_NEWEST, &r), NERVE_E_NOT_FOUND);
@@ -198,6 +235,16 @@ static int cmd_hostile(const char *dir)
         EXPECT(nerve_channel_close(h), NERVE_E_INVALID);
         EXPECT(nerve_loan_commit((nerve_loan *) h, &u), NERVE_E_INVALID);
         EXPECT(nerve_loan_abort((nerve_loan *) h), NERVE_E_INVALID);
+        {
+            nerve_view *v = NULL;
+            const void *p = NULL;
+            size_t n = 0;
+            EXPECT(nerve_channel_view(h, NERVE_READ_NEXT, 0, &v, &p, &n, &info), NERVE_E_INVALID);
+            EXPECT(nerve_channel_view(h, NERVE_READ_NEXT, -1, &v, &p, &n, &info), NERVE_E_INVALID);
+            CHECK(v == NULL && p == NULL);
+            EXPECT(nerve_view_check((nerve_view *) h), NERVE_E_INVALID);
+            EXPECT(nerve_view_release((nerve_view *) h), NERVE_E_INVALID);
+        }
         EXPECT(nerve_log_reader_next((nerve_log_reader *) h, &ev), NERVE_E_INVALID);
         EXPECT(nerve_log_reader_damage((nerve_log_reader *) h, &d), NERVE_E_INVALID);
         EXPECT(nerve_log_reader_close((nerve_log_reader *) h), NERVE_E_INVALID);
@@ -228,6 +275,21 @@ static int cmd_hostile(const char *dir)
     EXPECT(nerve_channel_get(c, buf, sizeof buf, 5, 0, &info), NERVE_E_INVALID);
     EXPECT(nerve_channel_loan(c, 1, NULL, NULL), NERVE_E_INVALID);
     EXPECT(nerve_channel_stats_get(c, NULL), NERVE_E_INVALID);
+    {
+        /* Views with bad arguments; a channel handle is not a view and a view is not a channel handle. */
+        nerve_view *v = NULL;
+        const void *p = NULL;
+        EXPECT(nerve_channel_put(c, "v", 1, NULL), NERVE_OK);
+        EXPECT(nerve_channel_view(c, NERVE_READ_NEWEST, 0, NULL, &p, NULL, NULL), NERVE_E_INVALID);
+        EXPECT(nerve_channel_view(c, NERVE_READ_NEWEST, 0, &v, NULL, NULL, NULL), NERVE_E_INVALID);
+        EXPECT(nerve_channel_view(c, 5, 0, &v, &p, NULL, NULL), NERVE_E_INVALID);
+        EXPECT(nerve_view_check((nerve_view *) c), NERVE_E_INVALID);
+        EXPECT(nerve_view_release((nerve_view *) c), NERVE_E_INVALID);
+        EXPECT(nerve_channel_view(c, NERVE_READ_NEWEST, 0, &v, &p, NULL, NULL), NERVE_OK);
+        EXPECT(nerve_channel_close((nerve_channel *) v), NERVE_E_INVALID);
+        EXPECT(nerve_view_release(v), NERVE_OK);
+        EXPECT(nerve_view_release(v), NERVE_E_INVALID);
+    }
     EXPECT(nerve_channel_close(c), NERVE_OK);
     EXPECT(nerve_channel_remove("h", dir), NERVE_OK);
     CHECK(strcmp(nerve_status_string(NERVE_E_BUSY), "NERVE_E_BUSY") == 0);

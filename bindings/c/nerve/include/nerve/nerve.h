@@ -4,11 +4,11 @@
  *
  * Conventions, for every function:
  *  - The return value is a status: NERVE_OK (0), a positive outcome that is not an error (NERVE_NOTHING_NEW,
- *    NERVE_TIMED_OUT, NERVE_BUFFER_TOO_SMALL, NERVE_END), or a negative NERVE_E_* error. After an error,
+ *    NERVE_TIMED_OUT, NERVE_BUFFER_TOO_SMALL, NERVE_END, NERVE_OVERWRITTEN), or a negative NERVE_E_* error. After an error,
  *    nerve_last_error() says what went wrong, in this thread.
  *  - NULL where a pointer is needed, a handle that is not open (never opened, closed, or garbage) and out-of-range
  *    values are NERVE_E_INVALID, never a crash. A pointer to memory that does not exist cannot be detected in C.
- *  - Handles (nerve_bus, nerve_subscription, nerve_channel, nerve_loan, nerve_log_reader, nerve_log_writer) are owned by the caller from the
+ *  - Handles (nerve_bus, nerve_subscription, nerve_channel, nerve_loan, nerve_view, nerve_log_reader, nerve_log_writer) are owned by the caller from the
  *    function that makes them until the one that closes them; after that the pointer must not be used (it is refused
  *    if it is, unless the address was reused for a new handle).
  *  - Threads: a nerve_channel may be used by several threads at once (a get and a put do not wait for each other;
@@ -35,6 +35,7 @@ enum nerve_status {
     NERVE_TIMED_OUT = 2,        /**< a get's wait ended with nothing new */
     NERVE_BUFFER_TOO_SMALL = 3, /**< the message is longer than the buffer: info->len is its length; nothing lost */
     NERVE_END = 4,              /**< a log reader is at the end of the file */
+    NERVE_OVERWRITTEN = 5,      /**< a view's frame was reclaimed by a writer: its bytes are no longer the message */
 
     NERVE_E_INVALID = -1,     /**< NULL or out-of-range argument, or a handle that is not open */
     NERVE_E_NOT_FOUND = -2,   /**< no such channel or file */
@@ -140,6 +141,32 @@ int nerve_channel_get(nerve_channel *channel, void *buf, size_t capacity, int mo
 
 /** Moves this handle's read position so that the next NERVE_READ_NEXT get returns only messages put from now on. */
 int nerve_channel_skip_to_newest(nerve_channel *channel);
+
+/** A received message kept in place: a view of its frame in the channel's shared memory (no copy). */
+typedef struct nerve_view nerve_view;
+
+/**
+ * Takes the next (or newest) message as a view, without copying it: *@p data points to its bytes in shared memory
+ * (8-byte aligned), *@p len (may be NULL) is their length, *@p info (may be NULL) what came with it, *@p view the
+ * view to check and release. Waits as nerve_channel_get does (NERVE_NOTHING_NEW, NERVE_TIMED_OUT). The cost is the
+ * same whatever the message's size.
+ *
+ * The rule: a writer never waits for a view. When the channel's writers come round to the frame (about `frames`
+ * messages later) they overwrite it, and from then on nerve_view_check() returns NERVE_OVERWRITTEN. So read what
+ * you need through data, then call nerve_view_check(): NERVE_OK means every byte you read before it was the
+ * message's (a memcpy followed by a passing check is an intact copy); NERVE_OVERWRITTEN means discard what you read.
+ * The bytes stay readable (never a crash) until nerve_view_release(), even after the channel handle is closed.
+ * Views may be held several at a time, checked and released from any thread.
+ */
+int nerve_channel_view(nerve_channel *channel, int mode, int64_t timeout_ns, nerve_view **view, const void **data,
+                       size_t *len, nerve_message_info *info);
+
+/** NERVE_OK while the view's frame still holds its message; NERVE_OVERWRITTEN once a writer reclaimed it (for ever
+ *  after). A released, NULL or garbage view is NERVE_E_INVALID. */
+int nerve_view_check(const nerve_view *view);
+
+/** Ends a view: its data pointer must not be used after. A second release (or NULL, garbage) is NERVE_E_INVALID. */
+int nerve_view_release(nerve_view *view);
 
 /** A channel's counters. */
 typedef struct nerve_channel_stats {
