@@ -1,5 +1,5 @@
 //! [`Bus`], [`Subscription`], [`Subscriber`], [`Dispatcher`]: the public front of the byte-level API, over
-//! `crate::core` (which owns the subscriptions, queues and dispatch; see its module doc for how a message travels).
+//! `crate::hub` (which owns the subscriptions, queues and dispatch; see its module doc for how a message travels).
 //! Opening a bus looks its URL's scheme up in the provider registry (`crate::provider::registry`).
 
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use nerve_codec::Message;
 
-use crate::core::dispatch::Health;
-use crate::core::{Core, Full, Handler, Item, Local, QueueHandle, Received, Runner, SubscriptionStats};
-use crate::core::{Overflow, DEFAULT_CAPACITY};
 use crate::error::{BatchError, BusError, TypeError};
+use crate::hub::dispatch::Health;
+use crate::hub::{Full, Handler, Hub, Item, Local, QueueHandle, Received, Runner, SubscriptionStats};
+use crate::hub::{Overflow, DEFAULT_CAPACITY};
 use crate::pattern::Pattern;
 use crate::provider::{self, Provider, ProviderStats};
 use crate::url::Url;
@@ -22,19 +22,19 @@ use crate::url::Url;
 /// Cheap to clone (all clones share one transport and one set of subscriptions) and usable from any thread.
 #[derive(Clone)]
 pub struct Bus {
-    pub(crate) core: Arc<Core>,
+    pub(crate) hub: Arc<Hub>,
 }
 
 /// A callback subscription, for [`Bus::unsubscribe`] and its stats. Dropping it does not unsubscribe (as in LCM).
 #[derive(Debug, Clone)]
 pub struct Subscription {
     id: u64,
-    bus: Weak<Core>,
+    bus: Weak<Hub>,
 }
 
 impl Subscription {
-    pub(crate) fn new(id: u64, core: &Arc<Core>) -> Subscription {
-        Subscription { id, bus: Arc::downgrade(core) }
+    pub(crate) fn new(id: u64, hub: &Arc<Hub>) -> Subscription {
+        Subscription { id, bus: Arc::downgrade(hub) }
     }
 
     /// Removes this subscription (the same as [`Bus::unsubscribe`]).
@@ -47,13 +47,13 @@ impl Subscription {
 /// Dropping it unsubscribes.
 pub struct Subscriber {
     id: u64,
-    core: Arc<Core>,
+    hub: Arc<Hub>,
     cond: Arc<Condvar>,
 }
 
 /// Process-wide buses (`inproc://NAME`) by scheme and name: every `Bus::new` of the same name shares one bus, so
 /// components built apart still find each other (ROS 2's process-wide context). See [`Provider::domain`].
-static DOMAINS: Mutex<Vec<(&'static str, String, Weak<Core>)>> = Mutex::new(Vec::new());
+static DOMAINS: Mutex<Vec<(&'static str, String, Weak<Hub>)>> = Mutex::new(Vec::new());
 
 impl Bus {
     /// A bus on `url`; with `None`, on `NERVE_URL`, then `LCM_DEFAULT_URL`, then `udpm://239.255.76.67:7667?ttl=0`.
@@ -79,58 +79,58 @@ impl Bus {
         let mut domains = DOMAINS.lock().unwrap_or_else(PoisonError::into_inner);
         domains.retain(|(_, _, w)| w.strong_count() > 0);
         let scheme = provider.name();
-        if let Some(core) = domains.iter().find(|(s, n, _)| *s == scheme && n == name).and_then(|(_, _, w)| w.upgrade())
+        if let Some(hub) = domains.iter().find(|(s, n, _)| *s == scheme && n == name).and_then(|(_, _, w)| w.upgrade())
         {
-            return Bus { core };
+            return Bus { hub };
         }
         let bus = Bus::with_provider(provider);
-        domains.push((scheme, name.to_owned(), Arc::downgrade(&bus.core)));
+        domains.push((scheme, name.to_owned(), Arc::downgrade(&bus.hub)));
         bus
     }
 
     /// A bus over a provider built elsewhere.
     pub fn with_provider(provider: Box<dyn Provider>) -> Bus {
-        Bus { core: Core::new(provider) }
+        Bus { hub: Hub::new(provider) }
     }
 
     /// Whether `other` is this same bus (a clone of it, or the same `inproc://` name).
     pub fn same_bus(&self, other: &Bus) -> bool {
-        Arc::ptr_eq(&self.core, &other.core)
+        Arc::ptr_eq(&self.hub, &other.hub)
     }
 
     /// The transport's name, e.g. `udpm`.
     pub fn provider_name(&self) -> &'static str {
-        self.core.provider.name()
+        self.hub.provider.name()
     }
 
     /// The transport's counters.
     pub fn provider_stats(&self) -> ProviderStats {
-        self.core.provider.stats()
+        self.hub.provider.stats()
     }
 
     /// What went wrong outside any call: transport errors after start, whether receiving stopped for good, handler
     /// panics caught on dispatcher and executor threads. (Each transport error is also returned once by a later
     /// [`Bus::handle`] / [`Bus::handle_timeout`].)
     pub fn health(&self) -> Health {
-        self.core.health()
+        self.hub.health()
     }
 
     /// Writes out what the transport buffers (`file://` in mode w or a: the log's buffer), so that an error doing
     /// so is seen; dropping the bus flushes too, but can tell no one of a failure.
     pub fn flush(&self) -> Result<(), BusError> {
-        self.core.provider.flush()
+        self.hub.provider.flush()
     }
 
     /// Messages that arrived with no subscription to match them.
     pub fn unmatched(&self) -> u64 {
-        self.core.unmatched()
+        self.hub.unmatched()
     }
 
     /// Publishes raw bytes: to this bus's own matching subscriptions directly (typed ones get the decoded value),
     /// then through the transport when it can reach another process. A transport error is returned after the
     /// in-process delivery happened.
     pub fn publish_raw(&self, channel: &str, data: &[u8]) -> Result<(), BusError> {
-        self.core.publish(channel, Local::Bytes(data), Some(data)).map(|_| ())
+        self.hub.publish(channel, Local::Bytes(data), Some(data)).map(|_| ())
     }
 
     /// Publishes raw messages (channel, bytes) in order, as [`Bus::publish_raw`] on each would, but hands them to
@@ -145,7 +145,7 @@ impl Bus {
         // The sends first, here only: which messages a loop of publish_raw would have delivered in-process (up to
         // and including the one whose send failed) is known only once the transport has had the batch. The
         // outcome is the loop's.
-        let result = if self.core.provider.leaves_process() { self.core.provider.publish_batch(batch) } else { Ok(()) };
+        let result = if self.hub.provider.leaves_process() { self.hub.provider.publish_batch(batch) } else { Ok(()) };
         let reached = match &result {
             Ok(()) => batch.len(),
             Err(e) => (e.sent + 1).min(batch.len()),
@@ -153,9 +153,9 @@ impl Bus {
         // One clock read for the batch: its messages are published at one instant.
         let now = nerve_codec::now_utime();
         for &(channel, data) in &batch[..reached] {
-            self.core.deliver_bytes(channel, data, now);
+            self.hub.deliver_bytes(channel, data, now);
         }
-        self.core.wake_local_dispatch();
+        self.hub.wake_local_dispatch();
         result
     }
 
@@ -207,21 +207,21 @@ impl Bus {
             // Byte-level subscriptions only ever queue bytes.
             Item::Owned(_) | Item::Shared(_) => Ok(()),
         });
-        let id = self.core.add(pattern, Runner::Callback(handler), capacity, Full::from(overflow), None)?;
-        Ok(Subscription::new(id, &self.core))
+        let id = self.hub.add(pattern, Runner::Callback(handler), capacity, Full::from(overflow), None)?;
+        Ok(Subscription::new(id, &self.hub))
     }
 
     /// Subscribes a queue that the caller drains with [`Subscriber::recv`] (or as an async stream).
     pub fn subscriber(&self, pattern: &str, capacity: usize, overflow: Overflow) -> Result<Subscriber, BusError> {
         let pattern = Pattern::new(pattern).map_err(BusError::Pattern)?;
         let cond = Arc::new(Condvar::new());
-        let id = self.core.add(pattern, Runner::Queue(Arc::clone(&cond)), capacity, Full::from(overflow), None)?;
-        Ok(Subscriber { id, core: Arc::clone(&self.core), cond })
+        let id = self.hub.add(pattern, Runner::Queue(Arc::clone(&cond)), capacity, Full::from(overflow), None)?;
+        Ok(Subscriber { id, hub: Arc::clone(&self.hub), cond })
     }
 
     /// Removes a callback subscription; safe from inside any handler.
     pub fn unsubscribe(&self, sub: &Subscription) -> Result<(), BusError> {
-        self.core.remove(sub.id)
+        self.hub.remove(sub.id)
     }
 
     /// Waits for one message and dispatches it to every callback subscription it is queued for.
@@ -234,25 +234,25 @@ impl Bus {
     /// bus stays usable), and a transport error reported since the last call (e.g. the receive thread stopped; see
     /// [`Bus::health`]).
     pub fn handle(&self) -> Result<(), BusError> {
-        self.core.handle_until(None).map(|_| ())
+        self.hub.handle_until(None).map(|_| ())
     }
 
     /// Like [`Bus::handle`], waiting at most `timeout`; `Ok(false)` when nothing arrived in time.
     pub fn handle_timeout(&self, timeout: Duration) -> Result<bool, BusError> {
-        self.core.handle_until(Some(Instant::now() + timeout))
+        self.hub.handle_until(Some(Instant::now() + timeout))
     }
 
     /// A file descriptor that is readable while a message waits for `handle()`: for select, poll, epoll or a GUI
     /// event loop. It stays open as long as the bus does. (The bus keeps it up to date only from the first call of
     /// this or [`Bus::as_fd`] on, so programs that never poll it pay no system call per message for it.)
     pub fn fileno(&self) -> Result<RawFd, BusError> {
-        self.core.start()?;
+        self.hub.start()?;
         Ok(self.as_fd().as_raw_fd())
     }
 
     /// The same descriptor, borrowed.
     pub fn as_fd(&self) -> BorrowedFd<'_> {
-        self.core.fd()
+        self.hub.fd()
     }
 
     /// Dispatches callbacks in the background until the returned guard is dropped.
@@ -265,15 +265,15 @@ impl Bus {
     /// that must not wait for each other, subscribe them on an [`Executor`](crate::Executor) instead. A handler's
     /// panic, or a transport error, has no caller to go to here: it is counted in [`Bus::health`].
     pub fn spawn_dispatcher(&self) -> Result<Dispatcher, BusError> {
-        self.core.start()?;
-        if self.core.provider.has_receive_thread() {
-            let local = if self.core.provider.drains_after_own_publications() {
+        self.hub.start()?;
+        if self.hub.provider.has_receive_thread() {
+            let local = if self.hub.provider.drains_after_own_publications() {
                 None
             } else {
-                Some(LocalDispatch::spawn(&self.core)?)
+                Some(LocalDispatch::spawn(&self.hub)?)
             };
-            self.core.add_inline_dispatcher();
-            return Ok(Dispatcher { mode: DispatchMode::Inline { core: Arc::clone(&self.core), local } });
+            self.hub.add_inline_dispatcher();
+            return Ok(Dispatcher { mode: DispatchMode::Inline { hub: Arc::clone(&self.hub), local } });
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (bus, flag) = (self.clone(), Arc::clone(&stop));
@@ -291,18 +291,18 @@ impl Bus {
 
     /// Counters of a subscription.
     pub fn stats(&self, sub: &Subscription) -> Result<SubscriptionStats, BusError> {
-        self.core.stats(sub.id)
+        self.hub.stats(sub.id)
     }
 
     /// Messages waiting in a subscription's queue.
     pub fn queue_len(&self, sub: &Subscription) -> Result<usize, BusError> {
-        self.core.queue_len(sub.id)
+        self.hub.queue_len(sub.id)
     }
 
     /// Changes a subscription's queue capacity (0 = unbounded). Messages already queued beyond it are dropped
     /// oldest first and counted.
     pub fn set_queue_capacity(&self, sub: &Subscription, capacity: usize) -> Result<(), BusError> {
-        self.core.set_queue_capacity(sub.id, capacity)
+        self.hub.set_queue_capacity(sub.id, capacity)
     }
 }
 
@@ -314,7 +314,7 @@ pub struct Dispatcher {
 enum DispatchMode {
     /// Callbacks run on the provider's receive threads (and those of in-process deliveries on `local`, when the
     /// receive threads never see them).
-    Inline { core: Arc<Core>, local: Option<LocalDispatch> },
+    Inline { hub: Arc<Hub>, local: Option<LocalDispatch> },
     /// Callbacks run on a thread of their own that calls `handle()`.
     Thread { stop: Arc<AtomicBool>, thread: Option<std::thread::JoinHandle<()>> },
 }
@@ -329,10 +329,10 @@ impl Dispatcher {
 impl Drop for Dispatcher {
     fn drop(&mut self) {
         match &mut self.mode {
-            DispatchMode::Inline { core, local } => {
-                core.remove_inline_dispatcher();
+            DispatchMode::Inline { hub, local } => {
+                hub.remove_inline_dispatcher();
                 if let Some(local) = local.take() {
-                    local.stop(core);
+                    local.stop(hub);
                 }
             }
             DispatchMode::Thread { stop, thread } => {
@@ -346,7 +346,7 @@ impl Drop for Dispatcher {
 }
 
 /// The thread of an inline dispatcher on a provider whose receive threads never see this bus's own publications
-/// (zenoh): it runs the callbacks of in-process deliveries, woken by [`Core::wake_local_dispatch`]. What arrives
+/// (zenoh): it runs the callbacks of in-process deliveries, woken by [`Hub::wake_local_dispatch`]. What arrives
 /// from the transport is still run on the transport's threads, as it arrives.
 struct LocalDispatch {
     stop: Arc<AtomicBool>,
@@ -354,18 +354,18 @@ struct LocalDispatch {
 }
 
 impl LocalDispatch {
-    fn spawn(core: &Arc<Core>) -> Result<LocalDispatch, BusError> {
+    fn spawn(hub: &Arc<Hub>) -> Result<LocalDispatch, BusError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (core, flag) = (Arc::clone(core), Arc::clone(&stop));
+        let (hub, flag) = (Arc::clone(hub), Arc::clone(&stop));
         let thread = std::thread::Builder::new()
             .name("nerve-dispatch-local".into())
-            .spawn(move || core.run_local_dispatch(&flag))
+            .spawn(move || hub.run_local_dispatch(&flag))
             .map_err(|e| BusError::Transport { provider: "dispatch", source: Box::new(e) })?;
         Ok(LocalDispatch { stop, thread })
     }
 
-    fn stop(self, core: &Core) {
-        core.stop_local_dispatch(&self.stop);
+    fn stop(self, hub: &Hub) {
+        hub.stop_local_dispatch(&self.stop);
         join_unless_current(self.thread);
     }
 }
@@ -387,7 +387,7 @@ fn bytes_of(item: Item) -> Option<Arc<Received>> {
 
 impl Subscriber {
     fn handle(&self) -> QueueHandle<'_> {
-        QueueHandle { id: self.id, core: &self.core, cond: &self.cond }
+        QueueHandle { id: self.id, hub: &self.hub, cond: &self.cond }
     }
 
     /// The next message, if one is waiting.

@@ -20,13 +20,13 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::core::dispatch::{ReadyQueue, RunScheduled};
 use crate::error::BusError;
+use crate::hub::dispatch::{ReadyQueue, RunScheduled};
 
 /// How often an idle executor thread looks up to see whether it should stop.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 
-/// A subscription ready to run: the core it belongs to (reached through the core's [`RunScheduled`]), and its id.
+/// A subscription ready to run: the hub it belongs to (reached through the hub's [`RunScheduled`]), and its id.
 type Task = (Weak<dyn RunScheduled>, u64);
 
 /// The ready queue the threads serve.
@@ -37,9 +37,9 @@ struct ExecShared {
 }
 
 impl ReadyQueue for ExecShared {
-    fn schedule(&self, core: Weak<dyn RunScheduled>, id: u64) {
+    fn schedule(&self, hub: Weak<dyn RunScheduled>, id: u64) {
         // No user code runs under this lock (handlers run after `next` returns): a poisoned one is taken as it is.
-        self.ready.lock().unwrap_or_else(PoisonError::into_inner).push_back((core, id));
+        self.ready.lock().unwrap_or_else(PoisonError::into_inner).push_back((hub, id));
         self.cond.notify_one();
     }
 }
@@ -85,9 +85,9 @@ impl Executor {
             let t = std::thread::Builder::new()
                 .name(format!("nerve-exec-{n}"))
                 .spawn(move || {
-                    while let Some((core, id)) = shared.next() {
-                        if let Some(core) = core.upgrade() {
-                            core.run_scheduled(id);
+                    while let Some((hub, id)) = shared.next() {
+                        if let Some(hub) = hub.upgrade() {
+                            hub.run_scheduled(id);
                         }
                     }
                 })

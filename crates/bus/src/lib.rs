@@ -58,21 +58,21 @@
 mod bus;
 #[cfg(feature = "test-support")]
 pub mod conformance;
-mod core;
 mod error;
 mod executor;
-mod inproc;
+mod hub;
 mod pattern;
 pub mod provider;
 pub mod qos;
+mod typed;
 mod url;
 
 pub use bus::{Bus, Dispatcher, MessageStream, Subscriber, Subscription};
-pub use core::dispatch::Health;
-pub use core::{Origin, Overflow, Received, SubscriptionStats, DEFAULT_CAPACITY};
 pub use error::{BatchError, BusError, TypeError};
 pub use executor::Executor;
-pub use inproc::{Publisher, PublisherStats, Take, TypedSubscriber};
+pub use hub::dispatch::Health;
+pub use hub::{Origin, Overflow, Received, SubscriptionStats, DEFAULT_CAPACITY};
 pub use pattern::{Pattern, PatternError};
 pub use qos::{Durability, History, Qos, Reliability};
+pub use typed::{Publisher, PublisherStats, Take, TypedSubscriber};
 pub use url::{Url, UrlError, DEFAULT_URL};

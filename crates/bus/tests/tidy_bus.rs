@@ -1,5 +1,5 @@
 //! Tidy checks on nerve-bus's own source: its modules depend on each other one way, {error, pattern, qos, url} <-
-//! provider <- core <- {bus, inproc, executor}, with no circle (nor among provider's files: the registry, the
+//! provider <- hub <- {bus, typed, executor}, with no circle (nor among provider's files: the registry, the
 //! built-in table and each provider); no crate of the workspace has modules that use each other in a circle; and
 //! nothing in the bus prints (only the CLI prints: a library reports through its API).
 //!
@@ -217,8 +217,8 @@ fn layer(module: &str) -> u32 {
     match module.split("::").next().unwrap() {
         "error" | "pattern" | "qos" | "url" => 0,
         "provider" => 1,
-        "core" => 2,
-        "bus" | "inproc" | "executor" | "conformance" => 3,
+        "hub" => 2,
+        "bus" | "typed" | "executor" | "conformance" => 3,
         other => panic!("module {other} has no layer: add it to this test and to ARCHITECTURE.md's map"),
     }
 }
@@ -238,7 +238,7 @@ fn modules_depend_one_way_without_a_circle() {
         panic!("modules use each other in a circle: {}", c.join(" -> "));
     }
     // The check sees the real imports, through `crate::`, `super::` and a `mod.rs`'s own names.
-    assert!(uses["core"].contains("provider") && !uses["core"].contains("bus"), "{:?}", uses["core"]);
+    assert!(uses["hub"].contains("provider") && !uses["hub"].contains("bus"), "{:?}", uses["hub"]);
     assert!(uses["bus"].contains("provider::registry"), "{:?}", uses["bus"]);
     assert!(uses["provider::registry"].contains("provider::builtin"), "{:?}", uses["provider::registry"]);
     assert!(uses["provider::builtin"].contains("provider::udpm"), "{:?}", uses["provider::builtin"]);

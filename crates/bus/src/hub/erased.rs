@@ -1,7 +1,7 @@
-//! The type-erased half of typed in-process delivery: what the core needs to know of a typed publisher or
+//! The type-erased half of typed in-process delivery: what the hub needs to know of a typed publisher or
 //! subscription ([`TypedInfo`]) and the operations on its type that paths not knowing `T` statically use ([`Ops`]:
 //! bytes from the transport decoded for a group of typed subscriptions, a transient-local store read by another
-//! Rust type of the same LCM type). The generic API over it is `crate::inproc`.
+//! Rust type of the same LCM type). The generic API over it is `crate::typed`.
 
 use std::any::{Any, TypeId};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use nerve_codec::{EncodeError, Message};
 
 use super::copies::{distribute, Msg};
-use super::{Group, Item, Target};
+use super::{DecodeGroup, Item, Target};
 use crate::error::TypeError;
 use crate::qos::Qos;
 
@@ -130,7 +130,7 @@ impl TypedInfo {
 
 /// Decodes `data` once for a group of typed subscriptions of one Rust type and makes their items; on a decode
 /// error (wrong fingerprint, corrupt) every member is listed in `failed` instead.
-pub(crate) fn decode_group(g: &Group, data: &[u8], items: &mut Vec<(Target, Item)>, failed: &mut Vec<Target>) {
+pub(crate) fn decode_group(g: &DecodeGroup, data: &[u8], items: &mut Vec<(Target, Item)>, failed: &mut Vec<Target>) {
     let owners = g.members.iter().filter(|t| t.take == Take::Owned).count();
     let sharers = g.members.len() - owners;
     match (g.ops.decode_distribute)(data, owners, sharers) {

@@ -63,14 +63,14 @@ use std::time::Duration;
 use nerve_codec::Message;
 
 use crate::bus::{Bus, Subscription};
-use crate::core::typed::{assign, decode_group};
-use crate::core::{
-    decode_as, distribute, unsupported, Core, Full, Handler, Item, Local, Msg, Prepared, QueueHandle, Received, Runner,
-    SubscriptionStats, TypedInfo,
-};
-pub use crate::core::{PublisherStats, Take};
 use crate::error::BusError;
 use crate::executor::Executor;
+use crate::hub::erased::{assign, decode_group};
+use crate::hub::{
+    decode_as, distribute, unsupported, Full, Handler, Hub, Item, Local, Msg, Prepared, QueueHandle, Received, Runner,
+    SubscriptionStats, TypedInfo,
+};
+pub use crate::hub::{PublisherStats, Take};
 use crate::pattern::Pattern;
 use crate::qos::Qos;
 
@@ -92,7 +92,7 @@ fn into_shared<T: Message + Send + Sync + 'static>(item: Item) -> Option<Arc<T>>
 
 /// A typed publisher on one channel. Dropping it unregisters it (and its transient-local store goes with it).
 pub struct Publisher<T> {
-    core: Arc<Core>,
+    hub: Arc<Hub>,
     id: u64,
     channel: String,
     transient: bool,
@@ -123,7 +123,7 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
     }
 
     fn send(&self, msg: Msg<T>) -> Result<(), BusError> {
-        let core = &self.core;
+        let hub = &self.hub;
         // A transient-local publisher stores every message shared; an owned one becomes shared without a copy.
         let (msg, history) = if self.transient {
             let arc = match msg {
@@ -135,8 +135,8 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
         } else {
             (msg, None)
         };
-        let plan = core.plan(&self.channel, Some(TypeId::of::<T>()), history);
-        let to_transport = core.provider.leaves_process();
+        let plan = hub.plan(&self.channel, Some(TypeId::of::<T>()), history);
+        let to_transport = hub.provider.leaves_process();
         let bytes = if to_transport || plan.byte_subs || !plan.groups.is_empty() {
             let value: &T = match &msg {
                 Msg::Owned(t) => t,
@@ -163,7 +163,7 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
                     channel: self.channel.clone(),
                     data,
                     recv_utime: nerve_codec::now_utime(),
-                    origin: crate::core::Origin::Local,
+                    origin: crate::hub::Origin::Local,
                 });
                 (Some(Arc::clone(&r)), Some(Bytes::Shared(r)))
             }
@@ -171,7 +171,7 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
         };
         let publisher = (self.id, d.copies, bytes.is_some());
         let local = Local::Typed(Prepared { items, received, failed, publisher });
-        let done = core.publish(&self.channel, local, bytes.as_ref().map(Bytes::as_slice))?;
+        let done = hub.publish(&self.channel, local, bytes.as_ref().map(Bytes::as_slice))?;
         if done.refused_reliable > 0 {
             return Err(BusError::LimitReached {
                 channel: self.channel.clone(),
@@ -184,7 +184,7 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
 
     /// Counters so far.
     pub fn stats(&self) -> PublisherStats {
-        self.core.publisher_stats(self.id)
+        self.hub.publisher_stats(self.id)
     }
 
     /// The channel.
@@ -195,7 +195,7 @@ impl<T: Message + Clone + Send + Sync + 'static> Publisher<T> {
 
 impl<T> Drop for Publisher<T> {
     fn drop(&mut self) {
-        self.core.remove_publisher(self.id);
+        self.hub.remove_publisher(self.id);
     }
 }
 
@@ -217,14 +217,14 @@ impl Bytes {
 /// A typed queue subscription: `M` is `T` (owned) or `Arc<T>` (shared). Dropping it unsubscribes.
 pub struct TypedSubscriber<M> {
     id: u64,
-    core: Arc<Core>,
+    hub: Arc<Hub>,
     cond: Arc<Condvar>,
     convert: fn(Item) -> Option<M>,
 }
 
 impl<M> TypedSubscriber<M> {
     fn handle(&self) -> QueueHandle<'_> {
-        QueueHandle { id: self.id, core: &self.core, cond: &self.cond }
+        QueueHandle { id: self.id, hub: &self.hub, cond: &self.cond }
     }
 
     /// The next message, if one is waiting.
@@ -261,8 +261,8 @@ impl<M> Drop for TypedSubscriber<M> {
 fn checked(bus: &Bus, channel: &str, qos: &Qos, subscription: bool) -> Result<Pattern, BusError> {
     qos.validate().map_err(|reason| BusError::InvalidQos { channel: channel.to_owned(), reason })?;
     if subscription {
-        if let Some(policy) = bus.core.provider.qos_support().refuses(qos, true) {
-            return Err(unsupported(bus.core.provider.name(), channel, policy));
+        if let Some(policy) = bus.hub.provider.qos_support().refuses(qos, true) {
+            return Err(unsupported(bus.hub.provider.name(), channel, policy));
         }
     }
     Pattern::exact(channel).map_err(BusError::Pattern)
@@ -283,8 +283,8 @@ fn subscribe_typed<T: Message + Clone + Send + Sync + 'static>(
         None => Runner::Callback(handler),
         Some(e) => Runner::Executor(handler, e.ready_queue()),
     };
-    let id = bus.core.add(pattern, runner, capacity, Full::history(refuse), Some(info))?;
-    Ok(Subscription::new(id, &bus.core))
+    let id = bus.hub.add(pattern, runner, capacity, Full::history(refuse), Some(info))?;
+    Ok(Subscription::new(id, &bus.hub))
 }
 
 fn owned_handler<T: Message + Clone + Send + Sync + 'static>(mut handler: impl FnMut(T) + Send + 'static) -> Handler {
@@ -318,8 +318,8 @@ impl Bus {
     ) -> Result<Publisher<T>, BusError> {
         checked(self, channel, &qos, false)?;
         let transient = qos.transient_depth().is_some();
-        let id = self.core.add_publisher(TypedInfo::of::<T>(channel, qos, Take::Shared))?;
-        Ok(Publisher { core: Arc::clone(&self.core), id, channel: channel.to_owned(), transient, _type: PhantomData })
+        let id = self.hub.add_publisher(TypedInfo::of::<T>(channel, qos, Take::Shared))?;
+        Ok(Publisher { hub: Arc::clone(&self.hub), id, channel: channel.to_owned(), transient, _type: PhantomData })
     }
 
     /// Subscribes a callback, run by `handle()`, that takes each message of type `T` on `channel` as its own `T`.
@@ -374,8 +374,8 @@ impl Bus {
         let info = TypedInfo::of::<T>(channel, qos, take);
         let cond = Arc::new(Condvar::new());
         let id =
-            self.core.add(pattern, Runner::Queue(Arc::clone(&cond)), capacity, Full::history(refuse), Some(info))?;
-        Ok(TypedSubscriber { id, core: Arc::clone(&self.core), cond, convert })
+            self.hub.add(pattern, Runner::Queue(Arc::clone(&cond)), capacity, Full::history(refuse), Some(info))?;
+        Ok(TypedSubscriber { id, hub: Arc::clone(&self.hub), cond, convert })
     }
 }
 

@@ -1,4 +1,4 @@
-//! Dispatch: running callbacks off the core's queues. `handle_until` (behind `Bus::handle` / `handle_timeout`), the
+//! Dispatch: running callbacks off the hub's queues. `handle_until` (behind `Bus::handle` / `handle_timeout`), the
 //! in-handler guard, the eventfd that is readable while callbacks wait, the turns of callbacks a dispatcher runs on
 //! a provider's receive thread (`dispatch_inline`), the executor's scheduled runs, and [`Health`]: what went wrong
 //! outside any call (a transport error after start, a receive thread that stopped, a handler that panicked).
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::{Core, Handler, Item, Kind, Queued, State};
+use super::{Handler, Hub, Item, Kind, Queued, State};
 use crate::error::{BusError, TypeError};
 
 /// How many transport errors wait for the next `handle()` at most (more are counted in [`Health`] only).
@@ -43,16 +43,16 @@ pub struct Health {
     pub last_error: Option<String>,
 }
 
-/// Runs scheduled subscriptions: what an executor's thread calls on a core.
+/// Runs scheduled subscriptions: what an executor's thread calls on a hub.
 pub(crate) trait RunScheduled: Send + Sync {
     /// Runs one waiting message of subscription `id`, then reschedules it if more wait.
     fn run_scheduled(&self, id: u64);
 }
 
-/// An executor's ready queue, as the core sees it: where a subscription goes when a message arrives for it.
+/// An executor's ready queue, as the hub sees it: where a subscription goes when a message arrives for it.
 pub(crate) trait ReadyQueue: Send + Sync {
-    /// Puts subscription `id` of `core` on the ready queue (the caller has marked it scheduled).
-    fn schedule(&self, core: Weak<dyn RunScheduled>, id: u64);
+    /// Puts subscription `id` of `hub` on the ready queue (the caller has marked it scheduled).
+    fn schedule(&self, hub: Weak<dyn RunScheduled>, id: u64);
 }
 
 thread_local! {
@@ -96,7 +96,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-impl Core {
+impl Hub {
     /// Called with the state lock held, so it is ordered with `expose_fd`.
     pub(super) fn set_readable(&self, readable: bool) {
         // The eventfd is a level: written once when the first message waits, drained when none is left.
@@ -286,8 +286,8 @@ impl Core {
     }
 
     /// The loop of an inline dispatcher's thread for in-process deliveries: runs every waiting message's callbacks
-    /// (one waiting from before it started too), then sleeps until [`Core::wake_local_dispatch`] or
-    /// [`Core::stop_local_dispatch`]. Handlers' panics are counted in the health.
+    /// (one waiting from before it started too), then sleeps until [`Hub::wake_local_dispatch`] or
+    /// [`Hub::stop_local_dispatch`]. Handlers' panics are counted in the health.
     pub(crate) fn run_local_dispatch(&self, stop: &AtomicBool) {
         // Counted from here: a publication made before this thread ran needs no wake, as the loop below starts by
         // running what waits.
@@ -305,7 +305,7 @@ impl Core {
         }
     }
 
-    /// Stops the thread running [`Core::run_local_dispatch`] with `stop` (the caller then joins it).
+    /// Stops the thread running [`Hub::run_local_dispatch`] with `stop` (the caller then joins it).
     pub(crate) fn stop_local_dispatch(&self, stop: &AtomicBool) {
         // Set and signalled under the state lock, which the thread holds from its check of `stop` to its wait.
         let _st = self.lock();
@@ -385,7 +385,7 @@ impl Core {
     }
 }
 
-impl RunScheduled for Core {
+impl RunScheduled for Hub {
     /// Runs one message of executor subscription `id` on this (an executor's) thread, then puts the subscription
     /// back in the executor's ready queue if more are waiting. A panic is counted in the health.
     fn run_scheduled(&self, id: u64) {

@@ -1,6 +1,6 @@
-//! The bus's core: the subscription table, matching, the per-subscription queues, and the one path every message
+//! The bus's hub: the subscription table, matching, the per-subscription queues, and the one path every message
 //! takes into them (`plan` → `commit` → `enqueue`, or `route_bytes` for encoded bytes), with
-//! [`Core::publish`], the one "deliver locally, then send out" function of raw and typed publishing alike.
+//! [`Hub::publish`], the one "deliver locally, then send out" function of raw and typed publishing alike.
 //!
 //! Every subscription has its own bounded queue. A message is matched against the subscriptions (results cached per
 //! channel) and pushed into the queue of each that matches; when a queue is full the oldest message in it goes by
@@ -11,17 +11,17 @@
 //!
 //! A queue holds [`Item`]s: encoded bytes shared by every byte-level subscription that matched (one allocation per
 //! message, not per subscription), or a typed value, owned or shared, for typed in-process subscriptions
-//! (`typed` holds their type-erased half). Every publication made through this bus, raw or typed, is delivered to
+//! (`erased` holds their type-erased half). Every publication made through this bus, raw or typed, is delivered to
 //! this bus's own subscriptions first, directly, and then sent through the transport if it can reach another
 //! process; the transport never hands this bus's own messages back (see `crate::provider`), so no subscription
 //! sees a message twice.
 //!
-//! `dispatch` runs the callbacks; `crate::bus`, `crate::inproc` and `crate::executor` are the public front over
+//! `dispatch` runs the callbacks; `crate::bus`, `crate::typed` and `crate::executor` are the public front over
 //! this module, which knows none of them (an executor reaches it through `dispatch::ReadyQueue`).
 
 mod copies;
 pub(crate) mod dispatch;
-pub(crate) mod typed;
+pub(crate) mod erased;
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
@@ -41,8 +41,8 @@ use crate::qos;
 
 pub(crate) use copies::{distribute, Msg};
 use dispatch::{Health, ReadyQueue};
-pub(crate) use typed::{decode_as, Ops, TypedInfo};
-pub use typed::{PublisherStats, Take};
+pub(crate) use erased::{decode_as, Ops, TypedInfo};
+pub use erased::{PublisherStats, Take};
 
 /// LCM's default queue capacity per subscription.
 pub const DEFAULT_CAPACITY: usize = qos::DEFAULT_DEPTH;
@@ -291,7 +291,7 @@ pub(crate) struct Target {
 }
 
 /// Typed subscriptions of one Rust type that need the encoded bytes (they are not of the publisher's type).
-pub(crate) struct Group {
+pub(crate) struct DecodeGroup {
     pub(crate) ops: Ops,
     pub(crate) members: Vec<Target>,
 }
@@ -301,7 +301,7 @@ pub(crate) struct Plan {
     /// Typed subscriptions of the publisher's own type, in subscription order.
     pub(crate) own: Vec<Target>,
     /// Other typed subscriptions, by type.
-    pub(crate) groups: Vec<Group>,
+    pub(crate) groups: Vec<DecodeGroup>,
     /// Whether any byte-level subscription matches.
     pub(crate) byte_subs: bool,
 }
@@ -329,7 +329,7 @@ pub(crate) struct Prepared {
     pub(crate) publisher: (u64, u64, bool),
 }
 
-/// What a publication delivers inside this process (see [`Core::publish`]).
+/// What a publication delivers inside this process (see [`Hub::publish`]).
 pub(crate) enum Local<'a> {
     /// Encoded bytes (a raw publish), routed as bytes from the transport are.
     Bytes(&'a [u8]),
@@ -337,10 +337,10 @@ pub(crate) enum Local<'a> {
     Typed(Prepared),
 }
 
-/// The core of one bus: its transport, subscriptions, queues and dispatch state.
-pub(crate) struct Core {
+/// The hub of one bus: its transport, subscriptions, queues and dispatch state.
+pub(crate) struct Hub {
     pub(crate) provider: Box<dyn Provider>,
-    me: Weak<Core>,
+    me: Weak<Hub>,
     started: Mutex<bool>,
     state: Mutex<State>,
     ready: Condvar,
@@ -361,44 +361,44 @@ pub(crate) struct Core {
     has_faults: AtomicBool,
 }
 
-/// Where the provider delivers: the core, as long as the bus lives.
-struct CoreSink(Weak<Core>);
+/// Where the provider delivers: the hub, as long as the bus lives.
+struct HubSink(Weak<Hub>);
 
-impl Sink for CoreSink {
+impl Sink for HubSink {
     fn deliver(&self, msg: Incoming) {
-        if let Some(core) = self.0.upgrade() {
-            core.route_bytes(Cow::Owned(msg.channel), Cow::Owned(msg.data), msg.recv_utime, Origin::Transport);
+        if let Some(hub) = self.0.upgrade() {
+            hub.route_bytes(Cow::Owned(msg.channel), Cow::Owned(msg.data), msg.recv_utime, Origin::Transport);
         }
     }
 
     fn drained(&self) -> bool {
-        self.0.upgrade().is_some_and(|core| core.dispatch_inline())
+        self.0.upgrade().is_some_and(|hub| hub.dispatch_inline())
     }
 
     fn wants(&self, channel: &str) -> bool {
-        self.0.upgrade().is_some_and(|core| core.lock().wants(channel))
+        self.0.upgrade().is_some_and(|hub| hub.lock().wants(channel))
     }
 
     fn report(&self, error: BusError) {
-        if let Some(core) = self.0.upgrade() {
-            core.report(error, false);
+        if let Some(hub) = self.0.upgrade() {
+            hub.report(error, false);
         }
     }
 
     fn receive_stopped(&self, error: BusError) {
-        if let Some(core) = self.0.upgrade() {
-            core.report(error, true);
+        if let Some(hub) = self.0.upgrade() {
+            hub.report(error, true);
         }
     }
 
     fn reader_free(&self) {
-        if let Some(core) = self.0.upgrade() {
-            core.wake_handle_waiters();
+        if let Some(hub) = self.0.upgrade() {
+            hub.wake_handle_waiters();
         }
     }
 
     fn waiting(&self) -> bool {
-        self.0.upgrade().is_some_and(|core| core.lock().pending > 0)
+        self.0.upgrade().is_some_and(|hub| hub.lock().pending > 0)
     }
 }
 
@@ -416,12 +416,12 @@ enum Pushed {
     Refused,
 }
 
-impl Core {
-    /// A core over `provider`; nothing starts until the first subscription, `handle` or `fileno`.
-    pub(crate) fn new(provider: Box<dyn Provider>) -> Arc<Core> {
+impl Hub {
+    /// A hub over `provider`; nothing starts until the first subscription, `handle` or `fileno`.
+    pub(crate) fn new(provider: Box<dyn Provider>) -> Arc<Hub> {
         let notify = EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)
             .expect("creating an eventfd (needs Linux 2.6.30+)");
-        Arc::new_cyclic(|me| Core {
+        Arc::new_cyclic(|me| Hub {
             provider,
             me: me.clone(),
             started: Mutex::new(false),
@@ -443,11 +443,11 @@ impl Core {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Starts the provider receiving into this core, once.
+    /// Starts the provider receiving into this hub, once.
     pub(crate) fn start(self: &Arc<Self>) -> Result<(), BusError> {
         let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
         if !*started {
-            self.provider.start(Arc::new(CoreSink(Arc::downgrade(self))))?;
+            self.provider.start(Arc::new(HubSink(Arc::downgrade(self))))?;
             *started = true;
         }
         Ok(())
@@ -557,7 +557,7 @@ impl Core {
             } else if let Some(g) = plan.groups.iter_mut().find(|g| g.ops.type_id == t.type_id) {
                 g.members.push(target);
             } else {
-                plan.groups.push(Group { ops: t.ops, members: vec![target] });
+                plan.groups.push(DecodeGroup { ops: t.ops, members: vec![target] });
             }
         }
         plan
@@ -649,7 +649,7 @@ impl Core {
         let mut items = Vec::new();
         let mut failed = Vec::new();
         for g in &plan.groups {
-            typed::decode_group(g, &data, &mut items, &mut failed);
+            erased::decode_group(g, &data, &mut items, &mut failed);
         }
         if items.is_empty() && failed.is_empty() && !plan.byte_subs {
             return;
@@ -681,7 +681,7 @@ impl Core {
     }
 
     /// Delivers bytes published through this bus to its own subscriptions only (the in-process half of
-    /// [`Core::publish`], for a batch whose sends the caller makes at once).
+    /// [`Hub::publish`], for a batch whose sends the caller makes at once).
     pub(crate) fn deliver_bytes(&self, channel: &str, data: &[u8], recv_utime: i64) {
         self.route_bytes(Cow::Borrowed(channel), Cow::Borrowed(data), recv_utime, Origin::Local);
     }
@@ -780,7 +780,7 @@ impl Core {
         stored.sort_by_key(|(seq, _, _)| *seq);
         let skip = stored.len().saturating_sub(depth);
         for (_, msg, pub_ops) in stored.into_iter().skip(skip) {
-            let Some(item) = typed::stored_item(&msg, pub_ops, ops, take) else {
+            let Some(item) = erased::stored_item(&msg, pub_ops, ops, take) else {
                 st.subs[i].stats.decode_errors += 1;
                 continue;
             };
@@ -917,7 +917,7 @@ fn check_new_subscription(st: &mut State, t: &TypedInfo) -> Result<(), BusError>
 /// The queue side shared by `Subscriber` and the typed queue subscribers: take, wait, stats, waker.
 pub(crate) struct QueueHandle<'a> {
     pub(crate) id: u64,
-    pub(crate) core: &'a Core,
+    pub(crate) hub: &'a Hub,
     pub(crate) cond: &'a Condvar,
 }
 
@@ -930,13 +930,13 @@ impl QueueHandle<'_> {
     }
 
     pub(crate) fn try_recv(&self) -> Option<Item> {
-        self.take(&mut self.core.lock())
+        self.take(&mut self.hub.lock())
     }
 
     /// Waits for the next item, up to `timeout` (forever with `None`).
     pub(crate) fn recv(&self, timeout: Option<Duration>) -> Option<Item> {
         let deadline = timeout.map(|t| std::time::Instant::now() + t);
-        let mut st = self.core.lock();
+        let mut st = self.hub.lock();
         loop {
             if let Some(m) = self.take(&mut st) {
                 return Some(m);
@@ -952,12 +952,12 @@ impl QueueHandle<'_> {
     }
 
     pub(crate) fn stats(&self) -> SubscriptionStats {
-        self.core.lock().entry(self.id).map(|s| s.stats).unwrap_or_default()
+        self.hub.lock().entry(self.id).map(|s| s.stats).unwrap_or_default()
     }
 
     /// The next item, or registers `waker` (under the same lock `enqueue` takes, so nothing slips in between).
     pub(crate) fn poll(&self, waker: &Waker) -> Option<Item> {
-        let mut st = self.core.lock();
+        let mut st = self.hub.lock();
         if let Some(m) = self.take(&mut st) {
             return Some(m);
         }
@@ -970,6 +970,6 @@ impl QueueHandle<'_> {
     }
 
     pub(crate) fn remove(&self) {
-        let _ = self.core.remove(self.id);
+        let _ = self.hub.remove(self.id);
     }
 }
