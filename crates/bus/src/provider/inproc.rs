@@ -1,7 +1,7 @@
 //! The `inproc://` and `memq://` providers: a transport that moves nothing, because nothing leaves the process.
 //!
 //! The bus delivers every publication to its own subscriptions itself (typed ones without encoding or copying, see
-//! `crate::inproc`), so a bus whose only peers are in its own process needs no transport at all: no socket, no
+//! `crate::typed`), so a bus whose only peers are in its own process needs no transport at all: no socket, no
 //! thread, no encoding. `inproc://NAME` buses are shared process-wide by name (every `Bus::new("inproc://NAME")`
 //! returns the same bus, so components built apart find each other); `memq://` is LCM's name for an in-process bus
 //! and gives a private bus per `Bus::new`, as LCM's memq gives one queue per `lcm_create`. Both honour every QoS
