@@ -193,6 +193,8 @@ impl Gen<'_> {
                 let last = last_len(m);
                 if scalar_struct {
                     w.line(format!("for (int _j = 0; _j < {last}; _j++) {dst}[_j] = {src}[_j].copy();"));
+                } else if m.dims.last().is_some_and(Dim::is_fixed) {
+                    w.line(format!("System.arraycopy({src}, 0, {dst}, 0, {last});"));
                 } else {
                     w.line(format!("if ({last} > 0) System.arraycopy({src}, 0, {dst}, 0, {last});"));
                 }
