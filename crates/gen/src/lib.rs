@@ -1,4 +1,4 @@
-//! Code generators: a checked [`nerve_types::Schema`] in, source files for Rust, C, C++, Python and Java out.
+//! Code generators: a checked [`nerve_types::Schema`] in, source files for Rust, C, C++, Python, Java and Go out.
 //!
 //! # Brief overview
 //!
@@ -88,6 +88,7 @@ impl std::error::Error for GenError {}
 
 pub mod c;
 pub mod cpp;
+pub mod go;
 pub mod java;
 mod plan;
 pub mod python;
@@ -112,6 +113,8 @@ pub struct Options {
     /// `_subscription_t` / `_handler_t` types against `<lcm/lcm.h>` (lcm-gen's default; `--c-no-pubsub` leaves them
     /// out, and the generated C then needs no LCM header or library at all).
     pub c_pubsub: bool,
+    /// Go: lcm-gen's `--go-*` options.
+    pub go: go::GoOptions,
     /// Java: what follows the class name in every class declaration (`--jdecl`, lcm-gen's default
     /// `implements lcm.lcm.LCMEncodable`).
     pub java_decl: String,
@@ -127,6 +130,7 @@ impl Default for Options {
             python_numpy: false,
             rust_unsafe: true,
             c_pubsub: true,
+            go: go::GoOptions::default(),
             java_decl: "implements lcm.lcm.LCMEncodable".to_owned(),
             java_default_package: "lcmtypes".to_owned(),
         }

@@ -1,14 +1,13 @@
-//! Golden output of the C (`lcm-gen -c`), C++ (`-x`), Python (`-p`) and Java (`-j`) generators over the same input
-//! types as the Rust golden test (`test_data/rust/basic/*.lcm`), kept byte for byte under
-//! `test_data/<language>/basic/out/`, plus the Rust generator without `unsafe`. These pin every generator's output so
-//! that a refactor that must not change it can prove it does not; what the code does is tested in the per-language
-//! tests and tests/interop/.
+//! Golden output of the C (`lcm-gen -c`), C++ (`-x`) and Python (`-p`) generators over the same input types as the
+//! Rust golden test (`test_data/rust/basic/*.lcm`), kept byte for byte under `test_data/<language>/basic/out/`, plus
+//! the Rust generator without `unsafe`. These pin every generator's output so that a refactor that must not change
+//! it can prove it does not; what the code does is tested in the per-language tests and tests/interop/.
 //!
 //! `UPDATE_EXPECT=1 cargo test -p nerve-gen --test golden` rewrites the golden files after a deliberate change.
 
 mod common;
 
-use nerve_gen::{c, cpp, java, python, rust, Input, Options};
+use nerve_gen::{c, cpp, go, python, rust, Input, Options};
 
 fn check(
     case: &str,
@@ -36,11 +35,6 @@ fn cpp_matches_the_golden_files() {
 }
 
 #[test]
-fn java_matches_the_golden_files() {
-    check("java/basic", java::generate, Options::default());
-}
-
-#[test]
 fn python_matches_the_golden_files() {
     check("python/basic", python::generate, Options::default());
 }
@@ -53,4 +47,15 @@ fn python_numpy_matches_the_golden_files() {
 #[test]
 fn rust_without_unsafe_matches_the_golden_files() {
     check("rust/no-unsafe", rust::generate, Options { rust_unsafe: false, ..Options::default() });
+}
+
+#[test]
+fn go_matches_the_golden_files() {
+    check("go/basic", go::generate, Options::default());
+}
+
+#[test]
+fn go_with_lcmgens_fingerprint_names_matches_the_golden_files() {
+    let go = go::GoOptions { fingerprint: true, tag_name: "json".to_owned(), ..go::GoOptions::default() };
+    check("go/fingerprint", go::generate, Options { go, ..Options::default() });
 }

@@ -16,8 +16,9 @@ EXAMPLES:
   nerve gen -x --cpp-hpath include            examples/types/*.lcm
   nerve gen -p --ppath python                 examples/types/*.lcm
   nerve gen -j --jpath java                   examples/types/*.lcm
+  nerve gen -g --go-path go                   examples/types/*.lcm
 
-The short flags -c, -x, -p and -j are lcm-gen's (C, C++, Python, Java); elsewhere in nerve no command has them.";
+The short flags -c, -x, -p, -j and -g are lcm-gen's (C, C++, Python, Java, Go); no other nerve command has them.";
 
 /// Arguments of `nerve gen`; the flags follow lcm-gen's where it has them.
 #[derive(clap::Args)]
@@ -97,6 +98,32 @@ pub struct Args {
     #[arg(long, value_name = "PKG", default_value = "lcmtypes")]
     jdefaultpkg: String,
 
+    /// Generate Go (lcm-gen's Go API: one file per type, and nerve_lcm.go per package; no dependencies).
+    #[arg(short = 'g', long = "go")]
+    go: bool,
+    /// Where Go packages go (as <DIR>/<package path>/<name>.go).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    go_path: PathBuf,
+    /// Create the package directories under --go-path (lcm-gen's default; --go-mkdir=false requires them to exist).
+    #[arg(long, value_name = "BOOL", default_value = "true", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    go_mkdir: bool,
+    /// Name the Go struct tags (`json` gives `json:"member"`); without it a tag is the member's name alone.
+    #[arg(long, value_name = "NAME", default_value = "")]
+    go_tag_name: String,
+    /// Write every Go file into --go-path itself, not into one directory per package.
+    #[arg(long)]
+    go_strip_dirs: bool,
+    /// Go: add the fingerprint to file and type names, as a constant instead of a function (lcm-gen's naming).
+    #[arg(long)]
+    go_fingerprint: bool,
+    /// Put this in front of the import path of every other LCM package (e.g. `example.com/robot/lcmtypes/`).
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    go_import_prefix: String,
+    /// The Go package of types declared without a package.
+    #[arg(long, value_name = "PKG", default_value = "lcmtypes")]
+    go_default_package: String,
+
     /// Put this package in front of every type's package (does not change fingerprints).
     #[arg(long, value_name = "PKG", default_value = "")]
     package_prefix: String,
@@ -133,6 +160,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         python_numpy: args.python_numpy,
         rust_unsafe: !args.rust_no_unsafe,
         c_pubsub: !args.c_no_pubsub,
+        go: nerve_gen::go::GoOptions {
+            tag_name: args.go_tag_name.clone(),
+            strip_dirs: args.go_strip_dirs,
+            fingerprint: args.go_fingerprint,
+            import_prefix: args.go_import_prefix.clone(),
+            default_package: args.go_default_package.clone(),
+        },
         java_decl: args.jdecl.clone(),
         java_default_package: args.jdefaultpkg.clone(),
     };
@@ -169,9 +203,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     emit(args.cpp, nerve_gen::cpp::generate, &|f| args.cpp_hpath.join(&f.path), true)?;
     emit(args.python, nerve_gen::python::generate, &|f| args.ppath.join(&f.path), true)?;
     emit(args.java, nerve_gen::java::generate, &|f| args.jpath.join(&f.path), args.jmkdir)?;
+    emit(args.go, nerve_gen::go::generate, &|f| args.go_path.join(&f.path), args.go_mkdir)?;
 
     if !any {
-        eprintln!("nerve gen: no language chosen: pass --rust, --c, --cpp, --python, --java or --print-fingerprints");
+        eprintln!(
+            "nerve gen: no language chosen: pass --rust, --c, --cpp, --python, --java, --go or --print-fingerprints"
+        );
         return Ok(super::exit::rejected());
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
