@@ -1,13 +1,14 @@
-//! Golden output of the C (`lcm-gen -c`), C++ (`-x`) and Python (`-p`) generators over the same input types as the
-//! Rust golden test (`test_data/rust/basic/*.lcm`), kept byte for byte under `test_data/<language>/basic/out/`, plus
-//! the Rust generator without `unsafe`. These pin every generator's output so that a refactor that must not change
-//! it can prove it does not; what the code does is tested in the per-language tests and tests/interop/.
+//! Golden output of the C (`lcm-gen -c`), C++ (`-x`), Python (`-p`) and Java (`-j`) generators over the same input
+//! types as the Rust golden test (`test_data/rust/basic/*.lcm`), kept byte for byte under
+//! `test_data/<language>/basic/out/`, plus the Rust generator without `unsafe`. These pin every generator's output so
+//! that a refactor that must not change it can prove it does not; what the code does is tested in the per-language
+//! tests and tests/interop/.
 //!
 //! `UPDATE_EXPECT=1 cargo test -p nerve-gen --test golden` rewrites the golden files after a deliberate change.
 
 mod common;
 
-use nerve_gen::{c, cpp, go, python, rust, Input, Options};
+use nerve_gen::{c, cpp, go, java, python, rust, Input, Options};
 
 fn check(
     case: &str,
@@ -32,6 +33,11 @@ fn c_without_pubsub_matches_the_golden_files() {
 #[test]
 fn cpp_matches_the_golden_files() {
     check("cpp/basic", cpp::generate, Options::default());
+}
+
+#[test]
+fn java_matches_the_golden_files() {
+    check("java/basic", java::generate, Options::default());
 }
 
 #[test]
