@@ -65,7 +65,13 @@ fn throw<T>(env: &mut Env<'_>, class: &JNIStr, message: impl AsRef<str>) -> Resu
 /// written for LCM catches it), except a channel regex the bus cannot compile, `IllegalArgumentException`.
 fn throw_bus<T>(env: &mut Env<'_>, what: &str, e: BusError) -> Result<T, JniError> {
     let class = if matches!(e, BusError::Pattern(_)) { ILLEGAL_ARGUMENT } else { IO };
-    throw(env, class, format!("{what}: {e}"))
+    let mut message = format!("{what}: {e}");
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    throw(env, class, message)
 }
 
 fn instance(env: &mut Env<'_>, handle: jlong, what: &str) -> Result<Arc<Instance>, JniError> {

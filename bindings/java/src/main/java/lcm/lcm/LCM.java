@@ -83,7 +83,7 @@ public class LCM {
                     if (closed) {
                         return;
                     }
-                    System.err.println("LCM: receiving on " + url + ": " + t);
+                    System.err.println("LCM: receiving on " + (url == null ? getDefaultURL() : url) + ": " + t);
                     try {
                         Thread.sleep(READER_SLICE_MS); // an error repeats: do not spin on it
                     } catch (InterruptedException e) {
