@@ -176,7 +176,7 @@ pub fn publish<'l>(
 
 /// `void subscribe(long bus, String regex, long id)`: messages on every channel that `regex` matches in full are
 /// delivered as subscription `id` by the `handle` calls. The queue is LCM's 30 messages, dropping the oldest when a
-/// subscriber falls that far behind (docs/lcm-differences.md).
+/// subscriber falls that far behind (bindings/java/README.md lists where this jar differs from LCM's).
 #[jni_mangle("lcm.lcm.NerveNative")]
 pub fn subscribe<'l>(mut env: EnvUnowned<'l>, _class: JClass<'l>, handle: jlong, regex: JString<'l>, id: jlong) {
     env.with_env(|env| -> Result<(), JniError> {
