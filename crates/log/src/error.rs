@@ -37,6 +37,14 @@ pub enum LogError {
         /// The file.
         path: PathBuf,
     },
+    /// An MCAP file that cannot be read as one: cut short, a malformed record, a length past the reader's limit,
+    /// a chunk whose CRC or decompression fails, or messages that are not LCM bytes.
+    Mcap {
+        /// The file, when known.
+        path: Option<PathBuf>,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl LogError {
@@ -57,6 +65,8 @@ impl fmt::Display for LogError {
                 write!(f, "message on '{channel}' is {len} bytes; a log event holds at most 2^31-1")
             }
             LogError::Exists { path } => write!(f, "{} exists (use --force to overwrite)", path.display()),
+            LogError::Mcap { path: Some(p), reason } => write!(f, "{}: not readable as MCAP: {reason}", p.display()),
+            LogError::Mcap { path: None, reason } => write!(f, "not readable as MCAP: {reason}"),
         }
     }
 }

@@ -6,7 +6,8 @@
 //! A log is a plain sequence of events, each a 28-byte header (sync word, event number, timestamp, channel and data
 //! lengths) and the channel and message bytes (spec section 5.1). [`LogReader`] reads them in order as borrowed
 //! [`EventRef`]s (or owned [`Event`]s through `Iterator`); [`LogWriter`] writes them, and [`SplitLog`] spreads them
-//! over `FILE.00`, `FILE.01`, ... The [`export`] module (feature `export`, on by default) turns events into MCAP
+//! over `FILE.00`, `FILE.01`, ... The `mcap` module (feature `mcap`) records to MCAP and reads it back the same
+//! way, and `AnyLog` reads whichever a file is. The [`export`] module (feature `export`, on by default) turns events into MCAP
 //! with a JSON schema per LCM type, JSON lines, or CSV per channel, decoding with `nerve-types`.
 //!
 //! ```
@@ -37,6 +38,8 @@ mod error;
 mod event;
 #[cfg(feature = "export")]
 pub mod export;
+#[cfg(feature = "mcap")]
+pub mod mcap;
 mod reader;
 mod writer;
 

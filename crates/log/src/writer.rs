@@ -143,6 +143,9 @@ pub fn numbered_name(base: &Path, n: u32) -> PathBuf {
 pub struct SplitLog {
     base: PathBuf,
     split_bytes: Option<u64>,
+    split_micros: Option<i64>,
+    /// The first event's time in the current file.
+    opened_at: Option<i64>,
     next_index: u32,
     current: LogWriter<BufWriter<File>>,
     files: Vec<PathBuf>,
@@ -157,7 +160,22 @@ impl SplitLog {
             Some(_) => Self::open_numbered(&base, 0)?,
         };
         let files = vec![current.path().expect("opened by path").to_path_buf()];
-        Ok(SplitLog { base, split_bytes, next_index, current, files })
+        Ok(SplitLog { base, split_bytes, split_micros: None, opened_at: None, next_index, current, files })
+    }
+
+    /// Creates the first file of a log split by size, by time (a new file for the first event `split_micros` or
+    /// more after the current file's first), or both; numbered from the first (`base.00`) when either is given.
+    pub fn create_split(
+        base: impl AsRef<Path>,
+        split_bytes: Option<u64>,
+        split_micros: Option<i64>,
+        overwrite: bool,
+    ) -> Result<SplitLog, LogError> {
+        // Splitting by time alone still numbers the files: a byte limit past any file is splitting by time.
+        let bytes = if split_micros.is_some() { split_bytes.or(Some(u64::MAX)) } else { split_bytes };
+        let mut log = SplitLog::create(base, bytes, overwrite)?;
+        log.split_micros = split_micros;
+        Ok(log)
     }
 
     fn open_numbered(base: &Path, from: u32) -> Result<(LogWriter<BufWriter<File>>, u32), LogError> {
@@ -174,6 +192,12 @@ impl SplitLog {
 
     /// Writes one event, starting the next file first if the current one has passed the split size.
     pub fn write_event(&mut self, utime: i64, channel: &str, data: &[u8]) -> Result<(), LogError> {
+        if let (Some(span), Some(at)) = (self.split_micros, self.opened_at) {
+            if utime.saturating_sub(at) >= span {
+                self.rotate()?;
+            }
+        }
+        self.opened_at.get_or_insert(utime);
         self.current.write_event(utime, channel, data)?;
         if let Some(limit) = self.split_bytes {
             if self.current.bytes_written() > limit {
@@ -192,6 +216,7 @@ impl SplitLog {
         let (w, next) = Self::open_numbered(&self.base, self.next_index)?;
         self.current = w;
         self.next_index = next;
+        self.opened_at = None;
         self.files.push(self.current.path().expect("opened by path").to_path_buf());
         Ok(())
     }

@@ -1,7 +1,9 @@
-//! The `file://` provider (spec 4.5): `file://PATH?speed=S&start_timestamp=USEC` plays an LCM log as if it were a
-//! live bus; `mode=w` (or `a`, append) writes every publication to a log instead, as LCM's file provider does.
+//! The `file://` provider (spec 4.5): `file://PATH?speed=S&start_timestamp=USEC` plays an LCM log (or an MCAP
+//! recording, told by its first bytes) as if it were a live bus; `mode=w` (or `a`, append) writes every
+//! publication to a log instead, as LCM's file provider does (an MCAP recording when PATH ends in `.mcap`).
 //!
-//! **Reading.** A playback thread reads the log with nerve-log's reader (which resynchronises on damage) and hands
+//! **Reading.** A playback thread reads the log with nerve-log's reader (which resynchronises on damage; an MCAP
+//! file's damage ends playback with an error) and hands
 //! each event to the bus at its time: the first at once, each later one at the playback's start plus its offset in
 //! the log divided by `speed` (an absolute schedule, so lateness never accumulates); `speed` <= 0 plays as fast as
 //! possible. As in LCM, a message's `recv_utime` is the wall time it was scheduled for, not the logged time, and
@@ -25,7 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nerve_codec::now_utime;
-use nerve_log::{LogReader, LogWriter};
+use nerve_log::mcap::{has_mcap_extension, AnyLog, Compression, McapWriter, TypeDefs};
+use nerve_log::LogWriter;
 
 use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink};
@@ -76,13 +79,18 @@ impl Playback {
 
 enum Mode {
     Read {
-        reader: Mutex<Option<LogReader<File>>>,
+        reader: Mutex<Option<Box<AnyLog>>>,
         speed: f64,
         start_utime: Option<i64>,
         thread: Mutex<Option<ReceiveThread>>,
     },
     Write {
         writer: Mutex<LogWriter<BufWriter<File>>>,
+    },
+    /// An MCAP recording (finished, with its summary, when the provider is dropped); no types are known here, so
+    /// its channels have no schemas.
+    WriteMcap {
+        writer: Mutex<Option<Box<McapWriter>>>,
     },
 }
 
@@ -125,8 +133,16 @@ impl FileProvider {
         }
         let mode = match mode.as_str() {
             "r" => {
-                let reader = LogReader::open(path).map_err(transport)?;
+                let reader = Box::new(AnyLog::open(path).map_err(transport)?);
                 Mode::Read { reader: Mutex::new(Some(reader)), speed, start_utime, thread: Mutex::new(None) }
+            }
+            "w" if has_mcap_extension(std::path::Path::new(path)) => {
+                let no_types: TypeDefs = Arc::new(|_| None);
+                let w = McapWriter::create(path, true, Compression::Zstd, no_types).map_err(transport)?;
+                Mode::WriteMcap { writer: Mutex::new(Some(Box::new(w))) }
+            }
+            "a" if has_mcap_extension(std::path::Path::new(path)) => {
+                return Err(config("mode=a: an MCAP file cannot be appended to (mode=w writes a new one)".into()))
             }
             "w" => Mode::Write { writer: Mutex::new(LogWriter::create(path, true).map_err(transport)?) },
             "a" => Mode::Write { writer: Mutex::new(LogWriter::append(path).map_err(transport)?) },
@@ -154,6 +170,11 @@ impl Drop for FileProvider {
     fn drop(&mut self) {
         // Flushing here can fail with no one left to tell: a writer that must know calls `Bus::flush` first.
         let _ = self.flush();
+        if let Mode::WriteMcap { writer } = &self.mode {
+            if let Some(w) = writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = w.finish();
+            }
+        }
     }
 }
 
@@ -197,6 +218,12 @@ impl Provider for FileProvider {
             }),
             Mode::Write { writer } => {
                 writer.lock().expect("log writer lock").write_event(now_utime(), channel, data).map_err(transport)?;
+                self.published.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Mode::WriteMcap { writer } => {
+                let mut w = writer.lock().expect("log writer lock");
+                w.as_mut().expect("open until dropped").write_event(now_utime(), channel, data).map_err(transport)?;
                 self.published.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
@@ -272,6 +299,10 @@ impl Provider for FileProvider {
     fn flush(&self) -> Result<(), BusError> {
         match &self.mode {
             Mode::Write { writer } => writer.lock().unwrap_or_else(|e| e.into_inner()).flush().map_err(transport),
+            Mode::WriteMcap { writer } => match writer.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                Some(w) => w.flush().map_err(transport),
+                None => Ok(()),
+            },
             Mode::Read { .. } => Ok(()),
         }
     }

@@ -1,9 +1,13 @@
 //! `nerve export LOG --to mcap|jsonl|csv`: a log to MCAP (a JSON schema per LCM type and JSON messages, for
-//! Foxglove), JSON lines, or a CSV file per channel with flattened field names. Types come from `--types DIR`
-//! (or `NERVE_TYPES`); messages no type decodes are exported raw with the reason. A progress bar shows on a
-//! terminal. A damaged log is exported up to and past the damage, which is reported (exit status 1). `--to lcm`
-//! copies the matching events into a new log with Nerve's writer (lcm-logfilter's job, and a repaired copy of a
-//! damaged log). Every format's files are synced to the disk before it exits.
+//! Foxglove; chunks compressed with `--compression zstd|lz4|none`), JSON lines, or a CSV file per channel with
+//! flattened field names. Types come from `--types DIR` (or `NERVE_TYPES`), or from the log itself when it is an
+//! MCAP recording (which carries its types' `.lcm` definitions); messages no type decodes are exported raw with
+//! the reason. A progress bar shows on a terminal. A damaged log is exported up to and past the damage, which is
+//! reported (exit status 1). `--to lcm` copies the matching events into a new log with Nerve's writer
+//! (lcm-logfilter's job, a repaired copy of a damaged log, or an MCAP recording back as an LCM log); `--to mcap
+//! --encoding lcm` writes a recording as `nerve log run.mcap` does (LCM bytes, the types' definitions). LOG is an
+//! LCM log or an MCAP recording, told apart by its first bytes. Every format's files are synced to the disk
+//! before it exits.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -13,8 +17,11 @@ use std::time::Instant;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use nerve_bus::Pattern;
-use nerve_log::export::{CsvExport, Decoder, ExportStats, Feed, JsonlExport, McapExport};
-use nerve_log::{EventRef, LogReader};
+use nerve_log::export::{
+    registry_from_mcap, type_defs, CsvExport, Decoder, ExportStats, Feed, JsonlExport, McapExport,
+};
+use nerve_log::mcap::{AnyLog, Compression, McapWriter};
+use nerve_log::EventRef;
 
 use super::damage;
 use super::exit::{reject, rejected};
@@ -33,10 +40,42 @@ pub enum Format {
     Lcm,
 }
 
+/// MCAP chunk compression.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompressionArg {
+    /// Zstandard.
+    Zstd,
+    /// LZ4: faster, larger.
+    Lz4,
+    /// None.
+    None,
+}
+
+impl From<CompressionArg> for Compression {
+    fn from(c: CompressionArg) -> Compression {
+        match c {
+            CompressionArg::Zstd => Compression::Zstd,
+            CompressionArg::Lz4 => Compression::Lz4,
+            CompressionArg::None => Compression::None,
+        }
+    }
+}
+
+/// What an MCAP export's messages are.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Encoding {
+    /// JSON with a JSON schema per type (what Foxglove shows).
+    Json,
+    /// The LCM bytes themselves with the types' `.lcm` definitions (a recording, as `nerve log run.mcap` writes).
+    Lcm,
+}
+
 /// What `nerve export --help` ends with.
 const EXAMPLES: &str = "\
 EXAMPLES:
   nerve export run.lcmlog.00 --to mcap --types examples/types    # run.lcmlog.00.mcap, opens in Foxglove
+  nerve export run.mcap --to mcap -o view.mcap                    # a recording for Foxglove: no --types needed
+  nerve export run.mcap --to lcm -o run.lcmlog                    # a recording back to an LCM log
   nerve export run.lcmlog.00 --to csv -o csv/ --types examples/types
   nerve export run.lcmlog.00 --to jsonl -o - --channel POSE       # to stdout
   nerve export damaged.lcmlog --to lcm -o repaired.lcmlog          # every intact event, damage left behind";
@@ -63,6 +102,12 @@ pub struct Args {
     /// Replace OUTPUT if it exists (a file, or a CSV directory that is not empty).
     #[arg(long, short = 'f')]
     force: bool,
+    /// MCAP chunk compression.
+    #[arg(long, value_enum, default_value = "zstd")]
+    compression: CompressionArg,
+    /// MCAP messages: JSON for viewing, or the LCM bytes as recorded.
+    #[arg(long, value_enum, default_value = "json")]
+    encoding: Encoding,
     /// No progress bar, no summary.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -100,7 +145,11 @@ fn default_output(log: &Path, to: Format) -> PathBuf {
 
 /// Runs `nerve export`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let registry = load_registry(&type_dirs(&args.types), BrokenFiles::Refuse)?;
+    let dirs = type_dirs(&args.types);
+    let mut registry = load_registry(&dirs, BrokenFiles::Refuse)?;
+    if registry.is_none() && nerve_log::mcap::is_mcap(&args.log)? {
+        registry = registry_from_mcap(&args.log)?;
+    }
     let decoder = Decoder::new(registry);
     let filter = match &args.channel {
         Some(re) => Some(Pattern::new(re).with_context(|| format!("--channel {re}"))?),
@@ -109,7 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let output = args.output.clone().unwrap_or_else(|| default_output(&args.log, args.to));
     check_output(&output, args.to, args.force)?;
     let started = Instant::now();
-    let mut reader = LogReader::open(&args.log)?;
+    let mut reader = AnyLog::open(&args.log)?;
     let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(reader.len());
         bar.set_style(
@@ -140,7 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     // Hands the wanted events of `from` to an exporter (`base`: where this pass starts on the progress bar).
-    let mut feed = |from: &mut LogReader<std::fs::File>, base: u64, export: &mut Feed<'_>| -> anyhow::Result<()> {
+    let mut feed = |from: &mut AnyLog, base: u64, export: &mut Feed<'_>| -> anyhow::Result<()> {
         while let Some(ev) = from.next_event()? {
             if wanted(&ev) {
                 export(&ev)?;
@@ -151,9 +200,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     let stats: ExportStats = match args.to {
-        Format::Mcap => {
-            McapExport::create(&output, &decoder)?.run(|export: &mut Feed<'_>| feed(&mut reader, 0, export))?
+        Format::Mcap if args.encoding == Encoding::Lcm => {
+            let defs = type_defs(
+                decoder.registry().cloned().unwrap_or_else(|| nerve_types::Registry::new(Default::default())),
+            );
+            let mut w = McapWriter::create(&output, true, args.compression.into(), defs)?;
+            let mut stats = ExportStats::default();
+            while let Some(ev) = reader.next_event()? {
+                if wanted(&ev) {
+                    w.write_event(ev.utime, &ev.channel(), ev.data)?;
+                    stats.messages += 1;
+                    if decoder.candidate(ev.data).is_some() {
+                        stats.decoded += 1;
+                    } else {
+                        stats.undecoded += 1;
+                    }
+                }
+                let pos = ev.offset + ev.encoded_len();
+                tick(bar.as_ref(), pos);
+            }
+            w.finish()?;
+            stats.bytes_out = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
+            stats
         }
+        Format::Mcap => McapExport::create_with(&output, &decoder, args.compression.into())?
+            .run(|export: &mut Feed<'_>| feed(&mut reader, 0, export))?,
         Format::Jsonl => {
             let x = if output.as_os_str() == "-" {
                 JsonlExport::to_writer(Path::new("stdout"), Box::new(std::io::stdout().lock()), &decoder)
@@ -191,7 +262,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     if let Some(b) = &bar {
                         b.set_length(2 * len);
                     }
-                    feed(&mut LogReader::open(&args.log)?, len, export)
+                    feed(&mut AnyLog::open(&args.log)?, len, export)
                 }
             })?
         }
@@ -215,7 +286,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Nothing was exported: leave no empty output behind to be mistaken for a result.
         let _ = if args.to == Format::Csv { std::fs::remove_dir(&output) } else { std::fs::remove_file(&output) };
     }
-    if args.to != Format::Lcm && stats.messages > 0 && stats.decoded == 0 {
+    let decodes = args.to != Format::Lcm && !(args.to == Format::Mcap && args.encoding == Encoding::Lcm);
+    if decodes && stats.messages > 0 && stats.decoded == 0 {
         eprintln!(
             "nerve export: 0 of {} messages decoded: pass --types DIR (or set NERVE_TYPES) with the .lcm files of \
              their types",

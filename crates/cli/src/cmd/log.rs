@@ -1,5 +1,7 @@
 //! `nerve log FILE`: lcm-logger's job. Subscribes to every channel (or those a pattern matches, or does not with
-//! `--invert`) on any bus URL, and writes each message with its receive time, in LCM's log format.
+//! `--invert`) on any bus URL, and writes each message with its receive time, in LCM's log format, or as an MCAP
+//! recording (`FILE.mcap`, or `--format mcap`): the LCM bytes as received, with the `.lcm` definitions of the
+//! types `--types` (or `NERVE_TYPES`) gives, so that the file plays back and opens without them.
 //!
 //! Receiving never waits for the disk: the subscription's callback (run on the transport's receive thread) only
 //! appends the message to a queue bounded in bytes (`--max-unwritten-mb`, 100 MiB by default as in lcm-logger), and
@@ -18,23 +20,82 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nerve_bus::{Bus, Overflow, Pattern};
-use nerve_log::SplitLog;
+use nerve_log::export::type_defs;
+use nerve_log::mcap::{has_mcap_extension, SplitMcap, TypeDefs};
+use nerve_log::{LogError, SplitLog};
 
 use super::exit::reject;
+use super::export::CompressionArg;
+use super::types_arg::{load_registry, type_dirs, BrokenFiles};
 
 /// What `nerve log --help` ends with.
 const EXAMPLES: &str = "\
 EXAMPLES:
   nerve log run.lcmlog --channel 'POSE.*' --split-mb 500    # run.lcmlog.00, .01, ...; Ctrl-C to stop
   nerve log shm.lcmlog --url shm:// --duration 60
-  nerve log rest.lcmlog --channel 'CAMERA.*' --invert       # everything but the cameras";
+  nerve log rest.lcmlog --channel 'CAMERA.*' --invert       # everything but the cameras
+  nerve log run.mcap --types examples/types --split-secs 600 # MCAP: run.00.mcap, .01, ... every ten minutes";
+
+/// The file format.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// LCM's event log (lcm-logger's).
+    Lcm,
+    /// MCAP with LCM messages and the types' definitions (plays back with nerve play, opens in Foxglove after
+    /// nerve export --to mcap).
+    Mcap,
+}
+
+/// Where events go: an LCM log or an MCAP recording, either split.
+enum Recorder {
+    Lcm(SplitLog),
+    Mcap(Box<SplitMcap>),
+}
+
+impl Recorder {
+    fn write_event(&mut self, utime: i64, channel: &str, data: &[u8]) -> Result<(), LogError> {
+        match self {
+            Recorder::Lcm(l) => l.write_event(utime, channel, data),
+            Recorder::Mcap(m) => m.write_event(utime, channel, data),
+        }
+    }
+    fn flush(&mut self) -> Result<(), LogError> {
+        match self {
+            Recorder::Lcm(l) => l.flush(),
+            Recorder::Mcap(m) => m.flush(),
+        }
+    }
+    /// Syncs an LCM log; writes an MCAP file's summary and footer, and syncs it.
+    fn finish(&mut self) -> Result<(), LogError> {
+        match self {
+            Recorder::Lcm(l) => l.sync(),
+            Recorder::Mcap(m) => m.finish(),
+        }
+    }
+    fn files(&self) -> &[PathBuf] {
+        match self {
+            Recorder::Lcm(l) => l.files(),
+            Recorder::Mcap(m) => m.files(),
+        }
+    }
+}
 
 /// Arguments of `nerve log`.
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// The log file. With --split-mb, files are FILE.00, FILE.01, ... as lcm-logger --increment names them.
+    /// The log file. With --split-mb or --split-secs, files are FILE.00, FILE.01, ... as lcm-logger --increment
+    /// names them (an MCAP recording's are run.00.mcap, run.01.mcap, ...).
     file: PathBuf,
+    /// The format [default: mcap if FILE ends in .mcap, else lcm].
+    #[arg(long, value_enum)]
+    format: Option<LogFormat>,
+    /// MCAP chunk compression.
+    #[arg(long, value_enum, default_value = "zstd")]
+    compression: CompressionArg,
+    /// A directory of .lcm files whose definitions an MCAP recording carries (repeatable) [default: NERVE_TYPES].
+    #[arg(long = "types", value_name = "DIR")]
+    types: Vec<PathBuf>,
     /// Record only the channels this regular expression matches in full [default: every channel].
     #[arg(long, value_name = "REGEX")]
     channel: Option<String>,
@@ -44,6 +105,9 @@ pub struct Args {
     /// Start a new file once the current one passes N MiB (may be fractional).
     #[arg(long, value_name = "N")]
     split_mb: Option<f64>,
+    /// Start a new file for the first message N seconds or more after the current file's first.
+    #[arg(long, value_name = "N")]
+    split_secs: Option<f64>,
     /// The bus URL, any provider [default: NERVE_URL, LCM_DEFAULT_URL, then udpm://239.255.76.67:7667?ttl=0].
     #[arg(long, short = 'l')]
     url: Option<String>,
@@ -118,6 +182,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(mb) => Some((mb * 1024.0 * 1024.0) as u64),
         None => None,
     };
+    let split_micros = match args.split_secs {
+        Some(s) if s.is_nan() || s <= 0.0 => return Err(reject("--split-secs must be more than 0")),
+        Some(s) => Some((s * 1e6) as i64),
+        None => None,
+    };
+    let format = args.format.unwrap_or(if has_mcap_extension(&args.file) { LogFormat::Mcap } else { LogFormat::Lcm });
+    let defs: Option<TypeDefs> = match format {
+        LogFormat::Mcap => {
+            let reg = load_registry(&type_dirs(&args.types), BrokenFiles::Refuse)?;
+            Some(type_defs(reg.unwrap_or_else(|| nerve_types::Registry::new(Default::default()))))
+        }
+        LogFormat::Lcm => None,
+    };
     if args.max_unwritten_mb.is_nan() || args.max_unwritten_mb <= 0.0 {
         return Err(reject("--max-unwritten-mb must be more than 0"));
     }
@@ -129,7 +206,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Pattern::new(&pattern).with_context(|| format!("--channel {pattern}"))?;
     // The bus first: a URL that does not work must not leave an empty FILE behind that the next try refuses.
     let bus = Bus::new(args.url.as_deref()).context("opening the bus")?;
-    let mut log = SplitLog::create(&args.file, split_bytes, args.force)?;
+    let mut log = match defs {
+        Some(defs) => Recorder::Mcap(Box::new(SplitMcap::create(
+            &args.file,
+            split_bytes,
+            split_micros,
+            args.force,
+            args.compression.into(),
+            defs,
+        )?)),
+        None => Recorder::Lcm(SplitLog::create_split(&args.file, split_bytes, split_micros, args.force)?),
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -148,7 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let totals = Arc::new(Mutex::new(WriterTotals::default()));
     let wtotals = Arc::clone(&totals);
     let writer =
-        std::thread::Builder::new().name("nerve-log-writer".into()).spawn(move || -> anyhow::Result<SplitLog> {
+        std::thread::Builder::new().name("nerve-log-writer".into()).spawn(move || -> anyhow::Result<Recorder> {
             let mut last_flush = Instant::now();
             let mut dirty = false;
             loop {
@@ -178,7 +265,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     dirty = false;
                 }
                 if closed && batch.is_empty() {
-                    log.sync()?;
+                    log.finish()?;
                     return Ok(log);
                 }
             }

@@ -1,4 +1,5 @@
-//! `nerve play FILE`: lcm-logplayer's job. Publishes a log's events on a bus with the recorded timing scaled by
+//! `nerve play FILE`: lcm-logplayer's job. Publishes a log's events (an LCM log, or an MCAP recording: the file's
+//! first bytes tell) on a bus with the recorded timing scaled by
 //! `--speed` (as fast as possible with `--speed 0`), optionally from `--start` seconds in, only the channels a
 //! pattern matches, renamed with `--remap OLD=NEW`, over and over with `--loop`.
 //!
@@ -24,7 +25,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use nerve_bus::{Bus, Pattern};
-use nerve_log::{DamageTotals, LogReader};
+use nerve_log::mcap::AnyLog;
+use nerve_log::DamageTotals;
 
 use super::damage;
 use super::exit::reject;
@@ -105,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut damage_totals = DamageTotals::default();
     let mut names = Names::default();
     loop {
-        let mut reader = LogReader::open(&args.file)?;
+        let mut reader = AnyLog::open(&args.file)?;
         let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(reader.len());
             bar.set_style(
@@ -251,7 +253,7 @@ fn publish(bus: &Bus, batch: &[(&str, &[u8])], pass: &mut Pass) -> anyhow::Resul
 fn play_once(
     args: &Args,
     bus: &Bus,
-    reader: &mut LogReader<std::fs::File>,
+    reader: &mut AnyLog,
     filter: Option<&Pattern>,
     remap: &HashMap<String, String>,
     names: &mut Names,

@@ -23,6 +23,7 @@ mod batch;
 mod csv;
 mod json;
 mod jsonl;
+mod lcm_text;
 mod mcap;
 mod schema;
 mod sink;
@@ -38,6 +39,7 @@ use crate::EventRef;
 
 pub use self::csv::CsvExport;
 pub use self::jsonl::JsonlExport;
+pub use self::lcm_text::{lcm_definition, registry_from_mcap, type_defs};
 pub use self::mcap::{message_json, McapExport};
 pub use self::schema::{json_schema, raw_schema, RAW_SCHEMA_NAME};
 
@@ -145,7 +147,7 @@ impl Decoder {
     }
 
     /// The type a message would decode as (its fingerprint is one type's), before decoding it.
-    pub(crate) fn candidate(&self, data: &[u8]) -> Option<&Struct> {
+    pub fn candidate(&self, data: &[u8]) -> Option<&Struct> {
         self.registry()?.lookup(fingerprint(data)?)
     }
 }

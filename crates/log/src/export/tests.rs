@@ -7,6 +7,7 @@ use nerve_types::dynamic::from_json;
 use nerve_types::{check, Registry, Source, TypeName};
 
 use super::*;
+use crate::mcap::Compression;
 use crate::{LogReader, LogWriter};
 
 const TYPES: &str = "package t;
@@ -125,7 +126,7 @@ fn mcap_has_the_spec_structure() {
     let dir = tmp("mcap");
     let path = dir.join("out.mcap");
     export_with(&dir, registry(), |dec, r| {
-        let x = McapExport::create(&path, dec).unwrap();
+        let x = McapExport::create_with(&path, dec, Compression::None).unwrap();
         let stats = x.run(|export: &mut Feed<'_>| feed(r, export)).unwrap();
         assert_eq!((stats.messages, stats.decoded, stats.undecoded), (12, 10, 2));
     });
@@ -163,6 +164,40 @@ fn mcap_has_the_spec_structure() {
     assert!(text.contains(r#"{"utime":0,"position":{"v":[1.5,-2.0,0.0]},"m":[1.0,2.0,3.0,4.0],"n":3,"blob":"AP8H","name":"p,\"0\"","ok":true}"#), "{text}");
     assert!(text.contains(r#"{"n":2,"children":[{"n":0,"children":[]},{"n":1,"children":[{"n":0,"children":[]}]}]}"#));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn mcap_chunks_compress_with_zstd_and_lz4_and_read_back_with_the_mcap_crate() {
+    for (compression, name) in [(Compression::Zstd, "zstd"), (Compression::Lz4, "lz4")] {
+        let dir = tmp(&format!("mcap-{name}"));
+        let path = dir.join("out.mcap");
+        export_with(&dir, registry(), |dec, r| {
+            let x = McapExport::create_with(&path, dec, compression).unwrap();
+            let stats = x.run(|export: &mut Feed<'_>| feed(r, export)).unwrap();
+            assert_eq!(stats.messages, 12);
+            assert_eq!(stats.bytes_out, std::fs::metadata(&path).unwrap().len());
+        });
+        let bytes = std::fs::read(&path).unwrap();
+        let summary = ::mcap::Summary::read(&bytes).unwrap().expect("a summary");
+        assert_eq!(summary.stats.as_ref().unwrap().message_count, 12);
+        assert!(!summary.chunk_indexes.is_empty());
+        assert!(summary.chunk_indexes.iter().all(|c| c.compression == name), "{name}");
+        let messages: Vec<_> = ::mcap::MessageStream::new(&bytes).unwrap().map(Result::unwrap).collect();
+        assert_eq!(messages.len(), 12);
+        let first = &messages[0];
+        assert_eq!((first.channel.topic.as_str(), first.channel.message_encoding.as_str()), ("POSE", "json"));
+        assert_eq!(first.log_time, 1_000_000_000);
+        assert!(first.data.starts_with(br#"{"utime":0,"position":{"v":[1.5,-2.0,0.0]}"#));
+        // The decoded types' .lcm definitions ride along, and check to the same fingerprints.
+        let defs = crate::mcap::read_schemas(&path).unwrap().1;
+        let (_, lcm) = defs.iter().find(|(n, _)| n == crate::mcap::LCM_METADATA).expect("nerve.lcm metadata");
+        let text = &lcm["t.pose_t"];
+        let again = check(&[Source { path: "x.lcm".into(), text: text.clone() }], &[]).unwrap().schema;
+        let reg = registry();
+        let want = reg.by_name(&TypeName::parse("t.pose_t")).unwrap().fingerprint;
+        assert_eq!(again.struct_named(&TypeName::parse("t.pose_t")).unwrap().fingerprint, want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[test]
@@ -302,7 +337,7 @@ fn exports_of_several_batches_keep_every_event_in_order() {
 
     // MCAP: every message, in order, with its JSON.
     let path = dir.join("out.mcap");
-    let x = McapExport::create(&path, &dec).unwrap();
+    let x = McapExport::create_with(&path, &dec, Compression::None).unwrap();
     assert_eq!(x.run(|export: &mut Feed<'_>| feed_all(&events(), export)).unwrap().messages, 400);
     let bytes = std::fs::read(&path).unwrap();
     let mut seen = Vec::new();
