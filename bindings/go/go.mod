@@ -1,0 +1,3 @@
+module github.com/nerve-robotics/nerve/bindings/go
+
+go 1.22
