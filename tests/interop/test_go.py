@@ -355,3 +355,18 @@ def test_api_covers_real_lcmgen_go_where_it_works(harness, lcm_gen, corpus_files
         assert real_fields == our_fields, p.name
         compared += 1
     assert compared >= 25
+
+
+def test_go_bus_package_on_the_real_bus(c_prefix, nerve_bin, venv_python):
+    """`go test` of bindings/go against an install of libnerve (pkg-config nerve): bad input at every entry point,
+    in-process publish and subscribe, shm channels, a Go publisher heard by the real LCM and by Python's nerve over
+    udpm, the real LCM heard by Go, and Go with Rust (`nerve sub` / `nerve pub`) and Python over shm://."""
+    env = go_env()
+    env["PKG_CONFIG_PATH"] = str(c_prefix / "lib" / "pkgconfig")
+    env["LD_LIBRARY_PATH"] = str(c_prefix / "lib")
+    env["NERVE_BIN"] = str(nerve_bin)
+    env["NERVE_TEST_PYTHON"] = str(venv_python)
+    p = subprocess.run([_go(), "test", "-count=1", "./..."], cwd=oracle.REPO / "bindings" / "go", env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-6000:]
+    assert "ok" in p.stdout
