@@ -206,7 +206,7 @@ public class LcmPeer {
     }
 
     interface Case {
-        void run() throws Exception;
+        void run() throws Throwable;
     }
 
     static void attempt(String name, Case c) {
@@ -244,6 +244,17 @@ public class LcmPeer {
         new java.util.Random(7).nextBytes(noise);
         f.write(noise);
         f.close();
+        // A handle no bus has (what a program reaching past the API could pass): an exception, not a crash.
+        final long junk = 0x5eed5eed5eedL;
+        attempt("native_garbage_publish", () -> callNative("publish",
+                new Class<?>[] {long.class, String.class, byte[].class, int.class, int.class}, junk, "X", good, 0, 1));
+        attempt("native_garbage_subscribe", () -> callNative("subscribe",
+                new Class<?>[] {long.class, String.class, long.class}, junk, "X", 1L));
+        attempt("native_garbage_unsubscribe", () -> callNative("unsubscribe",
+                new Class<?>[] {long.class, long.class}, junk, 1L));
+        attempt("native_garbage_handle", () -> callNative("handle", new Class<?>[] {long.class, int.class}, junk, 10));
+        attempt("native_garbage_close", () -> callNative("close", new Class<?>[] {long.class}, junk));
+        attempt("native_bad_url", () -> callNative("open", new Class<?>[] {String.class}, "udpm://1.2.3"));
         attempt("log_garbage", () -> {
             Log log = new Log(garbage.getPath(), "r");
             try {
@@ -252,6 +263,17 @@ public class LcmPeer {
                 log.close();
             }
         });
+    }
+
+    /** Calls a static method of Nerve's native class by reflection (LCM's jar has none: ClassNotFoundException). */
+    static void callNative(String name, Class<?>[] types, Object... args) throws Throwable {
+        java.lang.reflect.Method m = Class.forName("lcm.lcm.NerveNative").getDeclaredMethod(name, types);
+        m.setAccessible(true);
+        try {
+            m.invoke(null, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        }
     }
 
     static byte[] encode(laser_t m) throws IOException {
