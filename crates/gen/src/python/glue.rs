@@ -1,0 +1,117 @@
+//! Glue to the runtime and the package: numpy records turned back into objects (`_nerve_from_records`, for
+//! `nerve_lcm.StructArray`), the module's tail that hands the class to the native accelerator, and a package's
+//! `__init__.py`.
+
+use super::*;
+
+impl Gen<'_> {
+    /// `_nerve_from_records(rec)`: every element of a structured array as an object, vectorized per field.
+    pub(super) fn emit_from_records(&self, st: &Struct, w: &mut CodeWriter, md: &mut Module) {
+        let cls = &st.name.name;
+        w.line("@staticmethod");
+        w.line("def _nerve_from_records(rec):");
+        w.indent();
+        w.line("n = len(rec)");
+        let mut cols = Vec::new();
+        for (i, m) in st.members.iter().enumerate() {
+            let field = format!("rec[{}]", py_str(&m.name));
+            let col = match (&m.ty, m.dims.len()) {
+                (MemberType::Primitive(Primitive::Boolean), 0) => {
+                    format!("({field} != 0).tolist()")
+                }
+                (MemberType::Primitive(_), 0) => format!("{field}.tolist()"),
+                (MemberType::Primitive(Primitive::Boolean), _) if tuple_len(m).is_some() => {
+                    format!("list(map(tuple, ({field} != 0).tolist()))")
+                }
+                (MemberType::Primitive(_), _) if tuple_len(m).is_some() => {
+                    format!("list(map(tuple, {field}.tolist()))")
+                }
+                (MemberType::Primitive(Primitive::Boolean), _) => format!("{field} != 0"),
+                (MemberType::Primitive(Primitive::Byte), 1) => {
+                    format!("[x.tobytes() for x in {field}]")
+                }
+                (MemberType::Primitive(_), _) => field,
+                (t, 0) => format!("{}._nerve_from_records({field})", md.class(type_name(t))),
+                (t, nd) => {
+                    let c = md.class(type_name(t));
+                    let dims: Vec<String> = m.dims.iter().map(|d| fixed_len(d).to_string()).collect();
+                    let flat = format!("{c}._nerve_from_records({field}.reshape(-1))");
+                    if nd == 1 {
+                        format!("[_rt.StructArray({c}, g) for g in _rt.nest({flat}, [n, {}])]", dims.join(", "))
+                    } else {
+                        format!("_rt.nest({flat}, [n, {}])", dims.join(", "))
+                    }
+                }
+            };
+            w.line(format!("f{i} = {col}"));
+            cols.push(format!("f{i}"));
+        }
+        w.line("out = []");
+        w.line("ap = out.append");
+        let vars: Vec<String> = (0..st.members.len()).map(|i| format!("v{i}")).collect();
+        if st.members.len() == 1 {
+            w.line(format!("for v0 in {}:", cols[0]));
+        } else {
+            w.line(format!("for {} in zip({}):", vars.join(", "), cols.join(", ")));
+        }
+        w.indent();
+        w.line(format!("o = _nv_new({cls})"));
+        for (i, m) in st.members.iter().enumerate() {
+            w.line(format!("o.{} = v{i}", m.name));
+        }
+        w.line("ap(o)");
+        w.dedent();
+        w.line("return out");
+        w.dedent().blank();
+    }
+
+    /// The module's tail: the classes this one uses (imported last, so that types that use each other can load) and
+    /// the call that hands the class to the native accelerator.
+    pub(super) fn accelerate_tail(&self, st: &Struct, md: &mut Module) -> String {
+        let cls = st.name.name.as_str();
+        let full = st.name.full();
+        // per member: the class of a struct or enum member, None for primitives (for `_rt.accelerate`)
+        let member_classes: Vec<String> = st
+            .members
+            .iter()
+            .map(|m| match &m.ty {
+                MemberType::Primitive(_) => "None".to_owned(),
+                t => md.class(type_name(t)),
+            })
+            .collect();
+        let mut tail = CodeWriter::new("    ");
+        tail.line("# Classes this one uses (imported last, so that types that use each other can load).");
+        for (i, n) in md.imports.iter().enumerate() {
+            if n == &st.name {
+                tail.line(format!("_nv_t{i} = {cls}"));
+            } else {
+                tail.line(format!("from {} import {} as _nv_t{i}", self.py_module(n), n.name));
+            }
+        }
+        tail.blank();
+        tail.line("# The pure-Python codec above is kept; the native accelerator, when installed, takes over.");
+        tail.line(format!(
+            "_rt.accelerate({cls}, {}, ({}{}))",
+            py_str(&full),
+            member_classes.join(", "),
+            if member_classes.len() == 1 { "," } else { "" }
+        ));
+        tail.finish()
+    }
+}
+
+/// A package's `__init__.py`, importing its classes as lcm-gen's does.
+pub(super) fn package_init(pkg: &[String], names: &[String]) -> GeneratedFile {
+    let mut w = CodeWriter::new("    ");
+    w.line("\"\"\"LCM package __init__.py file")
+        .line("This file automatically generated by nerve gen.")
+        .line("DO NOT MODIFY BY HAND!!!!")
+        .line("\"\"\"")
+        .blank();
+    for n in names {
+        w.line(format!("from .{n} import {n} as {n}"));
+    }
+    let mut path: PathBuf = pkg.iter().collect();
+    path.push("__init__.py");
+    GeneratedFile { path, contents: w.finish() }
+}
