@@ -1,4 +1,4 @@
-//! `Channel`, `Loan` and `LoanBuffer`: nerve-shm's shared-memory channels from Python.
+//! `Channel`, `Loan`, `LoanBuffer` and `View`: nerve-shm's shared-memory channels from Python.
 //!
 //! A `Channel` holds the mapped channel, one reader (its position is the Python object's) and one writer. `get`
 //! and `put` run with the GIL released: waiting sleeps on the channel's futex in slices of [`SIGNAL_SLICE`], between
@@ -7,17 +7,25 @@
 //! a `LoanBuffer` that counts its exports; `commit` publishes the frame only when every export is released, so no
 //! Python object can write into a frame that belongs to the channel again.
 //!
+//! A `View` is a received message kept in place (nerve-shm's `View`): it exports the frame in shared memory as a
+//! read-only buffer (`memoryview(view)`, `numpy.frombuffer(view, ...)`) and says whether the channel's writers have
+//! reclaimed the frame since (`valid()`, `check()`); `release()` ends it, and the mapping is let go once the last
+//! buffer exported from it is released too.
+//!
 //! Locks: a `Channel`'s reader and writer are behind `Mutex`es that are only ever taken with the GIL released
-//! (taking one while holding the GIL could wait for a thread that waits for the GIL).
+//! (taking one while holding the GIL could wait for a thread that waits for the GIL). A `View`'s own mutex is held
+//! for a few instructions and never across a wait or a call into Python, so it is taken with the GIL held.
 
 use std::ffi::c_int;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
-use nerve_shm::{Channel as ShmChannel, ChannelConfig, GetOutcome, ReadMode, Reader, ShmError, Wait, Writer};
+use nerve_shm::{
+    Channel as ShmChannel, ChannelConfig, GetOutcome, MessageInfo, ReadMode, Reader, ShmError, Wait, Writer,
+};
 use pyo3::exceptions::{
     PyBufferError, PyFileExistsError, PyFileNotFoundError, PyPermissionError, PyRuntimeError, PyValueError,
 };
@@ -30,10 +38,20 @@ use crate::ChannelError;
 /// The longest a wait sleeps with the GIL released before Python's signal handlers get a chance to run.
 const SIGNAL_SLICE: Duration = Duration::from_millis(100);
 
+pyo3::create_exception!(
+    nerve,
+    OverwrittenError,
+    ChannelError,
+    "A view's frame was reclaimed by the channel's writers, who never wait for views: its bytes are no longer the \
+     message's (copy what must be kept, or read it sooner)."
+);
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Channel>()?;
     m.add_class::<Loan>()?;
     m.add_class::<LoanBuffer>()?;
+    m.add_class::<View>()?;
+    m.add("OverwrittenError", m.py().get_type::<OverwrittenError>())?;
     Ok(())
 }
 
@@ -348,6 +366,35 @@ impl Channel {
         }
     }
 
+    /// The next message (or, with `newest=True`, the newest one) as a `View` of its frame in shared memory, without
+    /// copying it: `memoryview(view)` and `numpy.frombuffer(view, dtype=...)` read it in place. Polls by default
+    /// (`None` when there is nothing new); `wait=True` waits, `timeout=` seconds at most. Writers never wait for a
+    /// view: once they reclaim its frame (about `frames` messages later) `view.valid()` is False and `check()`
+    /// raises `OverwrittenError`; what was read before a passing `check()` was the message's.
+    #[pyo3(signature = (*, newest = false, wait = false, timeout = None))]
+    fn view(&self, py: Python<'_>, newest: bool, wait: bool, timeout: Option<f64>) -> PyResult<Option<View>> {
+        let mode = if newest { ReadMode::Newest } else { ReadMode::Next };
+        let until = deadline(wait, timeout)?;
+        loop {
+            let slice = match until {
+                None => Wait::Poll,
+                Some(None) => Wait::Timeout(SIGNAL_SLICE),
+                Some(Some(t)) => Wait::Timeout(t.saturating_duration_since(Instant::now()).min(SIGNAL_SLICE)),
+            };
+            let outcome = py.detach(|| lock(&self.reader).view(mode, slice)).map_err(shm_err)?;
+            match outcome {
+                GetOutcome::Message(v) => return Ok(Some(View::new(v))),
+                GetOutcome::Retry | GetOutcome::BufferTooSmall { .. } => {}
+                GetOutcome::NothingNew => return Ok(None),
+                GetOutcome::TimedOut => match until {
+                    Some(Some(t)) if Instant::now() >= t => return Ok(None),
+                    _ => {}
+                },
+            }
+            py.check_signals()?;
+        }
+    }
+
     /// A frame of `size` bytes to fill in place: `loan.buffer` is a writable memoryview of it in shared memory;
     /// `loan.commit()` publishes it. As a context manager, `with channel.loan(n) as buf:` commits at the end of the
     /// block (and aborts on an exception). Arrays made from the buffer must be deleted before the commit. Until
@@ -581,5 +628,162 @@ impl LoanBuffer {
 
     unsafe fn __releasebuffer__(slf: Bound<'_, Self>, _view: *mut ffi::Py_buffer) {
         slf.get().exports.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A received message kept in place: nerve-shm's `View`, exported as a read-only buffer. `view` is `None` once the
+/// view is released and no buffer exported from it is left (the buffers point into the mapping it keeps).
+#[pyclass(module = "nerve._native", frozen)]
+pub(crate) struct View {
+    view: Mutex<Option<nerve_shm::View>>,
+    released: AtomicBool,
+    exports: AtomicUsize,
+    info: MessageInfo,
+    /// The frame's address in the mapping `view` keeps (fixed for the view's life).
+    ptr: usize,
+}
+
+impl View {
+    fn new(view: nerve_shm::View) -> View {
+        let (info, ptr) = (view.info(), view.bytes().as_ptr() as usize);
+        View { view: Mutex::new(Some(view)), released: AtomicBool::new(false), exports: AtomicUsize::new(0), info, ptr }
+    }
+
+    /// The view, unless released; `f` runs with the view's mutex held (briefly: no waits, no Python).
+    fn with<R>(&self, f: impl FnOnce(&nerve_shm::View) -> PyResult<R>) -> PyResult<R> {
+        if self.released.load(Ordering::Acquire) {
+            return Err(PyValueError::new_err("operation forbidden on a released view"));
+        }
+        match &*lock(&self.view) {
+            Some(v) => f(v),
+            None => Err(PyValueError::new_err("operation forbidden on a released view")),
+        }
+    }
+
+    /// Lets the mapping go once the view is released and its last exported buffer with it.
+    fn drop_if_done(&self) {
+        if self.released.load(Ordering::Acquire) && self.exports.load(Ordering::Acquire) == 0 {
+            lock(&self.view).take();
+        }
+    }
+}
+
+fn overwritten(e: nerve_shm::Overwritten) -> PyErr {
+    OverwrittenError::new_err(e.to_string())
+}
+
+#[pymethods]
+impl View {
+    /// The message's length in bytes.
+    fn __len__(&self) -> usize {
+        self.info.len
+    }
+
+    /// The message's sequence number in the channel.
+    #[getter]
+    fn seq(&self) -> u64 {
+        self.info.seq
+    }
+
+    /// Messages this reader missed (dropped before it read them) since its previous message.
+    #[getter]
+    fn missed(&self) -> u64 {
+        self.info.missed
+    }
+
+    /// When the message was put, in microseconds since the Unix epoch.
+    #[getter]
+    fn put_utime(&self) -> i64 {
+        self.info.put_utime
+    }
+
+    /// Whether the frame still holds the message: True means every byte read from the view before this call was the
+    /// message's. False once the channel's writers reclaimed the frame (for ever after) and once released.
+    fn valid(&self) -> bool {
+        self.with(|v| Ok(v.still_valid())).unwrap_or(false)
+    }
+
+    /// Raises `OverwrittenError` if the channel's writers reclaimed the frame (`ValueError` once released).
+    fn check(&self) -> PyResult<()> {
+        self.with(|v| v.check().map_err(overwritten))
+    }
+
+    /// A copy of the message as bytes, made only if the frame still held it after the copy (else
+    /// `OverwrittenError`).
+    fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        self.with(|v| {
+            v.check().map_err(overwritten)?;
+            let copy = PyBytes::new_with(py, v.len(), |out| {
+                out.copy_from_slice(v.bytes());
+                Ok(())
+            })?;
+            v.check().map_err(overwritten)?;
+            Ok(copy)
+        })
+    }
+
+    /// Ends the view (again: nothing). The mapping is let go now, or when the last buffer exported from the view
+    /// (a memoryview, a numpy array) is released.
+    fn release(&self) {
+        self.released.store(true, Ordering::Release);
+        self.drop_if_done();
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.release();
+        false
+    }
+
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        let this = slf.get();
+        // Refused at once when there is nothing valid to export: a released view, or one already overwritten.
+        this.with(|v| v.check().map_err(overwritten))?;
+        // Counted before the view's mutex is let go by `with` above could matter: a release now finds the export.
+        this.exports.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: `view` is the Py_buffer CPython passes to getbuffer; `ptr..ptr+len` is the frame in the mapping
+        // the inner view keeps, which is not dropped while an export is counted (drop_if_done). Read-only (1): the
+        // frame belongs to the channel's writers. PyBuffer_FillInfo takes a reference to `slf` for the buffer.
+        let r = unsafe {
+            ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                this.ptr as *mut std::ffi::c_void,
+                this.info.len as ffi::Py_ssize_t,
+                1,
+                flags,
+            )
+        };
+        if r != 0 {
+            this.exports.fetch_sub(1, Ordering::AcqRel);
+            this.drop_if_done();
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(slf: Bound<'_, Self>, _view: *mut ffi::Py_buffer) {
+        let this = slf.get();
+        this.exports.fetch_sub(1, Ordering::AcqRel);
+        this.drop_if_done();
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.released.load(Ordering::Acquire) {
+            "released"
+        } else if self.valid() {
+            "valid"
+        } else {
+            "overwritten"
+        };
+        format!("<nerve.View of message {} ({} bytes), {state}>", self.info.seq, self.info.len)
     }
 }

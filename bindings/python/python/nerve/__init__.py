@@ -10,7 +10,9 @@
   reader). ``Channel.create(name, frames=..., frame_size=..., mode=0o600)`` / ``open`` / ``open_or_create`` /
   ``remove`` / ``list``; ``put(data)``; ``get(newest=False, wait=False, timeout=None)`` gives ``(data, missed)`` or
   ``None``; ``get_into(buffer, ...)`` copies into a preallocated buffer; ``loan(size)`` gives a frame to write in
-  place (a writable memoryview; ``numpy.frombuffer`` works on it) and commit.
+  place (a writable memoryview; ``numpy.frombuffer`` works on it) and commit; ``view(newest=False, wait=False,
+  timeout=None)`` gives a :class:`View` of a message in place, without a copy (``numpy.frombuffer(view, ...)``),
+  whose ``valid()`` / ``check()`` say whether the writers have reclaimed its frame since (:class:`OverwrittenError`).
 - :class:`EventLog`: LCM event logs, read (iteration, ``seek``, ``seek_to_timestamp``; damaged regions are skipped
   and listed in ``damage``, or raise :class:`LogDamageError` with ``strict=True``) and written (``"w"``, ``"a"``).
 - ``nerve.lcm``: ``import nerve.lcm as lcm`` in place of ``import lcm`` (``LCM``, ``EventLog``, ``Event``).
@@ -24,9 +26,11 @@ import asyncio as _asyncio
 from collections import deque as _deque
 
 from . import _native
-from ._native import Channel, ChannelError, Event, EventLog, Loan, LogDamageError, Subscription
+from ._native import (Channel, ChannelError, Event, EventLog, Loan, LogDamageError, OverwrittenError, Subscription,
+                      View)
 
-__all__ = ["Bus", "Channel", "ChannelError", "Event", "EventLog", "Loan", "LogDamageError", "Subscription"]
+__all__ = ["Bus", "Channel", "ChannelError", "Event", "EventLog", "Loan", "LogDamageError", "OverwrittenError",
+           "Subscription", "View"]
 __version__ = "0.1.0"
 
 
