@@ -364,6 +364,10 @@ def test_go_bus_package_on_the_real_bus(c_prefix, nerve_bin, venv_python):
     env = go_env()
     env["PKG_CONFIG_PATH"] = str(c_prefix / "lib" / "pkgconfig")
     env["LD_LIBRARY_PATH"] = str(c_prefix / "lib")
+    # The go command caches a cgo package's pkg-config output without keying it on PKG_CONFIG_PATH, and the prefix
+    # is new each session: flags in the environment (part of the key) make it link against this one.
+    env["CGO_LDFLAGS"] = f"-L{c_prefix / 'lib'} -Wl,-rpath,{c_prefix / 'lib'}"
+    env["CGO_CFLAGS"] = f"-I{c_prefix / 'include'}"
     env["NERVE_BIN"] = str(nerve_bin)
     env["NERVE_TEST_PYTHON"] = str(venv_python)
     p = subprocess.run([_go(), "test", "-count=1", "./..."], cwd=oracle.REPO / "bindings" / "go", env=env,

@@ -62,6 +62,18 @@ impl Gen<'_> {
         });
         w.blank();
         let recursive = self.recursive.contains(&s.name);
+        if let Some(size) = StructPlan::new(&self.input.layout, s).fixed {
+            w.line(format!("// DecodeFixed reads the message from d, which holds its {size} bytes (no fingerprint)."));
+            w.block(format!("func (p *{t}) DecodeFixed(d []byte) {{"), "}", |w| {
+                w.line(format!("d = d[:{size}:{size}]"));
+                w.line("o := 0");
+                for m in ms {
+                    get_fixed(w, m);
+                }
+                w.line("_ = o");
+            });
+            w.blank();
+        }
         w.line("// DecodeBody decodes a message without its fingerprint from the front of d and returns the bytes it");
         w.line("// took; depth counts the recursive types it is nested in.");
         w.block(format!("func (p *{t}) DecodeBody(d []byte, depth int) (int, error) {{"), "}", |w| {
@@ -71,8 +83,16 @@ impl Gen<'_> {
                 });
                 w.line("depth++");
             }
-            w.line("o := 0");
             let plan = StructPlan::new(&self.input.layout, s);
+            if let Some(size) = plan.fixed {
+                w.block(format!("if len(d) < {size} {{"), "}", |w| {
+                    w.line(format!("return 0, nerveShort(\"{name}\", {size}, len(d))"));
+                });
+                w.line(format!("p.DecodeFixed(d[:{size}])"));
+                w.line(format!("return {size}, nil"));
+                return;
+            }
+            w.line("o := 0");
             for seg in plan.segments(ms) {
                 match seg {
                     Seg::Run(run, total) => {
@@ -85,11 +105,7 @@ impl Gen<'_> {
                             });
                         }
                         for m in run {
-                            if prim_of(m).is_some() {
-                                get_fixed(w, m);
-                            } else {
-                                self.decode_member(w, s, ms, m);
-                            }
+                            get_fixed(w, m);
                         }
                     }
                     Seg::Var(m) => self.decode_member(w, s, ms, m),
@@ -143,6 +159,14 @@ impl Gen<'_> {
                     });
                     w.line(format!("\t{expr}, o = v, k"));
                     w.line("}");
+                }
+                Elem::Struct { fixed: Some(size), .. } => {
+                    if size > 0 {
+                        w.line(format!("{expr}.DecodeFixed(d[o : o+{size}])"));
+                        w.line(format!("o += {size}"));
+                    } else {
+                        w.line(format!("_ = {expr}"));
+                    }
                 }
                 Elem::Struct { .. } => {
                     let depth = "depth";
@@ -204,9 +228,24 @@ impl Gen<'_> {
     }
 }
 
-/// Reads a fixed-size number member at the running offset `o` (the run's bounds are checked).
+/// Reads a fixed-size member at the running offset `o` (the run's bounds are checked).
 fn get_fixed(w: &mut CodeWriter, m: &M<'_>) {
-    let Some(p) = prim_of(m) else { return };
+    let Some(p) = prim_of(m) else {
+        let Elem::Struct { fixed: Some(size @ 1..), .. } = m.elem else { return };
+        let mut expr = format!("p.{}", m.field);
+        for i in 0..m.m.dims.len() {
+            w.line(format!("for i{i} := range {expr} {{"));
+            w.indent();
+            let _ = write!(expr, "[i{i}]");
+        }
+        w.line(format!("{expr}.DecodeFixed(d[o : o+{size}])"));
+        w.line(format!("o += {size}"));
+        for _ in 0..m.m.dims.len() {
+            w.dedent();
+            w.line("}");
+        }
+        return;
+    };
     let size = p.wire_size().unwrap_or(4);
     let dims = m.m.dims.len();
     if dims == 0 {

@@ -59,37 +59,46 @@ impl Gen<'_> {
                 w.line("_ = err");
             }
             let plan = StructPlan::new(&self.input.layout, s);
+            if let Some(size) = plan.fixed {
+                if size > 0 {
+                    w.line(format!("b, o := nerveGrow(b, {size})"));
+                    w.line("p.EncodeFixed(b[o:])");
+                }
+                return_nil(w);
+                return;
+            }
             for seg in plan.segments(ms) {
                 match seg {
-                    Seg::Run(run, _) => {
-                        // Numbers share one grown region; a fixed-size struct appends itself.
-                        let mut i = 0;
-                        while i < run.len() {
-                            if prim_of(&run[i]).is_some() {
-                                let j = run[i..].iter().position(|m| prim_of(m).is_none()).map_or(run.len(), |k| i + k);
-                                let total: usize = run[i..j].iter().filter_map(|m| m.fixed).sum();
-                                if total > 0 {
-                                    w.block("{", "}", |w| {
-                                        w.line("var o int");
-                                        w.line(format!("b, o = nerveGrow(b, {total})"));
-                                        for m in &run[i..j] {
-                                            put_fixed(w, m);
-                                        }
-                                    });
+                    // One grown region for the whole run, written at the running offset.
+                    Seg::Run(run, total) => {
+                        if total > 0 {
+                            w.block("{", "}", |w| {
+                                w.line("var o int");
+                                w.line(format!("b, o = nerveGrow(b, {total})"));
+                                for m in run {
+                                    put_fixed(w, m);
                                 }
-                                i = j;
-                            } else {
-                                self.append_member(w, s, &run[i]);
-                                i += 1;
-                            }
+                            });
                         }
                     }
                     Seg::Var(m) => self.append_member(w, s, m),
                 }
             }
-            w.line("return b, nil");
+            return_nil(w);
         });
         w.blank();
+        if let Some(size) = StructPlan::new(&self.input.layout, s).fixed {
+            w.line(format!("// EncodeFixed writes the message's {size} bytes (no fingerprint) at the start of b."));
+            w.block(format!("func (p *{t}) EncodeFixed(b []byte) {{"), "}", |w| {
+                w.line(format!("b = b[:{size}:{size}]"));
+                w.line("o := 0");
+                for m in ms {
+                    put_fixed(w, m);
+                }
+                w.line("_ = o");
+            });
+            w.blank();
+        }
     }
 
     /// Appends a member that is not a run of numbers: strings, structs, and arrays with a variable dimension.
@@ -97,7 +106,11 @@ impl Gen<'_> {
         let what = format!("{}.{}", s.name, m.m.name);
         let dims = m.m.dims.len();
         let mut expr = format!("p.{}", m.field);
-        let bulk = prim_of(m).is_some() && dims > 0;
+        let fixed_struct = match m.elem {
+            Elem::Struct { fixed: Some(size), .. } => Some(size),
+            _ => None,
+        };
+        let bulk = (prim_of(m).is_some() || fixed_struct.is_some()) && dims > 0;
         let loops = if bulk { dims - 1 } else { dims };
         for i in 0..loops {
             w.line(format!("for i{i} := range {expr} {{"));
@@ -119,6 +132,20 @@ impl Gen<'_> {
                     });
                 });
             }
+            (None, Elem::Struct { fixed: Some(size), .. }) if bulk => {
+                if size == 0 {
+                    w.line(format!("_ = {expr}"));
+                } else {
+                    w.block("{", "}", |w| {
+                        w.line("var o int");
+                        w.line(format!("b, o = nerveGrow(b, {size}*len({expr}))"));
+                        w.block(format!("for i := range {expr} {{"), "}", |w| {
+                            w.line(format!("{expr}[i].EncodeFixed(b[o : o+{size}])"));
+                            w.line(format!("o += {size}"));
+                        });
+                    });
+                }
+            }
             (None, Elem::Str) => {
                 w.block(format!("if b, err = nerveAppendString(b, {expr}, \"{what}\"); err != nil {{"), "}", |w| {
                     w.line("return b, err");
@@ -137,9 +164,28 @@ impl Gen<'_> {
     }
 }
 
-/// Writes a fixed-size number member at the running offset `o` of the grown region.
+fn return_nil(w: &mut CodeWriter) {
+    w.line("return b, nil");
+}
+
+/// Writes a fixed-size member at the running offset `o` of the grown region.
 fn put_fixed(w: &mut CodeWriter, m: &M<'_>) {
-    let Some(p) = prim_of(m) else { return };
+    let Some(p) = prim_of(m) else {
+        let Elem::Struct { fixed: Some(size @ 1..), .. } = m.elem else { return };
+        let mut expr = format!("p.{}", m.field);
+        for i in 0..m.m.dims.len() {
+            w.line(format!("for i{i} := range {expr} {{"));
+            w.indent();
+            let _ = write!(expr, "[i{i}]");
+        }
+        w.line(format!("{expr}.EncodeFixed(b[o : o+{size}])"));
+        w.line(format!("o += {size}"));
+        for _ in 0..m.m.dims.len() {
+            w.dedent();
+            w.line("}");
+        }
+        return;
+    };
     let size = p.wire_size().unwrap_or(4);
     let dims = m.m.dims.len();
     if dims == 0 {

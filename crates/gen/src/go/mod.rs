@@ -21,9 +21,11 @@
 //! naming: the fingerprint as a suffix of file and type names (`LidarLidarT_11331655872227436214`) and the
 //! constant `T_Fingerprint` instead of the function. Two more methods are what one type's code calls for another's,
 //! in whatever package: `AppendBinary(b)` (Go's `encoding.BinaryAppender`) and `DecodeBody(data, depth)`, which
-//! decodes a body (no fingerprint) from the front of `data` and says how many bytes it took. lcm-gen's Go backend
-//! crashes on any variable-length array of a primitive and names an undeclared type in arrays of structs; this one
-//! writes what that API would be for every type, including the ones lcm-gen's Go cannot.
+//! decodes a body (no fingerprint) from the front of `data` and says how many bytes it took. A type whose encoded
+//! size is fixed also gets `EncodeFixed(b)` / `DecodeFixed(d)` over exactly its bytes, so arrays of it take one
+//! bounds check. lcm-gen's Go backend crashes on any variable-length array of a primitive and names an undeclared
+//! type in arrays of structs; this one writes what that API would be for every type, including the ones lcm-gen's Go
+//! cannot.
 //!
 //! Names that Go cannot take are [`GenError`]s, not code that does not compile: a package whose Go name is a Go
 //! keyword, a member whose Go name is empty, starts with a digit, repeats another's or a method's (`size` ->
@@ -128,8 +130,18 @@ const FILE_NAMES: &[&str] = &[
 ];
 
 /// The methods every generated type has (a field of the same name would not compile).
-const METHODS: &[&str] =
-    &["Copy", "Encode", "MarshalBinary", "Decode", "UnmarshalBinary", "Size", "AppendBinary", "DecodeBody"];
+const METHODS: &[&str] = &[
+    "Copy",
+    "Encode",
+    "MarshalBinary",
+    "Decode",
+    "UnmarshalBinary",
+    "Size",
+    "AppendBinary",
+    "DecodeBody",
+    "EncodeFixed",
+    "DecodeFixed",
+];
 
 /// Generates one `.go` file per input struct and `nerve_lcm.go` for each Go package.
 pub fn generate(input: &Input<'_>, opts: &crate::Options) -> Result<Vec<GeneratedFile>, GenError> {

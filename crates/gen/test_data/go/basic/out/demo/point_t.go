@@ -57,17 +57,22 @@ func (p *DemoPointT) MarshalBinary() (data []byte, err error) {
 
 // AppendBinary appends the encoded message without its fingerprint to b (encoding.BinaryAppender).
 func (p *DemoPointT) AppendBinary(b []byte) ([]byte, error) {
-	{
-		var o int
-		b, o = nerveGrow(b, 13)
-		for i0 := range p.Position {
-			binary.BigEndian.PutUint32(b[o:], math.Float32bits(p.Position[i0]))
-			o += 4
-		}
-		b[o] = p.Intensity
-		o += 1
-	}
+	b, o := nerveGrow(b, 13)
+	p.EncodeFixed(b[o:])
 	return b, nil
+}
+
+// EncodeFixed writes the message's 13 bytes (no fingerprint) at the start of b.
+func (p *DemoPointT) EncodeFixed(b []byte) {
+	b = b[:13:13]
+	o := 0
+	for i0 := range p.Position {
+		binary.BigEndian.PutUint32(b[o:], math.Float32bits(p.Position[i0]))
+		o += 4
+	}
+	b[o] = p.Intensity
+	o += 1
+	_ = o
 }
 
 // Decode decodes a message (fingerprint & data) from binary form
@@ -98,20 +103,27 @@ func (p *DemoPointT) UnmarshalBinary(data []byte) (err error) {
 	return err
 }
 
-// DecodeBody decodes a message without its fingerprint from the front of d and returns the bytes it
-// took; depth counts the recursive types it is nested in.
-func (p *DemoPointT) DecodeBody(d []byte, depth int) (int, error) {
+// DecodeFixed reads the message from d, which holds its 13 bytes (no fingerprint).
+func (p *DemoPointT) DecodeFixed(d []byte) {
+	d = d[:13:13]
 	o := 0
-	if len(d)-o < 13 {
-		return 0, nerveShort("demo.point_t.position", 13, len(d)-o)
-	}
 	for i := range p.Position {
 		p.Position[i] = math.Float32frombits(binary.BigEndian.Uint32(d[o+4*i:]))
 	}
 	o += 4 * len(p.Position)
 	p.Intensity = d[o]
 	o += 1
-	return o, nil
+	_ = o
+}
+
+// DecodeBody decodes a message without its fingerprint from the front of d and returns the bytes it
+// took; depth counts the recursive types it is nested in.
+func (p *DemoPointT) DecodeBody(d []byte, depth int) (int, error) {
+	if len(d) < 13 {
+		return 0, nerveShort("demo.point_t", 13, len(d))
+	}
+	p.DecodeFixed(d[:13])
+	return 13, nil
 }
 
 // Fingerprint generates the LCM fingerprint value for this message

@@ -98,9 +98,12 @@ func (p *DemoScanT) AppendBinary(b []byte) ([]byte, error) {
 		binary.BigEndian.PutUint32(b[o:], uint32(p.N))
 		o += 4
 	}
-	for i0 := range p.Points {
-		if b, err = p.Points[i0].AppendBinary(b); err != nil {
-			return b, err
+	{
+		var o int
+		b, o = nerveGrow(b, 13*len(p.Points))
+		for i := range p.Points {
+			p.Points[i].EncodeFixed(b[o : o+13])
+			o += 13
 		}
 	}
 	if b, err = nerveAppendString(b, p.Name, "demo.scan_t.name"); err != nil {
@@ -181,11 +184,8 @@ func (p *DemoScanT) DecodeBody(d []byte, depth int) (int, error) {
 		}
 		p.Points = make([]DemoPointT, n0)
 		for i0 := range p.Points {
-			if k, err := p.Points[i0].DecodeBody(d[o:], depth); err != nil {
-				return 0, err
-			} else {
-				o += k
-			}
+			p.Points[i0].DecodeFixed(d[o : o+13])
+			o += 13
 		}
 	}
 	{

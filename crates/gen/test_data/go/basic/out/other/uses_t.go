@@ -70,12 +70,11 @@ func (p *OtherUsesT) AppendBinary(b []byte) ([]byte, error) {
 	}
 	var err error
 	_ = err
-	if b, err = p.P.AppendBinary(b); err != nil {
-		return b, err
-	}
 	{
 		var o int
-		b, o = nerveGrow(b, 1)
+		b, o = nerveGrow(b, 14)
+		p.P.EncodeFixed(b[o : o+13])
+		o += 13
 		b[o] = byte(p.N)
 		o += 1
 	}
@@ -127,13 +126,8 @@ func (p *OtherUsesT) DecodeBody(d []byte, depth int) (int, error) {
 	if len(d)-o < 14 {
 		return 0, nerveShort("other.uses_t.p", 14, len(d)-o)
 	}
-	{
-		if k, err := p.P.DecodeBody(d[o:], depth); err != nil {
-			return 0, err
-		} else {
-			o += k
-		}
-	}
+	p.P.DecodeFixed(d[o : o+13])
+	o += 13
 	p.N = int8(d[o])
 	o += 1
 	{

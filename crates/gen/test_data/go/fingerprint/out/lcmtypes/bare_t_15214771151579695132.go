@@ -55,13 +55,18 @@ func (p *BareT_15214771151579695132) MarshalBinary() (data []byte, err error) {
 
 // AppendBinary appends the encoded message without its fingerprint to b (encoding.BinaryAppender).
 func (p *BareT_15214771151579695132) AppendBinary(b []byte) ([]byte, error) {
-	{
-		var o int
-		b, o = nerveGrow(b, 4)
-		binary.BigEndian.PutUint32(b[o:], uint32(p.X))
-		o += 4
-	}
+	b, o := nerveGrow(b, 4)
+	p.EncodeFixed(b[o:])
 	return b, nil
+}
+
+// EncodeFixed writes the message's 4 bytes (no fingerprint) at the start of b.
+func (p *BareT_15214771151579695132) EncodeFixed(b []byte) {
+	b = b[:4:4]
+	o := 0
+	binary.BigEndian.PutUint32(b[o:], uint32(p.X))
+	o += 4
+	_ = o
 }
 
 // Decode decodes a message (fingerprint & data) from binary form
@@ -92,16 +97,23 @@ func (p *BareT_15214771151579695132) UnmarshalBinary(data []byte) (err error) {
 	return err
 }
 
+// DecodeFixed reads the message from d, which holds its 4 bytes (no fingerprint).
+func (p *BareT_15214771151579695132) DecodeFixed(d []byte) {
+	d = d[:4:4]
+	o := 0
+	p.X = int32(binary.BigEndian.Uint32(d[o:]))
+	o += 4
+	_ = o
+}
+
 // DecodeBody decodes a message without its fingerprint from the front of d and returns the bytes it
 // took; depth counts the recursive types it is nested in.
 func (p *BareT_15214771151579695132) DecodeBody(d []byte, depth int) (int, error) {
-	o := 0
-	if len(d)-o < 4 {
-		return 0, nerveShort("bare_t.x", 4, len(d)-o)
+	if len(d) < 4 {
+		return 0, nerveShort("bare_t", 4, len(d))
 	}
-	p.X = int32(binary.BigEndian.Uint32(d[o:]))
-	o += 4
-	return o, nil
+	p.DecodeFixed(d[:4])
+	return 4, nil
 }
 
 // Size returns the size of this message in bytes
