@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -348,4 +349,35 @@ func TestGoAndRustAndPythonOverShm(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// BenchmarkPublishToChannelShm is one publish on a shm:// bus to its arrival on a Go subscriber's channel, in one
+// process (go test -bench . -run ^$).
+func BenchmarkPublishToChannelShm(b *testing.B) {
+	bus, err := Open("shm://?dir=" + b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bus.Close()
+	sub, err := bus.SubscribeMessages("LAT", 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 64)
+	// The first message also makes the channel: not timed.
+	_ = bus.Publish("LAT", data)
+	<-sub.C
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := bus.Publish("LAT", data); err != nil {
+			b.Fatal(err)
+		}
+		<-sub.C
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 }
