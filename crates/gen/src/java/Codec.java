@@ -2,6 +2,7 @@
 package nerve_lcm;
 
 import java.io.DataInput;
+import java.io.DataOutput;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -31,6 +32,9 @@ public final class Codec {
 
     /** Bytes fetched at most at a time from a plain {@code DataInput}, so a hostile length cannot allocate more. */
     private static final int CHUNK = 1 << 20;
+
+    /** Byte arrays at least this long go straight to the writer's sink. */
+    private static final int DIRECT = 4096;
 
     /** The largest buffer a thread keeps for encoding between messages. */
     private static final int KEEP = 4 << 20;
@@ -241,6 +245,12 @@ public final class Codec {
             pos = p + 8 * n;
         }
 
+        // The quickest way from ASCII bytes to a String (one copy into its compact storage).
+        @SuppressWarnings("deprecation")
+        private static String ascii(byte[] b, int p, int n) {
+            return new String(b, 0, p, n);
+        }
+
         /** A string: its length (counting the terminating zero), its UTF-8 bytes, the zero. */
         public String string() throws IOException {
             int len = i32();
@@ -253,7 +263,7 @@ public final class Codec {
             pos = p + len;
             int i = 0;
             while (i < n && b[p + i] >= 0) i++;
-            if (i == n) return new String(b, p, n, StandardCharsets.ISO_8859_1);
+            if (i == n) return ascii(b, p, n);
             try {
                 CharBuffer c = StandardCharsets.UTF_8.newDecoder()
                         .onMalformedInput(CodingErrorAction.REPORT)
@@ -268,6 +278,8 @@ public final class Codec {
 
     /** Collects one message's bytes, then hands them to a {@code DataOutput} in one write. */
     public static final class Writer {
+        /** Where big byte arrays go straight to, after the bytes collected before them (null: collect all). */
+        public DataOutput sink;
         /** The bytes written so far, from 0 to {@code pos}. */
         public byte[] buf;
         /** The same bytes, for big-endian stores. */
@@ -298,9 +310,16 @@ public final class Codec {
             bb = ByteBuffer.wrap(b);
         }
 
+        /** Writes what was collected to the sink. */
+        public void flush() throws IOException {
+            sink.write(buf, 0, pos);
+            pos = 0;
+        }
+
         /** Makes the writer available again (in a finally block after encoding). */
         public void release() {
             busy = false;
+            sink = null;
             pos = 0;
             if (buf.length > KEEP) {
                 buf = new byte[256];
@@ -321,9 +340,15 @@ public final class Codec {
 
         // Arrays: the first n items of a, as lcm-gen's loops write them (none when n is not positive).
 
-        public void i8s(byte[] a, long n) {
+        public void i8s(byte[] a, long n) throws IOException {
             if (n <= 0) return;
             int k = len(a.length, n);
+            if (k >= DIRECT && sink != null) {
+                // One copy instead of two: what came before, then the array itself.
+                flush();
+                sink.write(a, 0, k);
+                return;
+            }
             need(k);
             System.arraycopy(a, 0, buf, pos, k);
             pos += k;

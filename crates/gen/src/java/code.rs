@@ -124,10 +124,7 @@ impl Gen<'_> {
                 MemberType::Primitive(Primitive::String) => w.line(format!("{this} = _r.string();")),
                 MemberType::Primitive(p) => w.line(format!("{this} = _r.{}u();", kind(*p))),
                 MemberType::Enum(_) => w.line(format!("{this} = new {elem}(_r.i32u());")),
-                MemberType::Struct(_) => {
-                    w.line(format!("{this} = new {elem}();"));
-                    w.line(format!("{this}._nerveDecode(_r);"))
-                }
+                MemberType::Struct(_) => w.line(format!("{this} = {elem}._nerveDecodeFactory(_r);")),
             };
             return;
         }
@@ -155,11 +152,7 @@ impl Gen<'_> {
                 w.line(format!("for (int _j = 0; _j < {last}; _j++) {row}[_j] = new {elem}(_r.i32u());"));
             }
             MemberType::Struct(_) => {
-                w.block(format!("for (int _j = 0; _j < {last}; _j++) {{"), "}", |w| {
-                    w.line(format!("{elem} _o = new {elem}();"));
-                    w.line("_o._nerveDecode(_r);");
-                    w.line(format!("{row}[_j] = _o;"));
-                });
+                w.line(format!("for (int _j = 0; _j < {last}; _j++) {row}[_j] = {elem}._nerveDecodeFactory(_r);"));
             }
         }
         close_loops(w, k - 1);

@@ -335,8 +335,9 @@ impl<'a> Gen<'a> {
             w.block("try {", "}", |w| {
                 w.line("_w.need(8);");
                 w.line("_w.i64u(LCM_FINGERPRINT);");
+                w.line("_w.sink = outs;");
                 w.line("_nerveEncode(_w);");
-                w.line("outs.write(_w.buf, 0, _w.pos);");
+                w.line("_w.flush();");
             });
             w.block("finally {", "}", |w| {
                 w.line("_w.release();");
@@ -346,15 +347,16 @@ impl<'a> Gen<'a> {
         method(w, "public void _encodeRecursive(java.io.DataOutput outs) throws java.io.IOException", |w| {
             w.line("nerve_lcm.Codec.Writer _w = nerve_lcm.Codec.writer();");
             w.block("try {", "}", |w| {
+                w.line("_w.sink = outs;");
                 w.line("_nerveEncode(_w);");
-                w.line("outs.write(_w.buf, 0, _w.pos);");
+                w.line("_w.flush();");
             });
             w.block("finally {", "}", |w| {
                 w.line("_w.release();");
             });
         });
         w.blank();
-        method(w, "public void _nerveEncode(nerve_lcm.Codec.Writer _w)", |w| {
+        method(w, "public void _nerveEncode(nerve_lcm.Codec.Writer _w) throws java.io.IOException", |w| {
             self.encode_body(w, s, plan);
         });
     }
@@ -389,6 +391,19 @@ impl<'a> Gen<'a> {
             w.line("_nerveDecode(_r);");
             w.line("_r.finish();");
         });
+        w.blank();
+        // Decodes without the fixed-size arrays the public constructor allocates (decoding replaces them).
+        method(w, format!("private {name}(nerve_lcm.Codec.Reader _r) throws java.io.IOException"), |w| {
+            w.line("_nerveDecode(_r);");
+        });
+        w.blank();
+        method(
+            w,
+            format!("public static {me} _nerveDecodeFactory(nerve_lcm.Codec.Reader _r) throws java.io.IOException"),
+            |w| {
+                w.line(format!("return new {me}(_r);"));
+            },
+        );
         w.blank();
         method(w, "public void _nerveDecode(nerve_lcm.Codec.Reader _r) throws java.io.IOException", |w| {
             if self.recursive.contains(&s.name) {

@@ -39,8 +39,9 @@ public final class node_t implements lcm.lcm.LCMEncodable
         try {
             _w.need(8);
             _w.i64u(LCM_FINGERPRINT);
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
@@ -51,15 +52,16 @@ public final class node_t implements lcm.lcm.LCMEncodable
     {
         nerve_lcm.Codec.Writer _w = nerve_lcm.Codec.writer();
         try {
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
         }
     }
 
-    public void _nerveEncode(nerve_lcm.Codec.Writer _w)
+    public void _nerveEncode(nerve_lcm.Codec.Writer _w) throws java.io.IOException
     {
         _w.need(4);
         _w.i32u(this.n);
@@ -95,6 +97,16 @@ public final class node_t implements lcm.lcm.LCMEncodable
         _r.finish();
     }
 
+    private node_t(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        _nerveDecode(_r);
+    }
+
+    public static demo.node_t _nerveDecodeFactory(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        return new demo.node_t(_r);
+    }
+
     public void _nerveDecode(nerve_lcm.Codec.Reader _r) throws java.io.IOException
     {
         _r.enter();
@@ -102,11 +114,7 @@ public final class node_t implements lcm.lcm.LCMEncodable
         this.n = _r.i32u();
         _r.count(this.n, 4);
         this.children = new demo.node_t[(int) this.n];
-        for (int _j = 0; _j < (int) this.n; _j++) {
-            demo.node_t _o = new demo.node_t();
-            _o._nerveDecode(_r);
-            this.children[_j] = _o;
-        }
+        for (int _j = 0; _j < (int) this.n; _j++) this.children[_j] = demo.node_t._nerveDecodeFactory(_r);
         _r.leave();
     }
 

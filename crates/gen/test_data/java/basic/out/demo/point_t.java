@@ -39,8 +39,9 @@ public final class point_t implements lcm.lcm.LCMEncodable
         try {
             _w.need(8);
             _w.i64u(LCM_FINGERPRINT);
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
@@ -51,15 +52,16 @@ public final class point_t implements lcm.lcm.LCMEncodable
     {
         nerve_lcm.Codec.Writer _w = nerve_lcm.Codec.writer();
         try {
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
         }
     }
 
-    public void _nerveEncode(nerve_lcm.Codec.Writer _w)
+    public void _nerveEncode(nerve_lcm.Codec.Writer _w) throws java.io.IOException
     {
         _w.need(13);
         _w.f32s(this.position, 3);
@@ -93,6 +95,16 @@ public final class point_t implements lcm.lcm.LCMEncodable
         nerve_lcm.Codec.Reader _r = nerve_lcm.Codec.Reader.of(ins);
         _nerveDecode(_r);
         _r.finish();
+    }
+
+    private point_t(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        _nerveDecode(_r);
+    }
+
+    public static demo.point_t _nerveDecodeFactory(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        return new demo.point_t(_r);
     }
 
     public void _nerveDecode(nerve_lcm.Codec.Reader _r) throws java.io.IOException

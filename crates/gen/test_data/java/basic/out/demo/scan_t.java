@@ -56,8 +56,9 @@ public final class scan_t implements lcm.lcm.LCMEncodable
         try {
             _w.need(8);
             _w.i64u(LCM_FINGERPRINT);
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
@@ -68,15 +69,16 @@ public final class scan_t implements lcm.lcm.LCMEncodable
     {
         nerve_lcm.Codec.Writer _w = nerve_lcm.Codec.writer();
         try {
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
         }
     }
 
-    public void _nerveEncode(nerve_lcm.Codec.Writer _w)
+    public void _nerveEncode(nerve_lcm.Codec.Writer _w) throws java.io.IOException
     {
         _w.need(12);
         _w.i64u(this.utime);
@@ -122,6 +124,16 @@ public final class scan_t implements lcm.lcm.LCMEncodable
         _r.finish();
     }
 
+    private scan_t(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        _nerveDecode(_r);
+    }
+
+    public static demo.scan_t _nerveDecodeFactory(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        return new demo.scan_t(_r);
+    }
+
     public void _nerveDecode(nerve_lcm.Codec.Reader _r) throws java.io.IOException
     {
         _r.need(12);
@@ -129,11 +141,7 @@ public final class scan_t implements lcm.lcm.LCMEncodable
         this.n = _r.i32u();
         _r.count(this.n, 13);
         this.points = new demo.point_t[(int) this.n];
-        for (int _j = 0; _j < (int) this.n; _j++) {
-            demo.point_t _o = new demo.point_t();
-            _o._nerveDecode(_r);
-            this.points[_j] = _o;
-        }
+        for (int _j = 0; _j < (int) this.n; _j++) this.points[_j] = demo.point_t._nerveDecodeFactory(_r);
         this.name = _r.string();
         _r.need(2);
         this.nrows = _r.i16u();

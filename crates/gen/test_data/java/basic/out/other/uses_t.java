@@ -42,8 +42,9 @@ public final class uses_t implements lcm.lcm.LCMEncodable
         try {
             _w.need(8);
             _w.i64u(LCM_FINGERPRINT);
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
@@ -54,15 +55,16 @@ public final class uses_t implements lcm.lcm.LCMEncodable
     {
         nerve_lcm.Codec.Writer _w = nerve_lcm.Codec.writer();
         try {
+            _w.sink = outs;
             _nerveEncode(_w);
-            outs.write(_w.buf, 0, _w.pos);
+            _w.flush();
         }
         finally {
             _w.release();
         }
     }
 
-    public void _nerveEncode(nerve_lcm.Codec.Writer _w)
+    public void _nerveEncode(nerve_lcm.Codec.Writer _w) throws java.io.IOException
     {
         _w.need(14);
         this.p._nerveEncode(_w);
@@ -100,19 +102,24 @@ public final class uses_t implements lcm.lcm.LCMEncodable
         _r.finish();
     }
 
+    private uses_t(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        _nerveDecode(_r);
+    }
+
+    public static other.uses_t _nerveDecodeFactory(nerve_lcm.Codec.Reader _r) throws java.io.IOException
+    {
+        return new other.uses_t(_r);
+    }
+
     public void _nerveDecode(nerve_lcm.Codec.Reader _r) throws java.io.IOException
     {
         _r.need(14);
-        this.p = new demo.point_t();
-        this.p._nerveDecode(_r);
+        this.p = demo.point_t._nerveDecodeFactory(_r);
         this.n = _r.i8u();
         _r.count(this.n, 60);
         this.scans = new demo.scan_t[(int) this.n];
-        for (int _j = 0; _j < (int) this.n; _j++) {
-            demo.scan_t _o = new demo.scan_t();
-            _o._nerveDecode(_r);
-            this.scans[_j] = _o;
-        }
+        for (int _j = 0; _j < (int) this.n; _j++) this.scans[_j] = demo.scan_t._nerveDecodeFactory(_r);
         this.names = new String[2];
         for (int _j = 0; _j < 2; _j++) this.names[_j] = _r.string();
     }
