@@ -14,12 +14,10 @@
 use std::io::IoSlice;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::ops::Range;
-use std::os::fd::AsFd;
 
 use crate::error::{on_send_error, Retry, UdpmError, SEND_PAUSE};
 use crate::packet::{self, Plan};
 use crate::sys;
-use nix::libc;
 
 /// A batched send that stopped at one message.
 #[derive(Debug)]
@@ -82,8 +80,7 @@ impl Scratch {
     /// Scratch space for a sender's socket, with `gso` asking the kernel once whether it segments UDP (a kernel
     /// that does not has no UDP_SEGMENT socket option).
     pub(crate) fn for_socket(socket: &UdpSocket, gso: bool) -> Scratch {
-        use nix::sys::socket::{getsockopt, sockopt::UdpGsoSegment};
-        Scratch { no_gso: !gso || getsockopt(socket, UdpGsoSegment).is_err(), ..Scratch::default() }
+        Scratch { no_gso: !gso || !sys::gso_supported(socket), ..Scratch::default() }
     }
 
     /// Sends `messages` (channel, payload) in order, each to the port `port_of` gives for its channel, exactly as
@@ -166,20 +163,14 @@ impl Scratch {
                 });
                 at += count;
             }
-            match sys::sendmmsg(to.socket.as_fd(), &sends) {
+            match sys::sendmmsg(to.socket, &sends) {
                 // The kernel takes at most UIO_MAXIOV at once, and stops early at an error it reports on the next
                 // call (which starts at the first datagram not sent).
                 Ok(n) if n > 0 => done += groups[..n].iter().map(|(count, _)| count).sum::<usize>(),
                 Ok(_) => std::thread::sleep(SEND_PAUSE),
                 // A kernel or a device that cannot segment (EIO: no checksum offload; EINVAL: a segment over the
                 // path's MTU): send one datagram per message from now on.
-                Err(e)
-                    if sends[0].segment.is_some()
-                        && matches!(
-                            e.raw_os_error(),
-                            Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
-                        ) =>
-                {
+                Err(e) if sends[0].segment.is_some() && sys::gso_refused(&e) => {
                     self.no_gso = true;
                 }
                 Err(e) => {

@@ -91,8 +91,8 @@ pub(crate) enum Retry {
 pub(crate) fn on_send_error(e: io::Error, group: Ipv4Addr, dest: SocketAddrV4) -> Retry {
     match e.raw_os_error() {
         _ if e.kind() == io::ErrorKind::Interrupted => Retry::Now,
-        Some(nix::libc::ENOBUFS) | Some(nix::libc::EAGAIN) => Retry::AfterPause,
-        Some(nix::libc::ENETUNREACH) => Retry::Fail(UdpmError::NoRoute { group, source: e }),
+        _ if crate::sys::is_queue_full(&e) => Retry::AfterPause,
+        _ if crate::sys::is_unreachable(&e) => Retry::Fail(UdpmError::NoRoute { group, source: e }),
         _ => Retry::Fail(UdpmError::Io { op: format!("sending to {dest}"), source: e }),
     }
 }

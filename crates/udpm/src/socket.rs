@@ -16,26 +16,18 @@ use crate::error::{io_err, on_send_error, Retry, UdpmError, SEND_PAUSE};
 use crate::packet::{self, Datagram, Malformed, Plan};
 use crate::reassembly::{Reassembler, ReassemblyStats};
 use crate::sequence::Sequences;
+use crate::sys;
 
 /// The IPv4 address of the interface the config names (UNSPECIFIED for the kernel's choice).
 fn interface_addr(iface: &Interface) -> Result<Ipv4Addr, UdpmError> {
     match iface {
         Interface::Default => Ok(Ipv4Addr::UNSPECIFIED),
         Interface::Addr(a) => Ok(*a),
-        Interface::Name(name) => {
-            let addrs = nix::ifaddrs::getifaddrs().map_err(|e| UdpmError::Io {
-                op: "listing network interfaces".into(),
-                source: io::Error::from_raw_os_error(e as i32),
-            })?;
-            for a in addrs {
-                if a.interface_name == *name {
-                    if let Some(sin) = a.address.as_ref().and_then(|s| s.as_sockaddr_in()) {
-                        return Ok(sin.ip());
-                    }
-                }
-            }
-            Err(UdpmError::UnknownInterface { name: name.clone() })
-        }
+        Interface::Name(name) => match sys::interface_by_name(name) {
+            Ok(Some(addr)) => Ok(addr),
+            Ok(None) => Err(UdpmError::UnknownInterface { name: name.clone() }),
+            Err(source) => Err(UdpmError::Io { op: "listing network interfaces".into(), source }),
+        },
     }
 }
 
@@ -244,10 +236,9 @@ impl KernelDrops {
     /// The drops so far, asking the kernel (one system call). A kernel that cannot tell (before Linux 4.18), or a
     /// closed socket, leaves the count where it was.
     pub fn total(&self) -> u64 {
-        use std::os::fd::AsFd;
         let mut seen = self.seen.lock().expect("kernel drops lock");
         let Some(socket) = self.socket.upgrade() else { return seen.1 };
-        if let Ok(now) = crate::sys::socket_drops(socket.as_fd()) {
+        if let Ok(now) = sys::socket_drops(&socket) {
             *seen = (now, seen.1 + u64::from(now.wrapping_sub(seen.0)));
         }
         seen.1
@@ -284,7 +275,7 @@ struct Reads {
 
 /// Most datagrams one read of the socket takes: a burst of this many costs one system call instead of one each
 /// (about a quarter of the kernel's time per datagram on loopback). Each slot is 64 KiB, allocated when first used.
-const MAX_BATCH: usize = crate::sys::MAX_RECV_BATCH;
+const MAX_BATCH: usize = sys::MAX_RECV_BATCH;
 
 /// A slot's size: the largest UDP payload over IPv4 is 65507 bytes.
 const SLOT: usize = 65536;
@@ -317,7 +308,6 @@ impl Reads {
     /// Reads a batch, waiting for its first datagram if `wait` (every earlier datagram must have been taken). A read
     /// that may not wait and finds the socket empty fails with `WouldBlock`, as a single read would.
     fn fill(&mut self, socket: &UdpSocket, wait: bool) -> io::Result<()> {
-        use std::os::fd::AsFd;
         debug_assert!(self.next >= self.got.len(), "a batch read over datagrams not yet absorbed");
         self.room = self.room.clamp(1, MAX_BATCH);
         while self.slots.len() < self.room {
@@ -325,7 +315,7 @@ impl Reads {
         }
         self.got.clear();
         self.next = 0;
-        let read = crate::sys::recvmmsg(socket.as_fd(), &mut self.slots[..self.room], wait, &mut self.got)?;
+        let read = sys::recvmmsg(socket, &mut self.slots[..self.room], wait, &mut self.got)?;
         self.full = read == self.room;
         if self.full {
             self.room *= 2;
@@ -355,28 +345,29 @@ impl Receiver {
     pub fn open_port(config: &Config, port: u16) -> Result<Receiver, UdpmError> {
         let socket =
             Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(io_err("creating a UDP socket"))?;
-        socket.set_reuse_address(true).map_err(io_err("setting SO_REUSEADDR"))?;
+        sys::share_port(&socket).map_err(io_err("sharing the port with other processes"))?;
         let mut rcvbuf = None;
         if let Some(want) = config.recv_buf_size {
             socket.set_recv_buffer_size(want).map_err(io_err("setting SO_RCVBUF"))?;
-            // Linux reports twice what it keeps for data; compare like with like.
-            let granted = socket.recv_buffer_size().map_err(io_err("reading SO_RCVBUF"))? / 2;
+            let granted = sys::granted_rcvbuf(socket.recv_buffer_size().map_err(io_err("reading SO_RCVBUF"))?);
             rcvbuf = Some((want, granted));
             if granted < want && !WARNED_RCVBUF.swap(true, Ordering::Relaxed) {
                 eprintln!(
                     "nerve: udpm: asked for a {want}-byte receive buffer, the kernel granted {granted}; \
-                     large messages may be lost. Raise the limit with: sysctl -w net.core.rmem_max={want}"
+                     large messages may be lost. {}",
+                    sys::rcvbuf_advice(want)
                 );
             }
         }
-        let bind = SocketAddrV4::new(config.group, port);
+        let bind = SocketAddrV4::new(sys::receive_bind_addr(config.group), port);
         socket.bind(&bind.into()).map_err(io_err(format!("binding {bind}")))?;
         let iface = interface_addr(&config.interface)?;
-        socket.join_multicast_v4(&config.group, &iface).map_err(|source| match source.raw_os_error() {
-            Some(nix::libc::ENODEV) | Some(nix::libc::ENETUNREACH) => {
+        socket.join_multicast_v4(&config.group, &iface).map_err(|source| {
+            if sys::is_join_unroutable(&source) {
                 UdpmError::NoRoute { group: config.group, source }
+            } else {
+                UdpmError::Io { op: format!("joining {} on {iface}", config.group), source }
             }
-            _ => UdpmError::Io { op: format!("joining {} on {iface}", config.group), source },
         })?;
         let socket = Arc::new(UdpSocket::from(socket));
         let kernel_drops = Arc::new(KernelDrops { socket: Arc::downgrade(&socket), seen: Mutex::new((0, 0)) });
@@ -555,19 +546,16 @@ impl Receiver {
                 }
             }
             Some(left) => {
-                use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-                use std::os::fd::AsFd;
                 // Round up, so a sub-millisecond remainder still waits instead of spinning.
                 let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-                let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
-                return match poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
-                    Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(false),
-                    Ok(_) => match self.reads.fill(&self.socket, false) {
+                return match sys::wait_readable(&self.socket, ms) {
+                    Ok(false) => Ok(false),
+                    Ok(true) => match self.reads.fill(&self.socket, false) {
                         Ok(()) => Ok(true),
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
                         Err(e) => Err(e),
                     },
-                    Err(e) => Err(io::Error::from(e)),
+                    Err(e) => Err(e),
                 };
             }
         };

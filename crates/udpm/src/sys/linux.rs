@@ -1,10 +1,11 @@
-//! The crate's only unsafe code: `sendmmsg(2)` and `recvmmsg(2)`, which neither std nor socket2 offers (nix's
-//! `sendmmsg` reads uninitialised addresses when asked how many datagrams went out; `recvmmsg` is written the same
-//! way, over the receiver's own slots), and the socket's drop counter (`SO_MEMINFO`, which neither offers either).
+//! Linux's fast paths, and the crate's only unsafe code on Linux: `sendmmsg(2)` and `recvmmsg(2)`, which neither std
+//! nor socket2 offers (nix's `sendmmsg` reads uninitialised addresses when asked how many datagrams went out;
+//! `recvmmsg` is written the same way, over the receiver's own slots), UDP GSO, and the socket's drop counter
+//! (`SO_MEMINFO`, which neither offers either).
 
 use std::io::{self, IoSlice};
-use std::net::SocketAddrV4;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd};
 
 use nix::libc;
 
@@ -38,7 +39,8 @@ struct SegmentCmsg {
 
 /// Sends `sends`, for as many as the kernel takes in one call (at most [`MAX_MMSG`]); returns how many it took, from
 /// the first. An error means the first one was not sent.
-pub(crate) fn sendmmsg(fd: BorrowedFd<'_>, sends: &[Send<'_>]) -> io::Result<usize> {
+pub(crate) fn sendmmsg(socket: &UdpSocket, sends: &[Send<'_>]) -> io::Result<usize> {
+    let fd = socket.as_fd();
     let n = sends.len().min(MAX_MMSG);
     // Made per call: they hold raw pointers into this call's arguments (and so could not live in a `Send` sender).
     // Both are filled before any pointer into them is taken, and never grow after.
@@ -98,11 +100,12 @@ pub(crate) const MAX_RECV_BATCH: usize = 16;
 /// (`MSG_WAITFORONE`). A datagram longer than its slot is cut short: slots of 65536 bytes hold any UDP datagram over
 /// IPv4.
 pub(crate) fn recvmmsg(
-    fd: BorrowedFd<'_>,
+    socket: &UdpSocket,
     slots: &mut [Vec<u8>],
     wait: bool,
     got: &mut Vec<(usize, SocketAddrV4)>,
 ) -> io::Result<usize> {
+    let fd = socket.as_fd();
     let n = slots.len().min(MAX_RECV_BATCH);
     type Headers =
         ([libc::sockaddr_in; MAX_RECV_BATCH], [libc::iovec; MAX_RECV_BATCH], [libc::mmsghdr; MAX_RECV_BATCH]);
@@ -143,7 +146,8 @@ pub(crate) fn recvmmsg(
 /// `SO_MEMINFO`: cumulative since the socket was made, 32 bits, wrapping. Asked when wanted, it costs the receive
 /// path nothing (`SO_RXQ_OVFL` gives the same count as a control message with every datagram: a visible share of a
 /// receive thread's time under load, kernel and parsing together).
-pub(crate) fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u32> {
+pub(crate) fn socket_drops(socket: &UdpSocket) -> io::Result<u32> {
+    let fd = socket.as_fd();
     // Linux 4.18 and later report SK_MEMINFO_VARS = 9 values; older ones fewer, and the length says how many.
     let mut info = [0u32; 9];
     let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
@@ -161,4 +165,36 @@ pub(crate) fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u32> {
         return Err(io::Error::new(io::ErrorKind::Unsupported, "SO_MEMINFO has no SK_MEMINFO_DROPS on this kernel"));
     }
     Ok(info[at])
+}
+
+/// Whether the kernel segments UDP (GSO, Linux 4.18+): a kernel that does not has no UDP_SEGMENT socket option.
+pub(crate) fn gso_supported(socket: &UdpSocket) -> bool {
+    use nix::sys::socket::{getsockopt, sockopt::UdpGsoSegment};
+    getsockopt(socket, UdpGsoSegment).is_ok()
+}
+
+/// Whether a failed segmented send means the kernel or the device cannot segment (EIO: no checksum offload;
+/// EINVAL: a segment over the path's MTU), so the sender should send one datagram per `sendmsg` from then on.
+pub(crate) fn gso_refused(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP))
+}
+
+/// The address a receive socket binds: the group itself, so that the socket gets only that group's datagrams.
+pub(crate) fn receive_bind_addr(group: Ipv4Addr) -> Ipv4Addr {
+    group
+}
+
+/// Lets other processes bind the same group and port (SO_REUSEADDR is enough for multicast on Linux).
+pub(crate) fn share_port(socket: &socket2::Socket) -> io::Result<()> {
+    socket.set_reuse_address(true)
+}
+
+/// The receive buffer granted, from what `SO_RCVBUF` reports: Linux reports twice what it keeps for data.
+pub(crate) fn granted_rcvbuf(reported: usize) -> usize {
+    reported / 2
+}
+
+/// How to raise the receive buffer's limit to `want` bytes.
+pub(crate) fn rcvbuf_advice(want: usize) -> String {
+    format!("Raise the limit with: sysctl -w net.core.rmem_max={want}")
 }
