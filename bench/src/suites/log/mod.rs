@@ -2,13 +2,14 @@
 //!
 //! - **logger keep-up**: a source process publishes 800-byte messages over udpm at the echo suite's highest target
 //!   rate (50 MB/s, 62,500 msg/s) and as fast as it can; `nerve log` and the real `lcm-logger` each record it (one
-//!   at a time); the row counts the messages in the file against those sent.
+//!   at a time), and `nerve log` to MCAP (zstd, then lz4); the row counts the messages in the file against those
+//!   sent, with the file's size and the logger's CPU time per message recorded.
 //! - **player** (`player.rs`): a log of small messages (8-byte payloads) played at `--speed 0` by `nerve play` to
 //!   `memq://` (no transport: the reader and the play loop alone), by `nerve play` to udpm, and by the real
 //!   `lcm-logplayer -s 0` to udpm; messages per second of wall time, process start included; to udpm with nothing
 //!   listening, then with the real `lcm-logger` recording (how many it received).
 //! - **export**: a mixed log (seed types: image_t, laser_t, path_t, lidar_t) exported by `nerve export` to each
-//!   format, in MB of log (input) per second, against copying the same file (page cache, and with fsync: "disk
+//!   format (MCAP with zstd, lz4 and no compression), in MB of log (input) per second, against copying the same file (page cache, and with fsync: "disk
 //!   speed"); the text formats write more bytes than they read, and the row says how many (out MB). Then end to
 //!   end, the process and an fsync of its output: MB of output per second against the disk's write rate for a
 //!   file of that size measured right after (`out/disk`, the bar: at least 0.5, "disk speed within 2x").
@@ -147,6 +148,17 @@ fn count_events(path: &Path, channel: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// CPU seconds (user and system) a process has used so far, from /proc (0 where it cannot be read).
+fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    // Fields after the command name (which may hold spaces, so split after its closing parenthesis).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line: 11 and 12 after the state field.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn sigint(pid: u32) {
     // lcm-logger from the wheel is a Python wrapper around the C program: the child gets the signal first.
     let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
@@ -229,13 +241,15 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
          top target (50 MB/s = {TOP_RATE} msg/s) and as fast as the source publishes"
     ));
     out.text(&format!(
-        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>9}  {}",
+        "{:<14} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>8}  {}",
         "logger",
         "target/s",
         "sent/s",
         "sent",
         "recorded",
         "missed%",
+        "file MB",
+        "cpu us/m",
         "where nerve log says it missed them (its exit report)"
     ));
     let me = match std::env::current_exe() {
@@ -245,19 +259,23 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     let mut port = base_port();
     for rate in [TOP_RATE, 0] {
         let count = if rate > 0 { (rate as f64 * secs) as u64 } else { (150_000.0 * secs) as u64 };
-        for system in ["nerve log", "lcm-logger"] {
+        for system in ["nerve log", "nerve log mcap", "nerve log lz4", "lcm-logger"] {
             port += 1;
             let url = format!("udpm://{GROUP}:{port}?ttl=0&recv_buf_size=2097152");
-            let file = dir.join(format!("keepup-{port}.lcmlog"));
+            let mcap = system.starts_with("nerve log ");
+            let file = dir.join(format!("keepup-{port}.{}", if mcap { "mcap" } else { "lcmlog" }));
             let mut cmd = match system {
-                "nerve log" => match &t.nerve {
+                s if s.starts_with("nerve log") => match &t.nerve {
                     Ok(n) => {
                         let mut c = Command::new(n);
                         c.args(["log", "-q", "-f", "--url", &url]).arg(&file);
+                        if s == "nerve log lz4" {
+                            c.args(["--compression", "lz4"]);
+                        }
                         c
                     }
                     Err(e) => {
-                        out.text(&format!("{system:<12} unavailable: {e}"));
+                        out.text(&format!("{system:<14} unavailable: {e}"));
                         continue;
                     }
                 },
@@ -268,20 +286,22 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                         c
                     }
                     Err(e) => {
-                        out.text(&format!("{system:<12} unavailable: {e}"));
+                        out.text(&format!("{system:<14} unavailable: {e}"));
                         continue;
                     }
                 },
             };
-            let point = (|| -> Result<(u64, f64, u64, String), String> {
+            let point = (|| -> Result<(u64, f64, u64, String, f64, f64), String> {
                 let mut logger =
                     cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("starting: {e}"))?;
                 std::thread::sleep(Duration::from_millis(1000));
+                let cpu0 = cpu_secs(logger.id());
                 let src = Command::new(&me)
                     .args(["log-source", &url, &rate.to_string(), &count.to_string()])
                     .output()
                     .map_err(|e| format!("source: {e}"))?;
                 std::thread::sleep(Duration::from_millis(300));
+                let cpu = cpu_secs(logger.id()) - cpu0;
                 sigint(logger.id());
                 wait_bounded(&mut logger, Duration::from_secs(30))?;
                 let mut said = String::new();
@@ -292,24 +312,36 @@ fn logger_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                 let mut w = text.split_whitespace().skip(1);
                 let sent: u64 = w.next().and_then(|s| s.parse().ok()).ok_or(format!("source said {text:?}"))?;
                 let s: f64 = w.next().and_then(|s| s.parse().ok()).unwrap_or(1.0);
-                let recorded = count_events(&file, CHANNEL)?;
+                let file_mb = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+                let recorded = if mcap {
+                    // The recording as an LCM log again (nerve export), counted as the others are.
+                    let back = file.with_extension("lcmlog");
+                    let n = t.nerve.as_ref().map_err(Clone::clone)?;
+                    timed(Command::new(n).args(["export", "-q", "-f", "--to", "lcm", "-o"]).arg(&back).arg(&file))?;
+                    let r = count_events(&back, CHANNEL);
+                    let _ = std::fs::remove_file(&back);
+                    r?
+                } else {
+                    count_events(&file, CHANNEL)?
+                };
                 let _ = std::fs::remove_file(&file);
-                Ok((sent, sent as f64 / s, recorded, own_report(&said)))
+                Ok((sent, sent as f64 / s, recorded, own_report(&said), file_mb, cpu))
             })();
             let target = if rate > 0 { rate.to_string() } else { "max".into() };
             match point {
-                Ok((sent, per_s, recorded, report)) => {
+                Ok((sent, per_s, recorded, report, file_mb, cpu)) => {
                     let missed = 100.0 * (sent.saturating_sub(recorded)) as f64 / sent.max(1) as f64;
+                    let cpu_us = cpu * 1e6 / recorded.max(1) as f64;
                     out.row(
                         format!(
-                            "{system:<12} {target:>10} {per_s:>10.0} {sent:>10} {recorded:>10} {missed:>9.3}  {report}"
+                            "{system:<14} {target:>10} {per_s:>10.0} {sent:>10} {recorded:>10} {missed:>9.3} {file_mb:>8.1} {cpu_us:>8.2}  {report}"
                         ),
                         json!({"suite": "log", "figure": "logger", "system": system, "target_msgs_per_s": target,
                                "sent_msgs_per_s": per_s, "sent": sent, "recorded": recorded, "missed_pct": missed,
-                               "own_report": report}),
+                               "file_mb": file_mb, "cpu_us_per_msg": cpu_us, "own_report": report}),
                     );
                 }
-                Err(e) => out.text(&format!("{system:<12} {target:>10} failed: {e}")),
+                Err(e) => out.text(&format!("{system:<14} {target:>10} failed: {e}")),
             }
         }
     }
@@ -533,13 +565,21 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
     let types = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("types");
     let mut rows: Vec<(String, Result<Vec<ExportRun>, String>)> =
         vec![("copy (std::fs::copy)".into(), copy_runs), ("copy + fsync (disk speed)".into(), sync_runs)];
-    for (to, extra) in [("lcm", false), ("mcap", true), ("jsonl", true), ("csv", true)] {
+    let formats: [(&str, &[&str], bool); 6] = [
+        ("lcm", &[], false),
+        ("mcap", &[], true),
+        ("mcap", &["--compression", "lz4"], true),
+        ("mcap", &["--compression", "none"], true),
+        ("jsonl", &[], true),
+        ("csv", &[], true),
+    ];
+    for (to, flags, extra) in formats {
         let target = dir.join(format!("out.{to}"));
         let r = match &t.nerve {
             Ok(nv) => (0..reps)
                 .map(|_| {
                     let mut c = Command::new(nv);
-                    c.args(["export", "-q", "--to", to, "-o"]).arg(&target).arg(&file);
+                    c.args(["export", "-q", "--to", to, "-o"]).arg(&target).arg(&file).args(flags);
                     if extra {
                         c.arg("--types").arg(&types);
                     }
@@ -565,7 +605,8 @@ fn export_rows(out: &Out, t: &Tools, dir: &Path, quick: bool) {
                 .collect(),
             Err(e) => Err(e.clone()),
         };
-        rows.push((format!("nerve export --to {to}"), r));
+        let how = flags.last().map_or(String::new(), |c| format!(" {c}"));
+        rows.push((format!("nerve export --to {to}{how}"), r));
     }
     for (name, r) in rows {
         let runs = match r {
