@@ -52,10 +52,16 @@ pub(crate) fn nerve_program() -> Result<Program, String> {
     })
 }
 
+/// The venv that scripts/setup made (the real LCM, the `nerve` package, the Python peers): `NERVE_VENV`, else the one
+/// build.rs found.
+pub(crate) fn venv() -> std::path::PathBuf {
+    std::env::var_os("NERVE_VENV").map(Into::into).unwrap_or_else(|| env!("BENCH_VENV").into())
+}
+
 /// The Python roles (bench/python/roles.py) on the `nerve` package, in the venv's Python; `module` is the bus they
 /// use: `nerve` (nerve.Bus), `nerve.lcm` or `lcm` (the real LCM module).
 pub(crate) fn python_program(module: &str) -> Result<Program, String> {
-    let venv = crate::peers::marshalling::venv();
+    let venv = venv();
     let python = venv.join("bin/python");
     if !python.exists() {
         return Err(format!("{} not found (run scripts/setup)", python.display()));
@@ -92,7 +98,7 @@ pub(crate) fn udp_floor_program() -> Result<Program, String> {
 }
 
 /// A program build.rs compiled: `built` is its path, or "unavailable: reason".
-fn built_program(built: &str, words: [&'static str; 4]) -> Result<Program, String> {
+pub(crate) fn built_program(built: &str, words: [&'static str; 4]) -> Result<Program, String> {
     if let Some(why) = built.strip_prefix("unavailable: ") {
         return Err(why.to_string());
     }

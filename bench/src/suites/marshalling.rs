@@ -14,61 +14,10 @@ use serde_json::json;
 use crate::data::{self, Case};
 use crate::harness::timing::Config;
 use crate::peers::marshalling as systems;
-
-/// The five metrics of PolySync's serialization paper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Metric {
-    /// In-memory form to a preallocated buffer.
-    Encode,
-    /// Buffer to the in-memory form (allocations included, freed after).
-    Decode,
-    /// Decode and sum every numeric value.
-    Full,
-    /// Read msg_info.guid.
-    Fixed,
-    /// Read the middle point's position[1].
-    Var,
-}
-
-/// Every metric, in column order.
-pub const METRICS: [Metric; 5] = [Metric::Encode, Metric::Decode, Metric::Full, Metric::Fixed, Metric::Var];
-
-impl Metric {
-    /// The name in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Encode => "encode",
-            Metric::Decode => "decode",
-            Metric::Full => "full_projection",
-            Metric::Fixed => "fixed_field",
-            Metric::Var => "variable_region",
-        }
-    }
-    fn header(self) -> &'static str {
-        match self {
-            Metric::Encode => "encode",
-            Metric::Decode => "decode",
-            Metric::Full => "full proj.",
-            Metric::Fixed => "fixed field",
-            Metric::Var => "var. region",
-        }
-    }
-    fn from_name(s: &str) -> Option<Metric> {
-        METRICS.into_iter().find(|m| m.name() == s)
-    }
-}
-
-/// One measured cell.
-#[derive(Debug, Clone)]
-pub enum Cell {
-    /// Median nanoseconds per operation.
-    Ns(f64),
-    /// The metric does not apply to this system, and why.
-    Na(String),
-}
+use crate::peers::marshalling::{mismatch, Cell, Metric, METRICS};
 
 /// Every system, in row order.
-pub const SYSTEMS: [&str; 11] = [
+pub const SYSTEMS: [&str; 13] = [
     "nerve-rust",
     "nerve-rust (reuse)",
     "nerve-c",
@@ -80,6 +29,8 @@ pub const SYSTEMS: [&str; 11] = [
     "nerve-python",
     "nerve-python-list",
     "lcm-python",
+    "nerve-java",
+    "lcm-java",
 ];
 
 /// The order the native systems are timed in within a round: each system a bar compares next to what it is compared
@@ -91,13 +42,6 @@ const MEASURE_ORDER: [&str; 8] =
 const REUSE_NOTE: &str =
     "decode only: this row is the allocation-free decode API; encode and views are the normal row's";
 
-/// A verification failure: the bench must not time systems that disagree. Prints and exits with status 3.
-pub fn mismatch(system: &str, case: &str, what: &str) -> ! {
-    let _ = std::io::stdout().flush();
-    eprintln!("nerve-bench marshalling: VERIFICATION FAILED: {system} on {case}: {what}");
-    eprintln!("nerve-bench marshalling: aborting (no figures are printed for systems that disagree)");
-    std::process::exit(3);
-}
 
 /// A Python system's medians by (case, metric), or why it is unavailable.
 type PyResult = Result<BTreeMap<(String, Metric), f64>, String>;
@@ -170,7 +114,8 @@ pub fn run(opts: &Options) -> i32 {
     // system) run at once, each timing one (case, metric) at a time on request, and the requests alternate between
     // them, PY_ROUNDS rounds in a full run: timed one whole run after the other, the processes carried whatever the
     // host was doing at the time, and their ratio moved by 30 % with it.
-    let runs = run_python(&cases, opts.quick, opts.json);
+    let mut runs = run_python(&cases, opts.quick, opts.json);
+    runs.extend(systems::java::run(&cases, opts.quick));
     let mut rounds = Rounds::new();
     for (sys, rs) in &runs {
         for (i, r) in rs.iter().enumerate() {
@@ -202,12 +147,13 @@ pub fn run(opts: &Options) -> i32 {
         }
         for sys in SYSTEMS {
             let r: Outcome = match sys {
-                "nerve-python" | "nerve-python-list" | "lcm-python" => match &py[sys] {
+                "nerve-python" | "nerve-python-list" | "lcm-python" | "nerve-java" | "lcm-java" => match &py[sys] {
                     Err(e) => Err(e.clone()),
                     Ok(m) => Ok(METRICS
                         .iter()
                         .map(|&met| match m.get(&(cname.clone(), met)) {
                             Some(&ns) => (met, Cell::Ns(ns)),
+                            None if sys.ends_with("java") => (met, Cell::Na("not measured for this system".into())),
                             None => (met, Cell::Na("projections are measured on the LiDAR cases only".into())),
                         })
                         .collect()),
@@ -440,7 +386,7 @@ impl PyWorker {
         if status != "ok" {
             return Err(status.to_string());
         }
-        let venv = crate::peers::marshalling::venv();
+        let venv = crate::harness::venv();
         let python = venv.join("bin/python");
         if !python.exists() {
             return Err(format!("unavailable: {} not found (run scripts/setup)", python.display()));
@@ -759,6 +705,19 @@ impl Output {
                 Ok((v, 2.0, "lcm-python decode / nerve-python-list decode (speed-up; the default, list output)".into()))
             })();
             rows.push(Bar::ge("python list decode speed-up".into(), cn, "nerve-python-list", m, r));
+        }
+        // Bar 5: Nerve's generated Java at least as fast as lcm-gen's, both on the JVM in the same run.
+        for c in cases {
+            let cn = c.name();
+            for m in [Metric::Encode, Metric::Decode] {
+                let r = (|| {
+                    get(results, &cn, "nerve-java", m)?;
+                    get(results, &cn, "lcm-java", m)?;
+                    let v = paired(rounds, &cn, [("nerve-java", m), ("lcm-java", m)], |[n, l]| n / l)?;
+                    Ok((v, 1.0, format!("nerve-java {0} / lcm-java {0} (one JVM, lcm.jar's streams)", m.name())))
+                })();
+                rows.push(Bar::le(format!("java {} vs lcm-java", m.name()), &cn, "nerve-java", m, r));
+            }
         }
         // Supplementary: a Python decoder may defer work to the first read (nerve-python's struct arrays do), so the
         // decode row alone can flatter it; decode + read every value (the full projection) cannot.

@@ -4,9 +4,9 @@
 
 use std::ffi::{c_int, c_void, CString};
 
+use super::{mismatch, Cell, Metric};
 use crate::data::{Case, Lidar};
 use crate::harness::timing::{measure, AlignedBuf, Config, INPUT_PHASE, OUTPUT_PHASE};
-use crate::suites::marshalling::{mismatch, Cell, Metric};
 
 /// The glue's functions for one system.
 #[allow(missing_docs)]

@@ -5,9 +5,9 @@ use std::hint::black_box;
 
 use nerve_codec::Message;
 
+use super::{mismatch, Cell, Metric};
 use crate::data::{self, Case};
 use crate::harness::timing::{measure, AlignedBuf, Config, INPUT_PHASE, OUTPUT_PHASE};
-use crate::suites::marshalling::{mismatch, Cell, Metric};
 
 /// The generated code.
 #[allow(missing_docs, dead_code, clippy::all)]

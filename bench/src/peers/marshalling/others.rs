@@ -2,9 +2,9 @@
 
 use std::hint::black_box;
 
+use super::{mismatch, Cell, Metric};
 use crate::data::{self, Case, Lidar};
 use crate::harness::timing::{measure, AlignedBuf, Config, INPUT_PHASE, OUTPUT_PHASE};
-use crate::suites::marshalling::{mismatch, Cell, Metric};
 
 /// The memcpy floor: one copy of the case's LCM-encoded bytes between two warm, reused, aligned buffers (input at
 /// 0, output at 2048 modulo 4096). One measurement, reported as both encode and decode.
