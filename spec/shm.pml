@@ -30,6 +30,10 @@
  *     entries, a data ring of C = 3M cells, messages of 1 or M = 2 cells. A message's content is MSG(seq, len) in
  *     each of its cells, so a torn or misattributed read shows as a cell that is not MSG(want, len). Byte
  *     positions are monotonic counters; position p lives in cell p % C.
+ *   - with BELL, reader 0 waits in a wait set (B-REG at its start, B-WAIT instead of G-WAIT) and every W10 is
+ *     followed by B-RING: the doorbell's ready bit, word and `sleeping`, the channel's registration; the rescue
+ *     timer is SLICE's. One channel, one set: the hints and the bitmap's two levels are one bit (set together by a
+ *     ring, read summary first by the set), which is what the no-lost-wake-up argument is about.
  *   - not modelled: put_utime and origin (stored and loaded like start and len, between the same seqlock accesses,
  *     so the same argument covers them), statistics counters, corrupt files, polling before sleeping.
  *
@@ -132,6 +136,16 @@ bit asleep[NR];        /* the kernel's futex queue: reader r sleeps in futex_wai
 bit pend[NW];
 bit orphan;
 
+#ifdef BELL
+/* ---- wait sets (spec/shm-protocol.md, "Wait sets"): reader 0 sleeps on its doorbell instead of the channel's
+   futex word. The doorbell file and the channel's registration slot, for one set and one channel: ---- */
+bit breg;              /* the set's registration in the channel header (a bell_slots entry and its bell_mask bit) */
+bit bready;            /* the doorbell's ready bit for this channel (with its summary bit: set together, read in
+                          the order summary then word, so one bit here) */
+bit bsleeping;         /* the doorbell's `sleeping` */
+byte bw0;              /* like w0st: 0, W0SAME = the doorbell word still holds the w0 the set read, W0CHANGED */
+#endif
+
 #define NEWEST_OK (newest == 0 || \
     (idx_seq[E(newest)] == newest && tail <= idx_start[E(newest)] && \
      data[idx_start[E(newest)] % C] == MSG(newest, idx_len[E(newest)]) && \
@@ -157,7 +171,14 @@ bit orphan;
 
 /* W10 (and REC's wake): wake.fetch_add(1, SeqCst); if waiters.load(SeqCst) > 0: futex_wake(wake, all) */
 #define PEND_TAKE pend[me] = pend[me] || orphan; orphan = 0
-#if NR == 1
+#if defined(BELL) && NR == 1
+#define FUTEX_WAKE_ALL skip          /* reader 0 sleeps on its doorbell, not on the channel's word */
+#define WAKE_ADD if :: w0st[0] == W0SAME -> w0st[0] = W0CHANGED :: else fi
+#elif defined(BELL)
+#define FUTEX_WAKE_ALL asleep[1] = 0
+#define WAKE_ADD if :: w0st[0] == W0SAME -> w0st[0] = W0CHANGED :: else fi; \
+                 if :: w0st[1] == W0SAME -> w0st[1] = W0CHANGED :: else fi
+#elif NR == 1
 #define FUTEX_WAKE_ALL asleep[0] = 0
 #define WAKE_ADD if :: w0st[0] == W0SAME -> w0st[0] = W0CHANGED :: else fi
 #else
@@ -165,9 +186,31 @@ bit orphan;
 #define WAKE_ADD if :: w0st[0] == W0SAME -> w0st[0] = W0CHANGED :: else fi; \
                  if :: w0st[1] == W0SAME -> w0st[1] = W0CHANGED :: else fi
 #endif
+#ifndef BELL
 #define WAKE_READERS \
     ST(WAKE_ADD; PEND_TAKE);                                        /* W10: wake.fetch_add(1, SeqCst) */ \
     ST(if :: waiters > 0 -> FUTEX_WAKE_ALL :: else fi; pend[me] = 0) /* W10: if waiters.load(SeqCst) > 0: futex_wake */
+#else
+/* W10, then B-RING: the put is announced (pend cleared) only once the doorbell is rung too */
+#define WAKE_READERS \
+    ST(WAKE_ADD; PEND_TAKE);                                        /* W10: wake.fetch_add(1, SeqCst) */ \
+    ST(if :: waiters > 0 -> FUTEX_WAKE_ALL :: else fi);             /* W10: if waiters.load(SeqCst) > 0: futex_wake */ \
+    RING_BELL
+#ifdef BUG_NO_RING
+#define RING_BELL ST(pend[me] = 0)                                  /* BUG: B-RING skipped */
+#else
+#define RING_BELL \
+    ST(rg = breg);                                                  /* B-RING: fence(SeqCst); bell_mask, slot loads */ \
+    if \
+    :: rg -> \
+        ST(bready = 1);                                             /* B-RING: ready, summary fetch_or */ \
+        ST(if :: bw0 == W0SAME -> bw0 = W0CHANGED :: else fi);      /* B-RING: word.fetch_add(1) */ \
+        ST(if :: bsleeping -> asleep[0] = 0 :: else fi; pend[me] = 0) /* B-RING: fence; if sleeping: futex_wake */ \
+    :: else -> ST(pend[me] = 0)                                     /* B-RING: no set registered */ \
+    fi; \
+    rg = 0
+#endif
+#endif
 
 /* writer `me` doing `todo` puts; if mortal, it may die at any step, and then restart `lives` times (a new process
    with the same role, which may find the lock owner-dead and run REC, and die again, during REC too) */
@@ -175,6 +218,7 @@ proctype writer(byte me; bool mortal; byte todo; byte lives)
 {
     byte pos, mlen, e;
     bool rec;
+    bit rg;            /* B-RING: the registration the put found */
 
     do
     :: todo > 0 ->
@@ -259,7 +303,7 @@ died:
         if :: lock == me + 1 -> lock = OWNERDEAD :: else fi;
         orphan = orphan || pend[me]; pend[me] = 0;
         if :: lives > 0 -> run writer(me, mortal, todo, lives - 1) :: else fi;   /* restarted: the put is tried again */
-        pos = 0; mlen = 0; e = 0; rec = 0; todo = 0
+        pos = 0; mlen = 0; e = 0; rec = 0; todo = 0; rg = 0
     }
 done:
     skip
@@ -274,9 +318,21 @@ proctype reader(byte me; bool inorder; bool mortal)
     /* across gets */
     byte ret = 0;        /* the last sequence number returned */
     byte missed = 0;     /* in order: how many were missed since the last returned message */
+#ifdef BELL
+    /* B-REG: the set registers on the channel; its first look (the set hands a new channel out at once) is the
+       re-check: the first get below */
+    if
+    :: me == 0 -> ST(breg = 1)                                       /* B-REG: slot, bell_mask bit; fence(SeqCst) */
+    :: else
+    fi;
+#endif
 
     do
-    :: atomic { ret = 0; missed = 0; last[me] = 0; break }   /* the reader closes the channel (and is forgotten) */
+    :: atomic { ret = 0; missed = 0; last[me] = 0;
+#ifdef BELL
+                if :: me == 0 -> breg = 0 :: else fi;                /* B-REG undone: the set removes the channel */
+#endif
+                break }                                              /* the reader closes the channel (and is forgotten) */
     :: skip ->           /* one get */
 G1:     /* G1: n = newest.load(Acquire); anything newer than last? G2: pick want */
         ST(if
@@ -302,6 +358,12 @@ G1:     /* G1: n = newest.load(Acquire); anything newer than last? G2: pick want
         :: goto returned
         :: skip
         fi;
+#ifdef BELL
+        if
+        :: me == 0 -> goto BWAIT                                     /* reader 0 waits in its wait set */
+        :: else
+        fi;
+#endif
         /* G-WAIT (the order of crates/shm: w0, register, re-check, sleep) */
 #ifndef BUG_W0_LATE
         ST(w0st[me] = W0SAME);                                       /* G-WAIT: w0 = wake.load(SeqCst) */
@@ -328,6 +390,34 @@ end_sleep:
         fi;
         ST(waiters--);                                               /* G-WAIT: waiters.fetch_sub(1); go to G1 */
         goto G1;
+
+#ifdef BELL
+BWAIT:  /* B-WAIT (crates/shm WaitSet::wait: take what rang, else w0, sleeping, re-check, sleep) */
+        ST(if :: bready -> bready = 0; goto G1 :: else fi);          /* B-WAIT: summary.swap(0): rung, look again */
+#ifndef BUG_BELL_W0_LATE
+        ST(bw0 = W0SAME);                                            /* B-WAIT: w0 = word.load(SeqCst) */
+#endif
+        ST(bsleeping = 1);                                           /* B-WAIT: sleeping.fetch_add(1); fence(SeqCst) */
+#ifndef BUG_BELL_NO_RECHECK
+        ST(if :: bready -> bsleeping = 0; bw0 = 0; goto G1 :: else fi);  /* B-WAIT: re-check the summary */
+#endif
+#ifdef BUG_BELL_W0_LATE
+        ST(bw0 = W0SAME);                                            /* B-WAIT (BUG: w0 read after the re-check) */
+#endif
+        ST(asleep[me] = (bw0 == W0SAME); bw0 = 0);                   /* B-WAIT: futex_wait(word, w0, rescue) */
+end_bsleep:
+        if
+        :: !asleep[me] -> skip                                       /* B-WAIT: woken by B-RING's futex_wake */
+#if SLICE
+        :: atomic { asleep[me] ->                                    /* B-WAIT: the rescue (or deadline) expires */
+               assert(newest <= last[me] || ANY_PEND);               /* (3) no wake-up lost but to a dead writer */
+               asleep[me] = 0 }
+#endif
+        :: mortal -> goto died
+        fi;
+        ST(bsleeping = 0);                                           /* B-WAIT: sleeping.fetch_sub(1); go to G1 */
+        goto G1;
+#endif
 
 G3:     /* G3: the index entry of want as a seqlock */
         ST(bad = (idx_seq[E(want)] != want));                        /* G3: s1 = e.seq.load(Acquire) */

@@ -262,7 +262,7 @@ impl Channel {
             if remaining.is_zero() || channels.is_empty() {
                 return None;
             }
-            let sleepers = &channels[..channels.len().min(crate::sys::FUTEX_WAITV_MAX)];
+            let sleepers = &channels[..channels.len().min(crate::futex::FUTEX_WAITV_MAX)];
             // G-WAIT for each: read the word, register as a waiter, re-check, then sleep on all words at once.
             let words: Vec<_> = sleepers.iter().map(|(c, _)| c.shared.header().wake.load(Ordering::SeqCst)).collect();
             for (c, _) in sleepers {
@@ -272,7 +272,7 @@ impl Channel {
             if ready().is_none() {
                 let pairs: Vec<_> =
                     sleepers.iter().zip(&words).map(|((c, _), &w)| (&c.shared.header().wake, w)).collect();
-                if crate::sys::futex_waitv(&pairs, slice).is_err() {
+                if crate::futex::futex_waitv(&pairs, slice).is_err() {
                     // No futex_waitv (Linux before 5.16): sleep on the first channel only, briefly.
                     channels[0].0.shared.memory.wait(words[0], slice.min(Duration::from_millis(1)));
                 }
@@ -456,7 +456,7 @@ impl Channel {
         }
         let geometry = Geometry::from_prefix(&path, &prefix[..got], meta.len())?;
         let memory = Memory::open(file, geometry).map_err(|e| ShmError::io(path.clone(), "mmap", e))?;
-        Ok(Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path }) })
+        Ok(Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path, bells: Default::default() }) })
     }
 
     /// Makes the channel, or finds the one already there with the same sizes: `(channel, made_now)`.
@@ -483,7 +483,12 @@ impl Channel {
         let linked = fs::hard_link(&tmp, &path);
         let _ = fs::remove_file(&tmp);
         match linked {
-            Ok(()) => Ok((Channel { shared: Arc::new(Shared { memory, name: name.to_string(), path }) }, true)),
+            Ok(()) => Ok((
+                Channel {
+                    shared: Arc::new(Shared { memory, name: name.to_string(), path, bells: Default::default() }),
+                },
+                true,
+            )),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Ok((Channel::open_path(name, path)?.check_sizes(config)?, false))
             }

@@ -1,7 +1,9 @@
 //! The channel's memory under loom (`--cfg loom`): the header, index and data ring in ordinary heap memory, the data
 //! bytes as atomic words (so loom sees every racing read and write of a frame), the writer lock as loom's mutex, and
 //! a futex wait that is a yield (a spurious wake-up, which the protocol tolerates). `tests/loom.rs` model-checks
-//! the protocol code of `ring` over it.
+//! the protocol code of `ring` over it. A wait set's doorbell file is heap memory too, but its futex is modelled as
+//! the kernel's (a sleep that only a wake ends, with no timeout): a lost wake-up then leaves the model's threads
+//! all blocked, which loom reports.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use std::time::Duration;
 
 use crate::channel::Channel;
 use crate::error::ShmError;
-use crate::layout::{Entry, Geometry, Header, MAGIC, VERSION};
+use crate::layout::{Bell, BellFileHeader, Entry, Geometry, Header, BELLS, BELL_MAGIC, MAGIC, READY_WORDS, VERSION};
 use crate::ring::Shared;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, LoomLockState, Ordering, WriterLock};
 
@@ -64,12 +66,15 @@ impl Memory {
             tail: zero_u64(),
             wake: AtomicU32::new(0),
             waiters: AtomicU32::new(0),
-            _pad_reader: [0; 5],
+            bell_mask: AtomicU32::new(0),
+            _reserved_reader: 0,
+            _pad_reader: [0; 4],
             writer_opens: zero_u64(),
             reader_opens: zero_u64(),
             recoveries: zero_u64(),
             aborted_loans: zero_u64(),
             _pad_stats: [0; 4],
+            bell_slots: std::array::from_fn(|_| zero_u64()),
         };
         let entries = (0..geometry.entries)
             .map(|_| Entry {
@@ -153,6 +158,67 @@ impl Channel {
     pub fn in_memory(frames: u64, frame_size: u64) -> Result<Channel, ShmError> {
         let geometry = Geometry::new(frames, frame_size)?;
         let memory = Memory::new(geometry);
-        Ok(Channel { shared: Arc::new(Shared { memory, name: "loom".into(), path: PathBuf::from("(loom heap)") }) })
+        Ok(Channel {
+            shared: Arc::new(Shared {
+                memory,
+                name: "loom".into(),
+                path: PathBuf::from("(loom heap)"),
+                bells: Default::default(),
+            }),
+        })
+    }
+}
+
+/// A doorbell file on the heap, with the kernel's futex modelled: a wait checks the word and sleeps under one lock,
+/// a wake notifies under it, so a wake between the check and the sleep cannot be lost, as in the kernel.
+pub(crate) struct BellMemory {
+    header: BellFileHeader,
+    bells: Box<[Bell]>,
+    futex: loom::sync::Mutex<()>,
+    sleepers: loom::sync::Condvar,
+}
+
+impl BellMemory {
+    pub(crate) fn new() -> BellMemory {
+        let header = BellFileHeader {
+            magic: BELL_MAGIC,
+            version: VERSION,
+            bells: BELLS as u32,
+            file_size: 0,
+            generation: AtomicU64::new(1),
+            _pad: [0; 4],
+        };
+        let bells = (0..BELLS)
+            .map(|_| Bell {
+                word: AtomicU32::new(0),
+                sleeping: AtomicU32::new(0),
+                generation: zero_u64(),
+                summary: zero_u64(),
+                _pad: [0; 5],
+                ready: std::array::from_fn::<_, READY_WORDS, _>(|_| zero_u64()),
+            })
+            .collect();
+        BellMemory { header, bells, futex: loom::sync::Mutex::new(()), sleepers: loom::sync::Condvar::new() }
+    }
+
+    pub(crate) fn header(&self) -> &BellFileHeader {
+        &self.header
+    }
+
+    pub(crate) fn bell(&self, i: usize) -> &Bell {
+        &self.bells[i % BELLS]
+    }
+
+    /// B-WAIT's futex_wait, without its timeout (see the module doc).
+    pub(crate) fn wait(&self, bell: &Bell, expected: u32, _timeout: Duration) {
+        let guard = self.futex.lock().unwrap();
+        if bell.word.load(Ordering::SeqCst) == expected {
+            drop(self.sleepers.wait(guard).unwrap());
+        }
+    }
+
+    pub(crate) fn wake(&self, _bell: &Bell) {
+        let _guard = self.futex.lock().unwrap();
+        self.sleepers.notify_all();
     }
 }

@@ -11,7 +11,7 @@ use crate::sync::{AtomicI64, AtomicU32, AtomicU64, WriterLock};
 /// The first 8 bytes of every channel file.
 pub const MAGIC: [u8; 8] = *b"NERVESHM";
 /// The layout version this library reads and writes. Any change to the file's layout or protocol bumps it.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// How many bytes of the header are read (with `pread`) and validated before the file is mapped.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) const PREFIX_LEN: usize = 64;
@@ -80,7 +80,11 @@ pub(crate) struct Header {
     pub(crate) wake: AtomicU32,
     /// How many readers are (or were, if killed while waiting) sleeping on `wake`.
     pub(crate) waiters: AtomicU32,
-    pub(crate) _pad_reader: [u64; 5],
+    /// Which of `bell_slots` hold a wait set's registration (bit `i`: slot `i`), read by every put after W10 (B-RING):
+    /// zero, the common case, costs the put one load of a line it touched already.
+    pub(crate) bell_mask: AtomicU32,
+    pub(crate) _reserved_reader: u32,
+    pub(crate) _pad_reader: [u64; 4],
 
     /// Statistics: writers ever made on this channel (cumulative, by any process).
     pub(crate) writer_opens: AtomicU64,
@@ -91,6 +95,10 @@ pub(crate) struct Header {
     /// Statistics: loans dropped without commit.
     pub(crate) aborted_loans: AtomicU64,
     pub(crate) _pad_stats: [u64; 4],
+
+    /// Wait sets sleeping on this channel through their doorbell ([`encode_registration`]; 0: free). Touched by
+    /// a wait set when it adds or removes the channel, and read by a put only when `bell_mask` says one is in use.
+    pub(crate) bell_slots: [AtomicU64; BELL_SLOTS],
 }
 
 /// One index entry: entry `s % N` describes sequence number `s`. It fills a cache line of its own, so a reader
@@ -115,13 +123,86 @@ pub(crate) struct Entry {
 #[cfg(not(loom))]
 const _: () = {
     use std::mem::offset_of;
-    assert!(size_of::<Header>() == 320 && size_of::<WriterLock>() == 8);
+    assert!(size_of::<Header>() == 320 + 8 * BELL_SLOTS && size_of::<WriterLock>() == 8);
     // The prefix, then one cache line each: the writer's, the readers', the statistics.
     assert!(offset_of!(Header, lock) == 128 && offset_of!(Header, data_head) + 8 <= 192);
-    assert!(offset_of!(Header, newest) == 192 && offset_of!(Header, waiters) < 256);
-    assert!(offset_of!(Header, writer_opens) == 256);
+    assert!(offset_of!(Header, newest) == 192 && offset_of!(Header, bell_mask) < 256);
+    assert!(offset_of!(Header, writer_opens) == 256 && offset_of!(Header, bell_slots) == 320);
     assert!(size_of::<Entry>() == 64);
+    assert!(size_of::<BellFileHeader>() == 64 && size_of::<Bell>() == 64 + 8 * READY_WORDS);
 };
+
+/// How many wait sets can register on one channel at once (`Header::bell_slots`); more fall back to sleeping on the
+/// channel's own futex word.
+#[cfg(not(loom))]
+pub(crate) const BELL_SLOTS: usize = 32;
+/// Under loom, fewer (each atomic is a modelled object).
+#[cfg(loom)]
+pub(crate) const BELL_SLOTS: usize = 4;
+
+/// The doorbell file's first 8 bytes.
+pub const BELL_MAGIC: [u8; 8] = *b"NERVEBEL";
+/// The doorbell file of a channel directory: hidden, and without the channel prefix, so listings skip it.
+pub const BELL_FILE: &str = ".nerve-bells";
+/// How many doorbells (wait sets) one directory's doorbell file has.
+#[cfg(not(loom))]
+pub(crate) const BELLS: usize = 256;
+#[cfg(loom)]
+pub(crate) const BELLS: usize = 2;
+/// The words of a doorbell's ready bitmap: `64 * READY_WORDS` hints, one bit each.
+#[cfg(not(loom))]
+pub(crate) const READY_WORDS: usize = 64;
+#[cfg(loom)]
+pub(crate) const READY_WORDS: usize = 2;
+/// How many distinct hints a doorbell has: a wait set's channel `k` rings hint `k % HINTS`.
+pub(crate) const HINTS: usize = 64 * READY_WORDS;
+/// The doorbell file's length: its header and `BELLS` doorbells.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) const BELL_FILE_SIZE: usize = size_of::<BellFileHeader>() + BELLS * size_of::<Bell>();
+
+/// The header of a directory's doorbell file (spec/shm-protocol.md, "Wait sets").
+#[repr(C, align(64))]
+pub(crate) struct BellFileHeader {
+    pub(crate) magic: [u8; 8],
+    pub(crate) version: u32,
+    /// `BELLS`.
+    pub(crate) bells: u32,
+    pub(crate) file_size: u64,
+    /// Generations handed to doorbells as they are claimed: starts at a random value when the file is made, so a
+    /// registration made against another file (or an earlier owner of a doorbell) never matches by chance.
+    pub(crate) generation: AtomicU64,
+    pub(crate) _pad: [u64; 4],
+}
+
+/// One doorbell: the futex word its wait set sleeps on, and which of its channels rang.
+#[repr(C, align(64))]
+pub(crate) struct Bell {
+    /// The futex word: every ring bumps it.
+    pub(crate) word: AtomicU32,
+    /// Non-zero while the owner is about to sleep or sleeping on `word` (a ring then makes the futex call).
+    pub(crate) sleeping: AtomicU32,
+    /// The owner's generation (see `BellFileHeader::generation`); registrations carry it.
+    pub(crate) generation: AtomicU64,
+    /// Bit `w`: `ready[w]` has bits set.
+    pub(crate) summary: AtomicU64,
+    pub(crate) _pad: [u64; 5],
+    /// Bit `h % 64` of word `h / 64`: a channel with hint `h` rang.
+    pub(crate) ready: [AtomicU64; READY_WORDS],
+}
+
+/// A registration in a channel's `bell_slots`: doorbell `bell` of the channel directory's doorbell file, with
+/// `hint` to set when the channel rings, valid while that doorbell's generation is `generation` (44 bits, never 0).
+pub(crate) fn encode_registration(bell: usize, hint: usize, generation: u64) -> u64 {
+    (bell as u64 & 0xff) | ((hint as u64 & 0xfff) << 8) | ((generation & GENERATION_MASK) << 20)
+}
+
+/// `(bell, hint, generation)` of a registration, bounded whatever the word holds (a scribbled one too).
+pub(crate) fn decode_registration(reg: u64) -> (usize, usize, u64) {
+    ((reg & 0xff) as usize % BELLS, ((reg >> 8) & 0xfff) as usize % HINTS, reg >> 20)
+}
+
+/// The bits of a generation a registration keeps.
+pub(crate) const GENERATION_MASK: u64 = (1 << 44) - 1;
 
 /// The sizes of a channel, derived from its configuration or validated from its file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

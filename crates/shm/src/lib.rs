@@ -14,8 +14,46 @@
 //! [`Reader::get_with`] zero-copy through a closure, or [`Reader::view`] zero-copy as a [`View`] to keep) as a
 //! [`GetOutcome`] with [`MessageInfo`] (sequence number, missed count, put time, the writer's origin id).
 //! [`TypedWriter`] and [`TypedReader`] do the same for LCM message types.
-//! [`Channel::stats`], [`Channel::list`], [`Channel::remove`] and [`Channel::set_mode`] serve `nerve chan`;
-//! [`Channel::wait_any`] lets one thread sleep on many channels at once.
+//! [`Channel::stats`], [`Channel::list`], [`Channel::remove`] and [`Channel::set_mode`] serve `nerve chan`, with
+//! the file names of bus channels ([`encode_channel`], [`decode_channel`]) and the sizes and modes of the command
+//! line ([`parse_size`], [`parse_mode`], [`DEFAULT_FRAMES`], [`DEFAULT_FRAME_SIZE`]). A [`WaitSet`] lets one thread
+//! sleep on any number of channels ([`Channel::wait_any`] is its sliced ancestor, for up to 128).
+//!
+//! # Waiting on many channels
+//!
+//! [`WaitSet::new`] (or [`WaitSet::with_mode`]) claims a doorbell in the channel directory; [`WaitSet::add`] takes a
+//! [`Channel`] and returns its key; [`WaitSet::wait`] sleeps (no slice: a put on any member rings the doorbell and
+//! wakes it at once; `Some(timeout)` is honoured) and fills a `Vec` with the keys to read, which the caller reads
+//! with its own [`Reader`]s until they have nothing new (or hands back with [`WaitSet::again`]). [`WaitSet::remove`]
+//! drops a member; [`WaitSet::waker`] gives a [`SetWaker`] that ends a wait from another thread;
+//! [`WaitSet::set_spin`] polls before sleeping; [`WaitSet::rung_channels`] says how many members are woken through
+//! the doorbell, and [`WaitSet::doorbell_error`] why there is no doorbell (the set then sleeps in slices: slower,
+//! still correct). An idle set costs nothing but its thread's sleep, whatever the number of channels; the cost of a
+//! wake-up does not grow with it either.
+//!
+//! ```
+//! # use nerve_shm::{Channel, ChannelConfig, GetOutcome, ReadMode, Wait, WaitSet};
+//! # let dir = tempfile::tempdir().unwrap();
+//! let config = ChannelConfig::new(16, 256).dir(dir.path());
+//! let mut readers = Vec::new();
+//! let mut set = WaitSet::new(Some(dir.path()));
+//! for i in 0..100 {
+//!     let channel = Channel::open_or_create(&format!("joint{i}"), &config)?;
+//!     let key = set.add(&channel);
+//!     assert_eq!(key, readers.len());
+//!     readers.push(channel.reader_after_newest());
+//! }
+//! let mut writer = Channel::open("joint42", Some(dir.path()))?.writer();
+//! writer.put(b"angle=0.5")?;
+//! let (mut ready, mut buf) = (Vec::new(), [0u8; 256]);
+//! set.wait(Some(std::time::Duration::from_secs(5)), &mut ready);
+//! for &key in &ready {
+//!     while let GetOutcome::Message(info) = readers[key].get(&mut buf, ReadMode::Next, Wait::Poll)? {
+//!         assert_eq!((key, &buf[..info.len]), (42, &b"angle=0.5"[..]));
+//!     }
+//! }
+//! # Ok::<(), nerve_shm::ShmError>(())
+//! ```
 //!
 //! ```
 //! use nerve_shm::{Channel, ChannelConfig, GetOutcome, ReadMode, Wait};
@@ -51,7 +89,8 @@
 //! writer sees it dead, takes the lock over and finishes or forgets the dead writer's put, `REC`) and no torn message
 //! visible. Waiting readers sleep on a futex word the writers bump, rather than spinning: on a loaded machine with few
 //! cores a spinning reader steals the writer's CPU. Spinning before sleeping is available ([`Reader::set_spin`])
-//! because waking a sleeping process costs more than a short spin.
+//! because waking a sleeping process costs more than a short spin. A wait set sleeps on its own doorbell word, which
+//! every put on a member rings after waking the channel's own sleepers (spec/shm-protocol.md, "Wait sets").
 //!
 //! # What a reader may hold on to
 //!
@@ -110,19 +149,26 @@
 
 #![deny(missing_docs)]
 
+mod bell;
 mod channel;
 #[cfg(not(loom))]
 mod check;
 mod error;
+#[cfg(not(loom))]
+mod futex;
 #[cfg(loom)]
 mod heap;
 mod layout;
+#[cfg(not(loom))]
+mod lock;
+mod names;
 mod ring;
 mod sync;
 #[cfg(not(loom))]
 mod sys;
 mod typed;
 mod view;
+mod waitset;
 
 #[cfg(loom)]
 use heap as memory;
@@ -134,10 +180,12 @@ pub use channel::{
     FILE_PREFIX,
 };
 pub use error::ShmError;
-pub use layout::{MAGIC, MAX_DATA_BYTES, MAX_FRAMES, MAX_FRAME_SIZE, VERSION};
+pub use layout::{BELL_FILE, BELL_MAGIC, MAGIC, MAX_DATA_BYTES, MAX_FRAMES, MAX_FRAME_SIZE, VERSION};
+pub use names::{decode_channel, encode_channel, parse_mode, parse_size, DEFAULT_FRAMES, DEFAULT_FRAME_SIZE};
 pub use ring::{
     process_origin, GetOutcome, Loan, MessageInfo, ReadMode, Reader, Wait, Writer, LOCK_PATIENCE, RETRY_LIMIT,
     WAIT_SLICE,
 };
 pub use typed::{TypedReader, TypedWriter};
 pub use view::{Overwritten, View};
+pub use waitset::{SetWaker, WaitSet, SET_RESCUE};

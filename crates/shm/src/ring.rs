@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) memory: Memory,
     pub(crate) name: String,
     pub(crate) path: PathBuf,
+    /// The directory's doorbell file, found on the first put that has a wait set's doorbell to ring.
+    pub(crate) bells: crate::bell::Link,
 }
 
 impl Shared {
@@ -121,6 +123,21 @@ impl Shared {
         }
     }
 
+    /// W10, then B-RING: wake the readers sleeping on the channel, then ring the doorbells of the wait sets
+    /// registered on it. After W10's SeqCst increment, so that either this load of `bell_mask` sees a set's
+    /// registration or that set's re-check (B-REG) sees this put.
+    pub(crate) fn announce(&self) {
+        self.wake_readers();
+        // B-RING: a SeqCst fence between this put's stores (W7, W10) and the load of `bell_mask`, paired with the
+        // fence of B-REG between the registration and its re-check: of two such fences one comes first, so either
+        // this load sees the registration or the re-check sees the put (loom checks fences, not SeqCst accesses).
+        fence(Ordering::SeqCst);
+        let mask = self.header().bell_mask.load(Ordering::SeqCst);
+        if mask != 0 {
+            crate::bell::ring(self.header(), &self.bells, &self.path, mask); // B-RING
+        }
+    }
+
     /// REC: the previous holder of the writer lock died holding it. Finish its put if it had completed W6;
     /// otherwise its put never became visible and there is nothing to undo.
     fn recover(&self) {
@@ -140,9 +157,9 @@ impl Shared {
                 h.next_seq.store(next + 1, Ordering::Relaxed);
             }
         }
-        // REC: count the recovery and wake the readers (W10).
+        // REC: count the recovery and wake the readers (W10, B-RING).
         h.recoveries.fetch_add(1, Ordering::Relaxed);
-        self.wake_readers();
+        self.announce();
     }
 }
 
@@ -351,8 +368,8 @@ impl Writer {
         }
         // W9: unlock.
         drop(guard);
-        // W10: wake the readers.
-        shared.wake_readers();
+        // W10: wake the readers; B-RING: ring the wait sets' doorbells.
+        shared.announce();
         slot.seq
     }
 

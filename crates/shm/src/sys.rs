@@ -1,6 +1,6 @@
-//! The only unsafe code of nerve-shm: mapping a channel file (`mmap`), viewing the mapping as the protocol's
-//! [`Header`], index [`Entry`]s and data ring ([`Memory`]), the process-shared writer lock ([`WriterLock`]) with
-//! its liveness byte locks, and the futex calls that put readers and writers to sleep and wake them.
+//! The unsafe code of nerve-shm besides the futex calls (`futex`): mapping a channel file (`mmap`), viewing the
+//! mapping as the protocol's [`Header`], index [`Entry`]s and data ring ([`Memory`]), the liveness byte locks behind
+//! the writer lock ([`WriterLock`], in `lock`), and the doorbell file of wait sets ([`BellMemory`]).
 //!
 //! Unsafe is allowed here because a channel is memory shared with other processes: it has to be reached through raw
 //! pointers, and its liveness locks and wake-ups are kernel calls. Everything above this module (the protocol in
@@ -51,11 +51,13 @@ use std::marker::PhantomData;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::layout::{Entry, Geometry, Header, PREFIX_LEN};
+use crate::futex::{futex_wait, futex_wake};
+use crate::layout::{Bell, BellFileHeader, Entry, Geometry, Header, BELLS, BELL_FILE_SIZE, PREFIX_LEN};
+use crate::lock::{LockFailure, Locked, WriterLock, HOLDER_MASK};
 
 /// How many channel mappings one process can have at once (each needs a slot in the fault table).
 const FAULT_SLOTS: usize = 8192;
@@ -209,119 +211,9 @@ fn register_mapping(start: usize, len: usize) -> io::Result<usize> {
     Err(io::Error::other(format!("more than {FAULT_SLOTS} channel mappings in this process")))
 }
 
-/// The writer lock in the header: one futex word that names its holder, and nothing else.
-///
-/// glibc's robust mutex, which this replaces, keeps its robust-list links (pointers into the locking process) in the
-/// mutex itself, and its unlock writes through them: a process that scribbles over a shared mutex could make another
-/// process write where it chose, and no check before the unlock closes that window. This lock keeps no pointer in the
-/// shared file. Its word holds the holder's id (the low 30 bits; 0: free), [`ABANDONED`] and [`WAITERS`]. A holder
-/// proves it is alive by holding an open-file-description byte lock at `LIVENESS_BASE + id` of the channel file
-/// (taken when its handle first writes): the kernel drops that lock when the process dies, however it dies, so a
-/// writer that finds the lock held for a while asks the kernel (`F_OFD_GETLK`) whether its holder is alive, and if it
-/// is not, takes the lock over and runs `REC` (what `EOWNERDEAD` did). No other lock or library does this for a
-/// process-shared lock without pointers in shared memory, hence the hand-written one.
-///
-/// What it cannot see: a thread that dies holding the lock while its process lives (a Rust thread unwinds and
-/// drops its guard; one cancelled with `pthread_cancel` while it holds a loan does not), and a holder whose open
-/// file description lives on in a child made by `fork` without `exec` (the child keeps the id alive). Both leave the
-/// lock held: other writers get [`LockFailure::TimedOut`] after their patience, never a hang.
-#[repr(C, align(8))] // 8 bytes, so the writer state after it is aligned with no hidden padding.
-pub(crate) struct WriterLock {
-    word: AtomicU32,
-}
-
-/// The holder's id in the lock word (ids are `1..=HOLDER_MASK`; 0 is "free").
-const HOLDER_MASK: u32 = (1 << 30) - 1;
-/// In a free lock word: the last holder left during `REC` without finishing it; the next writer runs `REC` again.
-const ABANDONED: u32 = 1 << 30;
-/// Set by a writer before it sleeps on the word: the unlocking writer must wake one.
-const WAITERS: u32 = 1 << 31;
 /// Where the liveness byte locks start in the channel file: far past the end of any channel (byte-range locks may
 /// lie past the end of a file), with room for every id.
 const LIVENESS_BASE: i64 = 1 << 62;
-/// How long a waiting writer sees the same holder before it first asks whether that holder is alive; the interval
-/// doubles after each answer of "alive", up to [`LIVENESS_CHECK_MAX`], and bounds each sleep on the word.
-const LIVENESS_CHECK_FIRST: Duration = Duration::from_millis(1);
-/// The longest interval between two liveness checks of one holder.
-const LIVENESS_CHECK_MAX: Duration = Duration::from_millis(64);
-
-/// What `WriterLock::lock` found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Locked {
-    /// The lock was free and released normally.
-    Clean,
-    /// Its holder died holding it (or left `REC` unfinished): the state it protects may be half-updated (run `REC`).
-    OwnerDied,
-}
-
-/// Why `WriterLock::lock` failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LockFailure {
-    /// A live holder kept it for longer than the patience (a loan not committed, a stopped process, or a lock word
-    /// overwritten with a live writer's id).
-    TimedOut,
-}
-
-impl WriterLock {
-    /// Takes the lock for the writer handle whose liveness id is `me`, waiting at most `patience`; `alive(id)` says
-    /// whether the handle holding id `id` still exists (only asked about ids other than `me`).
-    pub(crate) fn lock(&self, me: u32, patience: Duration, alive: impl Fn(u32) -> bool) -> Result<Locked, LockFailure> {
-        debug_assert!(me != 0 && me <= HOLDER_MASK);
-        if self.word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-            return Ok(Locked::Clean);
-        }
-        let deadline = Instant::now() + patience;
-        // The holder being watched, since when, and how long to watch before asking whether it is alive.
-        let mut watched = (0, deadline, LIVENESS_CHECK_FIRST);
-        loop {
-            let word = self.word.load(Ordering::Relaxed);
-            let holder = word & HOLDER_MASK;
-            if holder == 0 {
-                // Free. Taken with WAITERS set, as other writers may be sleeping on it too (they set it on the
-                // holder that just left, whose unlock woke only one of them).
-                if self.word.compare_exchange(word, me | WAITERS, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                    return Ok(if word & ABANDONED != 0 { Locked::OwnerDied } else { Locked::Clean });
-                }
-                continue;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(LockFailure::TimedOut);
-            }
-            if holder != watched.0 {
-                watched = (holder, now, LIVENESS_CHECK_FIRST);
-            } else if now.duration_since(watched.1) >= watched.2 && holder != me {
-                // `me` is never asked about: it is a thread of this handle, alive as long as this call runs.
-                if !alive(holder) {
-                    if self.word.compare_exchange(word, me | WAITERS, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                        return Ok(Locked::OwnerDied);
-                    }
-                    continue;
-                }
-                watched = (holder, now, (watched.2 * 2).min(LIVENESS_CHECK_MAX));
-            }
-            if word & WAITERS == 0
-                && self.word.compare_exchange(word, word | WAITERS, Ordering::Relaxed, Ordering::Relaxed).is_err()
-            {
-                continue;
-            }
-            futex_wait(&self.word, word | WAITERS, watched.2.min(deadline - now));
-        }
-    }
-
-    /// Releases the lock; `abandoned`: the holder was running `REC` and did not finish it.
-    pub(crate) fn unlock(&self, abandoned: bool) {
-        let released = if abandoned { ABANDONED } else { 0 };
-        if self.word.swap(released, Ordering::Release) & WAITERS != 0 {
-            futex_wake(&self.word, 1);
-        }
-    }
-
-    /// The holder's id, 0 when free (for a handle that just claimed an id: is a dead holder's word still there?).
-    fn holder(&self) -> u32 {
-        self.word.load(Ordering::Relaxed) & HOLDER_MASK
-    }
-}
 
 /// A writer handle's liveness id: the byte lock at `LIVENESS_BASE + id` of the channel file, held through the
 /// handle's open file description (so for as long as the handle is open, and by nothing else: the lock is
@@ -373,29 +265,6 @@ fn byte_lock(file: &File, cmd: libc::c_int, kind: libc::c_int, id: u32) -> io::R
     Ok(request)
 }
 
-/// Sleeps while `*word == expected`, for at most `timeout` (FUTEX_WAIT, shared: no FUTEX_PRIVATE_FLAG, the word is in
-/// a mapping shared between processes). Returns early on a wake-up, a signal, or when the word already differs.
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: the word is a live, aligned u32 for the duration of the call; the kernel only reads it. The timeout is
-    // relative (FUTEX_WAIT), and the unused arguments are null/0 as FUTEX_WAIT requires. EAGAIN, EINTR and
-    // ETIMEDOUT all mean "look again", so the result is not needed.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-            0usize,
-            0u32,
-        );
-    }
-}
-
 /// CLOCK_REALTIME in microseconds since the Unix epoch (a put's time stamp, W6).
 pub(crate) fn realtime_micros() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -403,14 +272,6 @@ pub(crate) fn realtime_micros() -> i64 {
     // fail with a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec.saturating_mul(1_000_000).saturating_add(ts.tv_nsec / 1_000)
-}
-
-/// Wakes up to `count` processes and threads sleeping on `word`.
-pub(crate) fn futex_wake(word: &AtomicU32, count: i32) {
-    // SAFETY: the word is a live, aligned u32; FUTEX_WAKE does not touch memory beyond looking up its address.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count, 0usize, 0usize, 0u32);
-    }
 }
 
 /// Proof that this thread holds the writer lock; unlocks when dropped (W9). Not `Send`: the lock is recorded as held
@@ -441,66 +302,6 @@ thread_local! {
     /// The channel files (device, inode) whose writer lock this thread holds: taking one again from the same thread
     /// (a second writer while a loan is open) is an error at once rather than a wait that cannot end.
     static HELD_HERE: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// One entry of `futex_waitv`'s array (linux/futex.h `struct futex_waitv`).
-#[repr(C)]
-struct FutexWaitv {
-    val: u64,
-    uaddr: u64,
-    flags: u32,
-    reserved: u32,
-}
-
-/// The most words one `futex_waitv` call takes (linux/futex.h `FUTEX_WAITV_MAX`).
-pub(crate) const FUTEX_WAITV_MAX: usize = 128;
-
-/// Sleeps until one of `words` no longer holds its expected value (checked atomically by the kernel), any of them is
-/// woken, or `timeout` passes: `futex_waitv` (Linux 5.16), shared futexes of 32 bits. `Err` with `ENOSYS` on older
-/// kernels; at most [`FUTEX_WAITV_MAX`] words.
-pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Duration) -> io::Result<()> {
-    const FUTEX2_SIZE_U32: u32 = 0x02;
-    assert!(words.len() <= FUTEX_WAITV_MAX);
-    let waiters: Vec<FutexWaitv> = words
-        .iter()
-        .map(|(word, expected)| FutexWaitv {
-            val: u64::from(*expected),
-            uaddr: word.as_ptr() as u64,
-            flags: FUTEX2_SIZE_U32,
-            reserved: 0,
-        })
-        .collect();
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec into `now`, which is valid for writes.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
-    let deadline = libc::timespec {
-        tv_sec: now.tv_sec.saturating_add(
-            timeout.as_secs().min(i32::MAX as u64) as libc::time_t + (nanos / 1_000_000_000) as libc::time_t,
-        ),
-        tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: `waiters` is a live array of `len` futex_waitv entries whose addresses are live, aligned u32 words (the
-    // caller's borrows outlive the call); the kernel only reads them. The timeout is absolute on CLOCK_MONOTONIC, as
-    // futex_waitv requires; flags are 0.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_futex_waitv,
-            waiters.as_ptr(),
-            waiters.len() as libc::c_uint,
-            0u32,
-            &deadline as *const libc::timespec,
-            libc::CLOCK_MONOTONIC,
-        )
-    };
-    if rc >= 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EAGAIN | libc::ETIMEDOUT | libc::EINTR) => Ok(()),
-        _ => Err(e),
-    }
 }
 
 /// A hint that the line at `addr` is about to be written: fetch it for ownership now. Any address will do (a stale
@@ -759,6 +560,142 @@ impl Drop for Memory {
     }
 }
 
+/// The MAP_SHARED mapping of a channel directory's doorbell file (`layout::BELL_FILE`): its header and its
+/// [`BELLS`] doorbells. Registered with the fault handler like a channel, so a doorbell file truncated under it
+/// reads zeros instead of killing the process ([`BellMemory::damaged`]).
+pub(crate) struct BellMemory {
+    base: NonNull<u8>,
+    file: File,
+    file_id: (u64, u64),
+    fault_slot: usize,
+}
+
+// SAFETY: as for Memory: every field the mapping is read through is an atomic.
+unsafe impl Send for BellMemory {}
+// SAFETY: as above.
+unsafe impl Sync for BellMemory {}
+
+impl BellMemory {
+    /// Maps a doorbell file whose length the caller checked is at least [`BELL_FILE_SIZE`].
+    pub(crate) fn open(file: File) -> io::Result<BellMemory> {
+        let meta = file.metadata()?;
+        if meta.len() < BELL_FILE_SIZE as u64 {
+            return Err(io::Error::other(format!("{} bytes, a doorbell file has {BELL_FILE_SIZE}", meta.len())));
+        }
+        // SAFETY: mapping a file opened read-write, for a length it has; the kernel chooses the address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                BELL_FILE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let unmap = |e: io::Error| {
+            // SAFETY: unmapping the region just mapped, which nothing references yet.
+            unsafe { libc::munmap(p, BELL_FILE_SIZE) };
+            e
+        };
+        let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null")).map_err(unmap)?;
+        let fault_slot = register_mapping(p as usize, BELL_FILE_SIZE).map_err(unmap)?;
+        Ok(BellMemory { base, file, file_id: (meta.dev(), meta.ino()), fault_slot })
+    }
+
+    /// The doorbell file's header.
+    pub(crate) fn header(&self) -> &BellFileHeader {
+        // SAFETY: the mapping is BELL_FILE_SIZE bytes, page-aligned, and lives as long as `self`; BellFileHeader is
+        // repr(C) plain integers and atomics, valid for any bytes (the plain ones are only compared).
+        unsafe { &*self.base.as_ptr().cast::<BellFileHeader>() }
+    }
+
+    /// The header's fixed part as bytes, for validation (magic, version, bells, file size).
+    pub(crate) fn prefix(&self) -> [u8; 24] {
+        let mut out = [0u8; 24];
+        for (i, byte) in out.iter_mut().enumerate() {
+            // SAFETY: inside the mapping; read volatile because other processes may write it (any u8 is valid).
+            *byte = unsafe { std::ptr::read_volatile(self.base.as_ptr().add(i)) };
+        }
+        out
+    }
+
+    /// Writes the fixed part of a new doorbell file's header (nobody else can see the file yet).
+    pub(crate) fn write_prefix(&self, prefix: &[u8; 24]) {
+        // SAFETY: inside the mapping, which only this process can reach (the file has a temporary name).
+        unsafe { std::ptr::copy_nonoverlapping(prefix.as_ptr(), self.base.as_ptr(), prefix.len()) };
+    }
+
+    /// Doorbell `i` (taken modulo [`BELLS`]).
+    pub(crate) fn bell(&self, i: usize) -> &Bell {
+        let offset = size_of::<BellFileHeader>() + (i % BELLS) * size_of::<Bell>();
+        // SAFETY: `offset + size_of::<Bell>() <= BELL_FILE_SIZE`, 64-aligned inside the mapping; Bell is repr(C)
+        // atomics and padding, valid for any bytes.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<Bell>() }
+    }
+
+    /// Whether the doorbell file shrank under this mapping (see [`Memory::damaged`]).
+    pub(crate) fn damaged(&self) -> bool {
+        FAULT_TABLE[self.fault_slot].damaged.load(Ordering::Acquire)
+    }
+
+    /// The (device, inode) of the file mapped.
+    pub(crate) fn file_id(&self) -> (u64, u64) {
+        self.file_id
+    }
+
+    /// B-WAIT: sleeps on doorbell `bell`'s word while it holds `expected`, for at most `timeout`.
+    pub(crate) fn wait(&self, bell: &Bell, expected: u32, timeout: Duration) {
+        futex_wait(&bell.word, expected, timeout)
+    }
+
+    /// B-RING: wakes the owner of `bell` if it sleeps.
+    pub(crate) fn wake(&self, bell: &Bell) {
+        futex_wake(&bell.word, i32::MAX)
+    }
+
+    /// Claims a doorbell no live process holds and this process does not use (`taken`): its liveness byte lock,
+    /// held through this mapping's open file description until [`BellMemory::release`] or the process's death.
+    pub(crate) fn claim(&self, taken: &[bool]) -> io::Result<Option<usize>> {
+        let start = std::process::id() as usize % BELLS;
+        for k in 0..BELLS {
+            let i = (start + k) % BELLS;
+            if taken.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            match byte_lock(&self.file, libc::F_OFD_SETLK, libc::F_WRLCK, i as u32) {
+                Ok(_) => return Ok(Some(i)),
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Gives doorbell `i` back.
+    pub(crate) fn release(&self, i: usize) {
+        let _ = byte_lock(&self.file, libc::F_OFD_SETLK, libc::F_UNLCK, i as u32);
+    }
+
+    /// Whether another open file description (another process) holds doorbell `i`. The caller answers for its own.
+    pub(crate) fn held_elsewhere(&self, i: usize) -> bool {
+        liveness_held(&self.file, i as u32)
+    }
+}
+
+impl Drop for BellMemory {
+    fn drop(&mut self) {
+        FAULT_TABLE[self.fault_slot].start.store(0, Ordering::Release);
+        // SAFETY: unmapping exactly the region mapped in `open`; no reference into it outlives `self`.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), BELL_FILE_SIZE);
+        }
+    }
+}
+
 /// Reserves the file's blocks so a full tmpfs fails here (`ENOSPC`) rather than with a `SIGBUS` on first touch.
 /// Returns `Ok(false)` if the filesystem does not support it (the caller then only sets the length).
 pub(crate) fn allocate(file: &File, len: usize) -> io::Result<bool> {
@@ -774,89 +711,7 @@ pub(crate) fn allocate(file: &File, len: usize) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
-    use std::sync::Arc;
-
-    fn held_by(id: u32) -> WriterLock {
-        WriterLock { word: AtomicU32::new(id) }
-    }
-
-    #[test]
-    fn a_dead_holders_lock_is_taken_over_after_one_liveness_check() {
-        let lock = held_by(77 | WAITERS);
-        let asked = AtomicUsize::new(0);
-        let start = Instant::now();
-        let got = lock.lock(5, Duration::from_secs(5), |id| {
-            assert_eq!(id, 77, "only the holder is asked about");
-            asked.fetch_add(1, Ordering::Relaxed);
-            false
-        });
-        assert_eq!(got, Ok(Locked::OwnerDied));
-        assert_eq!((asked.into_inner(), lock.holder()), (1, 5));
-        assert!(start.elapsed() < Duration::from_secs(1), "took {:?}", start.elapsed());
-    }
-
-    #[test]
-    fn a_live_holder_keeps_it_and_is_asked_about_with_growing_intervals() {
-        let lock = held_by(77);
-        let asked = AtomicUsize::new(0);
-        let start = Instant::now();
-        let got = lock.lock(5, Duration::from_millis(300), |_| {
-            asked.fetch_add(1, Ordering::Relaxed);
-            true
-        });
-        assert_eq!(got, Err(LockFailure::TimedOut));
-        assert!(start.elapsed() >= Duration::from_millis(300));
-        // 1, 2, 4, ... 64, 64 ms apart: about 8 questions in 300 ms, not one per wake-up.
-        let asked = asked.into_inner();
-        assert!((3..=12).contains(&asked), "asked {asked} times");
-        assert_eq!(lock.holder(), 77, "a live holder's lock is never taken");
-    }
-
-    #[test]
-    fn the_own_handles_id_is_never_asked_about() {
-        // Another thread of this handle holds it: it is alive for as long as this handle is.
-        let lock = held_by(5);
-        let got = lock.lock(5, Duration::from_millis(50), |_| panic!("asked about its own id"));
-        assert_eq!(got, Err(LockFailure::TimedOut));
-    }
-
-    #[test]
-    fn an_abandoned_recovery_is_run_again_by_the_next_writer() {
-        let lock = held_by(0);
-        let patience = Duration::from_millis(50);
-        assert_eq!(lock.lock(5, patience, |_| true), Ok(Locked::Clean));
-        lock.unlock(true);
-        assert_eq!(lock.lock(6, patience, |_| true), Ok(Locked::OwnerDied));
-        lock.unlock(false);
-        assert_eq!(lock.lock(7, patience, |_| true), Ok(Locked::Clean));
-        lock.unlock(false);
-        assert_eq!(lock.word.load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn a_waiting_writer_gets_the_lock_when_its_holder_lets_go() {
-        let lock = Arc::new(held_by(0));
-        assert_eq!(lock.lock(5, Duration::from_secs(1), |_| true), Ok(Locked::Clean));
-        let waiters: Vec<_> = (6..9)
-            .map(|me| {
-                let lock = lock.clone();
-                std::thread::spawn(move || {
-                    let got = lock.lock(me, Duration::from_secs(10), |_| true);
-                    lock.unlock(false);
-                    got
-                })
-            })
-            .collect();
-        std::thread::sleep(Duration::from_millis(30));
-        let start = Instant::now();
-        lock.unlock(false);
-        for waiter in waiters {
-            assert_eq!(waiter.join().unwrap(), Ok(Locked::Clean));
-        }
-        assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
-        assert_eq!(lock.word.load(Ordering::Relaxed), 0, "free, with no waiter left behind");
-    }
+    use crate::lock::held_by;
 
     #[test]
     fn liveness_ids_are_unique_per_open_file_and_die_with_it() {

@@ -470,9 +470,9 @@ fn a_corrupt_index_entry_is_an_error_not_an_out_of_bounds_read() {
     let dir = TestDir::new("corrupt");
     let ch = Channel::create("a", &config(&dir, 4, 64)).unwrap();
     ch.writer().put(b"fine").unwrap();
-    // Entry of seq 1 is entry 1: at header (320) + one 64-byte entry; its `len` field is at +16.
+    // Entry of seq 1 is entry 1: at header (576) + one 64-byte entry; its `len` field is at +16.
     let f = OpenOptions::new().write(true).open(ch.path()).unwrap();
-    f.write_all_at(&1_000_000u32.to_ne_bytes(), 320 + 64 + 16).unwrap();
+    f.write_all_at(&1_000_000u32.to_ne_bytes(), 576 + 64 + 16).unwrap();
     let mut buf = [0u8; 64];
     let err = ch.reader().get(&mut buf, ReadMode::Next, Wait::Poll).unwrap_err();
     assert!(matches!(err, ShmError::Corrupt { .. }), "{err}");

@@ -191,7 +191,7 @@ fn act(dir: &Path, spare: &Path, ch: u64, rng: &mut Rng) -> &'static str {
                 let (at, n) = match rng.below(5) {
                     0 => (rng.below(8), 1),
                     1 => (64 + rng.below(256), 1 + rng.below(16)),
-                    2 => (320 + rng.below(FRAMES * 64), 1 + rng.below(64)),
+                    2 => (576 + rng.below(FRAMES * 64), 1 + rng.below(64)),
                     3 => (len.saturating_sub(FRAMES * FRAME_SIZE) + rng.below(FRAMES * FRAME_SIZE), 1 + rng.below(64)),
                     _ => (64 + rng.below(len.saturating_sub(64).max(1)), 1 + rng.below(8)),
                 };

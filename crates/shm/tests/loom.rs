@@ -157,3 +157,33 @@ fn a_writer_that_dies_at_any_step_is_recovered_by_the_next() {
         });
     }
 }
+
+/// B-REG, B-RING and B-WAIT: a wait set that adds a channel while a writer puts on it, and then sleeps with no
+/// deadline, is handed the channel's key and gets the message; the doorbell's futex is modelled as the kernel's (no
+/// timeout, no spurious wake-up), so a lost wake-up would leave the waiter blocked forever, which loom reports.
+#[test]
+fn a_wait_set_that_registers_while_a_writer_puts_is_never_left_asleep() {
+    loom::model(|| {
+        let quiet = Channel::in_memory(2, 16).unwrap();
+        let ch = Channel::in_memory(2, 16).unwrap();
+        let mut w = ch.writer();
+        let mut reader = Checked::new(ch.reader_after_newest());
+        let (quiet2, ch2) = (quiet.clone(), ch.clone());
+        let waiter = thread::spawn(move || {
+            let mut set = nerve_shm::WaitSet::in_memory();
+            set.add(&quiet2);
+            let key = set.add(&ch2);
+            let mut ready = Vec::new();
+            loop {
+                if ready.contains(&key) {
+                    if let Some((info, _)) = reader.poll(ReadMode::Next) {
+                        return info.seq;
+                    }
+                }
+                set.wait(None, &mut ready);
+            }
+        });
+        w.put(&message(1, 0)).unwrap();
+        assert_eq!(waiter.join().unwrap(), 1);
+    });
+}

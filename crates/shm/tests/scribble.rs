@@ -41,11 +41,11 @@ fn scribble_child() {
     };
     let end = Instant::now() + SCRIBBLING;
     while Instant::now() < end {
-        // A third each: the header (320 bytes), the index, the data ring.
-        let index_end = 320 + FRAMES * 64;
+        // A third each: the header (576 bytes), the index, the data ring.
+        let index_end = 576 + FRAMES * 64;
         let at = match next() % 3 {
-            0 => next() % 320,
-            1 => 320 + next() % (FRAMES * 64),
+            0 => next() % 576,
+            1 => 576 + next() % (FRAMES * 64),
             _ => index_end + next() % (len - index_end),
         };
         let bytes: Vec<u8> = (0..1 + next() % 12).map(|_| next() as u8).collect();
@@ -229,8 +229,8 @@ fn a_reader_skips_and_counts_a_frame_whose_bytes_fail_their_checksum() {
     // Flip one byte of the first frame (the data ring starts after the header and 4 index entries).
     let file = std::fs::OpenOptions::new().read(true).write(true).open(dir.path().join("nerve-c")).unwrap();
     let mut byte = [0u8];
-    file.read_exact_at(&mut byte, 320 + 4 * 64 + 20).unwrap();
-    file.write_at(&[byte[0] ^ 1], 320 + 4 * 64 + 20).unwrap();
+    file.read_exact_at(&mut byte, 576 + 4 * 64 + 20).unwrap();
+    file.write_at(&[byte[0] ^ 1], 576 + 4 * 64 + 20).unwrap();
     assert!(channel.check().is_err(), "the checksum mismatch is damage");
     let mut buf = [0u8; 64];
     let info = reader.get(&mut buf, ReadMode::Next, Wait::Poll).unwrap().message().unwrap();
