@@ -27,6 +27,10 @@ import lcm.logging.Log;
  *                             LOG_IN with lcm.logging.Log ("-": none), write LOG_OUT, then try each misuse
  *   peer OUT IN COUNT         subscribe to IN_*, say READY, wait for a line on stdin, publish COUNT laser_t and
  *                             path_t on OUT_LASER / OUT_PATH, and wait for COUNT of each from IN
+ *   echo-server               publish every message of ECHO_REQ back on ECHO_RSP (until killed)
+ *   echo-client RATE SECONDS SIZE
+ *                             publish SIZE-byte requests at RATE a second for SECONDS, and print how many came back
+ *                             and the median round trip (LCM's paper's echo test)
  * </pre>
  *
  * Message i of each type has values computed from i (laser(i), path(i)); every received one is checked against
@@ -126,8 +130,13 @@ public class LcmPeer {
             selftest(args[1], args[2]);
         } else if (args.length == 4 && args[0].equals("peer")) {
             peer(args[1], args[2], Integer.parseInt(args[3]));
+        } else if (args.length == 1 && args[0].equals("echo-server")) {
+            echoServer();
+        } else if (args.length == 4 && args[0].equals("echo-client")) {
+            echoClient(Integer.parseInt(args[1]), Double.parseDouble(args[2]), Integer.parseInt(args[3]));
         } else {
-            System.err.println("usage: LcmPeer selftest LOG_IN LOG_OUT | peer OUT IN COUNT");
+            System.err.println("usage: LcmPeer selftest LOG_IN LOG_OUT | peer OUT IN COUNT | echo-server"
+                    + " | echo-client RATE SECONDS SIZE");
             System.exit(2);
         }
     }
@@ -151,6 +160,82 @@ public class LcmPeer {
         boolean ok = checker.await(count, 20000);
         System.out.println("PEER " + (ok ? "OK" : "FAILED") + " got " + checker.got.size() + " bad " + checker.bad);
         System.exit(ok ? 0 : 1);
+    }
+
+    static void echoServer() throws Exception {
+        LCM lcm = LCM.getSingleton();
+        lcm.subscribe("ECHO_REQ", new LCMSubscriber() {
+            public void messageReceived(LCM l, String channel, LCMDataInputStream ins) {
+                try {
+                    l.publish("ECHO_RSP", ins.getBuffer(), ins.getBufferOffset(), ins.available());
+                } catch (IOException e) {
+                    System.out.println("ECHO publish failed: " + e);
+                }
+            }
+        });
+        System.out.println("READY");
+        System.out.flush();
+        while (true) {
+            Thread.sleep(1000);
+        }
+    }
+
+    static void echoClient(int rate, double seconds, int size) throws Exception {
+        LCM lcm = LCM.getSingleton();
+        final int count = (int) (rate * seconds);
+        final long[] rtt = new long[count];
+        final int[] got = {0};
+        lcm.subscribe("ECHO_RSP", new LCMSubscriber() {
+            public void messageReceived(LCM l, String channel, LCMDataInputStream ins) {
+                try {
+                    int seq = ins.readInt();
+                    long sent = ins.readLong();
+                    if (seq >= 0 && seq < count && rtt[seq] == 0) {
+                        rtt[seq] = System.nanoTime() - sent;
+                        synchronized (got) {
+                            got[0]++;
+                        }
+                    }
+                } catch (IOException e) {
+                    System.out.println("ECHO bad reply: " + e);
+                }
+            }
+        });
+        byte[] buf = new byte[Math.max(size, 12)];
+        long period = 1000000000L / rate;
+        long start = System.nanoTime();
+        for (int i = 0; i < count; i++) {
+            long slot = start + i * period;
+            while (System.nanoTime() < slot) {
+                java.util.concurrent.locks.LockSupport.parkNanos(Math.min(slot - System.nanoTime(), 200000));
+            }
+            lcm.publish("ECHO_REQ", encodeRequest(buf, i, System.nanoTime()), 0, buf.length);
+        }
+        Thread.sleep(500); // the last replies
+        long[] done;
+        synchronized (got) {
+            done = new long[got[0]];
+        }
+        int n = 0;
+        for (long r : rtt) {
+            if (r != 0 && n < done.length) {
+                done[n++] = r;
+            }
+        }
+        Arrays.sort(done, 0, n);
+        System.out.println("ECHO rate " + rate + " sent " + count + " got " + n + " p50_us "
+                + (n == 0 ? -1 : done[n / 2] / 1000));
+        System.exit(0);
+    }
+
+    static byte[] encodeRequest(byte[] buf, int seq, long now) {
+        for (int k = 0; k < 4; k++) {
+            buf[k] = (byte) (seq >>> (24 - 8 * k));
+        }
+        for (int k = 0; k < 8; k++) {
+            buf[4 + k] = (byte) (now >>> (56 - 8 * k));
+        }
+        return buf;
     }
 
     static void selftest(String logIn, String logOut) throws Exception {
