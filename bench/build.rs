@@ -7,7 +7,10 @@
 //! - nerve-python / lcm-python: `nerve_gen::python::generate` (with `--python-numpy`) and `lcm-gen -p` into
 //!   `$OUT_DIR/{nerve,lcm}_py/`; nerve-python-list: `nerve_gen::python::generate`'s default (lists, lcm-gen's
 //!   drop-in) into `$OUT_DIR/nerve_py_list/`;
-//! - flatbuffers: `flatc --rust` on `fbs/marshalling.fbs`.
+//! - flatbuffers: `flatc --rust` on `fbs/marshalling.fbs`;
+//! - nerve-java / lcm-java: `nerve_gen::java::generate` and `lcm-gen -j` under the package prefixes `nervegen` and
+//!   `lcmgen`, with `java/Marshalling.java`, compiled in one `javac --release 8` against the wheel's lcm.jar into
+//!   `$OUT_DIR/java/classes` (`BENCH_JAVA_CP` is the class path).
 //!
 //! A system that cannot be built (its generator has not landed, a tool is missing) does not fail the build: the
 //! reason goes into an environment variable `BENCH_STATUS_<SYSTEM>` that the bench prints as "unavailable: reason",
@@ -18,7 +21,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SYSTEMS: &[&str] = &["nerve_rust", "nerve_c", "lcm_c", "nerve_py", "nerve_py_list", "lcm_py", "flatbuffers"];
+const SYSTEMS: &[&str] =
+    &["nerve_rust", "nerve_c", "lcm_c", "nerve_py", "nerve_py_list", "lcm_py", "flatbuffers", "java"];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -29,6 +33,7 @@ fn main() {
     println!("cargo::rerun-if-changed=types");
     println!("cargo::rerun-if-changed=csrc");
     println!("cargo::rerun-if-changed=fbs");
+    println!("cargo::rerun-if-changed=java");
     println!("cargo::rerun-if-env-changed=NERVE_VENV");
     println!("cargo::rerun-if-env-changed=FLATC");
 
@@ -68,7 +73,9 @@ fn main() {
         ("nerve_py_list", nerve_py(&lcm_files, &out, false)),
         ("lcm_py", lcm_py(&lcm_files, &out, &venv)),
         ("flatbuffers", flatbuffers(&manifest, &out)),
+        ("java", java(&lcm_files, &out, &manifest, &venv)),
     ];
+    println!("cargo::rustc-env=BENCH_JAVA_CP={}", java_classpath(&out, &venv));
     for (sys, r) in results {
         match r {
             Ok(()) => {
@@ -325,4 +332,47 @@ fn flatbuffers(manifest: &Path, out: &Path) -> Result<(), String> {
     run(Command::new(&flatc).arg("--rust").arg("-o").arg(&dir).arg(manifest.join("fbs/marshalling.fbs")))
         .map_err(|e| format!("{e} (install flatbuffers-compiler: scripts/setup)"))?;
     Ok(())
+}
+
+/// LCM's own jar, from the lcm wheel in the venv.
+fn lcm_jar(venv: &Path) -> PathBuf {
+    let lib = venv.join("lib");
+    fs::read_dir(&lib)
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("site-packages/share/java/lcm.jar"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| lib.join("python3/site-packages/share/java/lcm.jar"))
+}
+
+fn java_classpath(out: &Path, venv: &Path) -> String {
+    format!("{}:{}", out.join("java/classes").display(), lcm_jar(venv).display())
+}
+
+/// Nerve's and lcm-gen's Java for the bench types, and the timing program, compiled against lcm.jar.
+fn java(files: &[PathBuf], out: &Path, manifest: &Path, venv: &Path) -> Result<(), String> {
+    let dir = out.join("java");
+    let _ = fs::remove_dir_all(&dir);
+    let src = dir.join("src");
+    let checked = checked(files)?;
+    let input = nerve_gen::Input::new(&checked);
+    let opts = nerve_gen::Options { package_prefix: "nervegen".into(), ..nerve_gen::Options::default() };
+    let gen = nerve_gen::java::generate(&input, &opts).map_err(|e| format!("nerve_gen::java::generate: {e}"))?;
+    write_generated(&src, &gen)?;
+    run(Command::new(venv.join("bin/lcm-gen")).args(["-j", "--package-prefix", "lcmgen", "--jpath"]).arg(&src).args(files))?;
+    let jar = lcm_jar(venv);
+    if !jar.exists() {
+        return Err(format!("{} not found (run scripts/setup)", jar.display()));
+    }
+    let mut sources = Vec::new();
+    collect_ext(&src, "java", &mut sources);
+    sources.push(manifest.join("java/Marshalling.java"));
+    run(Command::new("javac")
+        .args(["--release", "8", "-nowarn", "-encoding", "UTF-8", "-cp"])
+        .arg(&jar)
+        .arg("-d")
+        .arg(dir.join("classes"))
+        .args(&sources))
 }
