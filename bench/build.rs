@@ -92,12 +92,21 @@ fn main() {
     }
     // The echo and latency suites' lcm-c programs (src/harness/mod.rs): an executable, so that LCM's processes load only
     // liblcm and Nerve's only Nerve. BENCH_LCM_ECHO is its path, or "unavailable: reason".
-    match lcm_echo_exe(&manifest, &out, &venv) {
+    match lcm_exe(&manifest, &out, &venv, "lcm_echo") {
         Ok(p) => println!("cargo::rustc-env=BENCH_LCM_ECHO={}", p.display()),
         Err(why) => {
             let why: String = why.replace(['\n', '\r'], " ").chars().take(400).collect();
             println!("cargo::warning=nerve-bench: lcm-c echo/latency programs unavailable: {why}");
             println!("cargo::rustc-env=BENCH_LCM_ECHO=unavailable: {why}");
+        }
+    }
+    // The scale suite's lcm-c subscriber (csrc/lcm_scale.c): many channels in one process. BENCH_LCM_SCALE likewise.
+    match lcm_exe(&manifest, &out, &venv, "lcm_scale") {
+        Ok(p) => println!("cargo::rustc-env=BENCH_LCM_SCALE={}", p.display()),
+        Err(why) => {
+            let why: String = why.replace(['\n', '\r'], " ").chars().take(400).collect();
+            println!("cargo::warning=nerve-bench: lcm-c scale program unavailable: {why}");
+            println!("cargo::rustc-env=BENCH_LCM_SCALE=unavailable: {why}");
         }
     }
     // The echo suite's floor: the same roles with nothing but the system calls (csrc/udp_echo_floor.c).
@@ -121,8 +130,8 @@ fn udp_echo_floor_exe(manifest: &Path, out: &Path) -> Result<PathBuf, String> {
     Ok(exe)
 }
 
-/// Compiles `csrc/lcm_echo.c` into `$OUT_DIR/lcm_echo`, linked against the wheel's `liblcm.so` with an rpath to it.
-fn lcm_echo_exe(manifest: &Path, out: &Path, venv: &Path) -> Result<PathBuf, String> {
+/// Compiles `csrc/NAME.c` into `$OUT_DIR/NAME`, linked against the wheel's `liblcm.so` with an rpath to it.
+fn lcm_exe(manifest: &Path, out: &Path, venv: &Path, name: &str) -> Result<PathBuf, String> {
     let header = find_file(&venv.join("lib"), "lcm.h")
         .filter(|h| h.parent().is_some_and(|d| d.ends_with("lcm")))
         .ok_or_else(|| format!("lcm/lcm.h not found under {} (run scripts/setup)", venv.join("lib").display()))?;
@@ -130,13 +139,13 @@ fn lcm_echo_exe(manifest: &Path, out: &Path, venv: &Path) -> Result<PathBuf, Str
     let lib = find_file(&venv.join("lib"), "liblcm.so")
         .ok_or_else(|| format!("liblcm.so not found under {} (run scripts/setup)", venv.join("lib").display()))?;
     let libdir = lib.parent().ok_or("liblcm.so has no parent")?.to_path_buf();
-    let exe = out.join("lcm_echo");
+    let exe = out.join(name);
     let compiler = cc::Build::new().opt_level(2).get_compiler();
     let mut cmd = compiler.to_command();
     cmd.arg("-O2")
         .arg("-o")
         .arg(&exe)
-        .arg(manifest.join("csrc/lcm_echo.c"))
+        .arg(manifest.join(format!("csrc/{name}.c")))
         .arg(format!("-I{}", include.display()))
         .arg(format!("-L{}", libdir.display()))
         .arg(format!("-Wl,-rpath,{}", libdir.display()))

@@ -90,6 +90,11 @@ impl Proc {
         Ok(Proc { name: name.to_string(), child, lines, stderr: err })
     }
 
+    /// The process id (for its /proc entries).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn failure(&mut self, what: &str) -> String {
         // Give the stderr reader a moment to collect what the process said before it died.
         let deadline = Instant::now() + Duration::from_millis(200);

@@ -8,4 +8,5 @@ pub mod intraprocess;
 pub mod latency;
 pub mod log;
 pub mod marshalling;
+pub mod scale;
 pub mod zenoh;

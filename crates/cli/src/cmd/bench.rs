@@ -11,6 +11,7 @@ EXAMPLES:
   nerve bench marshalling            # the table and ratios
   nerve bench marshalling --quick --json
   nerve bench soak --minutes 60
+  nerve bench scale --out runs/scale # channels, sizes, readers, udpm processes: tables and SVG plots
   sudo nerve bench zenoh             # between two network namespaces, and a fleet through a Zenoh router
   sudo nerve bench zenoh --fleet     # the fleet only";
 
@@ -18,7 +19,7 @@ EXAMPLES:
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// The suite: marshalling, echo, latency, intraprocess, log, foxglove, zenoh (`nerve-bench --help` lists them), or
+    /// The suite: marshalling, echo, latency, intraprocess, log, foxglove, zenoh, scale (`nerve-bench --help` lists them), or
     /// soak (the `nerve-soak` test).
     suite: String,
     /// A short run for CI.
@@ -33,6 +34,9 @@ pub struct Args {
     /// The zenoh suite's fleet part only (N robots through one Zenoh router).
     #[arg(long)]
     fleet: bool,
+    /// Where the scale suite writes its tables and SVG plots (default: a directory in the temp dir).
+    #[arg(long, value_name = "DIR")]
+    out: Option<std::path::PathBuf>,
 }
 
 /// Runs the `nerve-bench` program that sits next to this binary, or `nerve-soak` for the soak.
@@ -56,6 +60,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.fleet {
         cmd.arg("--fleet");
+    }
+    if let Some(dir) = &args.out {
+        cmd.arg("--out").arg(dir);
     }
     if let Some(m) = args.minutes {
         cmd.args(["--minutes", &m.to_string()]);
