@@ -14,58 +14,7 @@ use serde_json::json;
 use crate::data::{self, Case};
 use crate::harness::timing::Config;
 use crate::peers::marshalling as systems;
-
-/// The five metrics of PolySync's serialization paper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Metric {
-    /// In-memory form to a preallocated buffer.
-    Encode,
-    /// Buffer to the in-memory form (allocations included, freed after).
-    Decode,
-    /// Decode and sum every numeric value.
-    Full,
-    /// Read msg_info.guid.
-    Fixed,
-    /// Read the middle point's position[1].
-    Var,
-}
-
-/// Every metric, in column order.
-pub const METRICS: [Metric; 5] = [Metric::Encode, Metric::Decode, Metric::Full, Metric::Fixed, Metric::Var];
-
-impl Metric {
-    /// The name in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Encode => "encode",
-            Metric::Decode => "decode",
-            Metric::Full => "full_projection",
-            Metric::Fixed => "fixed_field",
-            Metric::Var => "variable_region",
-        }
-    }
-    fn header(self) -> &'static str {
-        match self {
-            Metric::Encode => "encode",
-            Metric::Decode => "decode",
-            Metric::Full => "full proj.",
-            Metric::Fixed => "fixed field",
-            Metric::Var => "var. region",
-        }
-    }
-    fn from_name(s: &str) -> Option<Metric> {
-        METRICS.into_iter().find(|m| m.name() == s)
-    }
-}
-
-/// One measured cell.
-#[derive(Debug, Clone)]
-pub enum Cell {
-    /// Median nanoseconds per operation.
-    Ns(f64),
-    /// The metric does not apply to this system, and why.
-    Na(String),
-}
+use crate::peers::marshalling::{mismatch, Cell, Metric, METRICS};
 
 /// Every system, in row order.
 pub const SYSTEMS: [&str; 13] = [
@@ -93,13 +42,6 @@ const MEASURE_ORDER: [&str; 8] =
 const REUSE_NOTE: &str =
     "decode only: this row is the allocation-free decode API; encode and views are the normal row's";
 
-/// A verification failure: the bench must not time systems that disagree. Prints and exits with status 3.
-pub fn mismatch(system: &str, case: &str, what: &str) -> ! {
-    let _ = std::io::stdout().flush();
-    eprintln!("nerve-bench marshalling: VERIFICATION FAILED: {system} on {case}: {what}");
-    eprintln!("nerve-bench marshalling: aborting (no figures are printed for systems that disagree)");
-    std::process::exit(3);
-}
 
 /// A Python system's medians by (case, metric), or why it is unavailable.
 type PyResult = Result<BTreeMap<(String, Metric), f64>, String>;
@@ -444,7 +386,7 @@ impl PyWorker {
         if status != "ok" {
             return Err(status.to_string());
         }
-        let venv = crate::peers::marshalling::venv();
+        let venv = crate::harness::venv();
         let python = venv.join("bin/python");
         if !python.exists() {
             return Err(format!("unavailable: {} not found (run scripts/setup)", python.display()));

@@ -4,7 +4,8 @@
 
 use crate::data::Case;
 use crate::harness::timing::Config;
-use crate::suites::marshalling::{Cell, Metric};
+/// The venv, for the suites that run the Python codecs (the harness finds it).
+pub(crate) use crate::harness::venv;
 
 pub mod csys;
 pub mod java;
@@ -12,13 +13,67 @@ pub mod java;
 pub mod nerve_rust;
 pub mod others;
 
-type Outcome = Result<Vec<(Metric, Cell)>, String>;
-
-/// The venv that scripts/setup made (the real LCM, the `nerve` package, the Python peers): `NERVE_VENV`, else the one
-/// build.rs found.
-pub fn venv() -> std::path::PathBuf {
-    std::env::var_os("NERVE_VENV").map(Into::into).unwrap_or_else(|| env!("BENCH_VENV").into())
+/// The five metrics of PolySync's serialization paper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// In-memory form to a preallocated buffer.
+    Encode,
+    /// Buffer to the in-memory form (allocations included, freed after).
+    Decode,
+    /// Decode and sum every numeric value.
+    Full,
+    /// Read msg_info.guid.
+    Fixed,
+    /// Read the middle point's position[1].
+    Var,
 }
+
+/// Every metric, in column order.
+pub const METRICS: [Metric; 5] = [Metric::Encode, Metric::Decode, Metric::Full, Metric::Fixed, Metric::Var];
+
+impl Metric {
+    /// The name in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Encode => "encode",
+            Metric::Decode => "decode",
+            Metric::Full => "full_projection",
+            Metric::Fixed => "fixed_field",
+            Metric::Var => "variable_region",
+        }
+    }
+    pub(crate) fn header(self) -> &'static str {
+        match self {
+            Metric::Encode => "encode",
+            Metric::Decode => "decode",
+            Metric::Full => "full proj.",
+            Metric::Fixed => "fixed field",
+            Metric::Var => "var. region",
+        }
+    }
+    pub(crate) fn from_name(s: &str) -> Option<Metric> {
+        METRICS.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// One measured cell.
+#[derive(Debug, Clone)]
+pub enum Cell {
+    /// Median nanoseconds per operation.
+    Ns(f64),
+    /// The metric does not apply to this system, and why.
+    Na(String),
+}
+
+/// A verification failure: the bench must not time systems that disagree. Prints and exits with status 3.
+pub fn mismatch(system: &str, case: &str, what: &str) -> ! {
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    eprintln!("nerve-bench marshalling: VERIFICATION FAILED: {system} on {case}: {what}");
+    eprintln!("nerve-bench marshalling: aborting (no figures are printed for systems that disagree)");
+    std::process::exit(3);
+}
+
+type Outcome = Result<Vec<(Metric, Cell)>, String>;
 
 /// Nerve's generated Rust: structs for encode/decode, views for the projections.
 pub fn nerve_rust(case: &Case, cfg: &Config) -> Outcome {
