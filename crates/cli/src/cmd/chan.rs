@@ -14,10 +14,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nerve_bus::provider::shm::{
-    decode_channel, encode_channel, parse_mode, parse_size, DEFAULT_FRAMES, DEFAULT_FRAME_SIZE,
+use nerve_shm::{
+    decode_channel, encode_channel, parse_mode, parse_size, Channel, ChannelConfig, ChannelStats, GetOutcome,
+    MessageInfo, ReadMode, ShmError, Wait, DEFAULT_FRAMES, DEFAULT_FRAME_SIZE,
 };
-use nerve_shm::{Channel, ChannelConfig, ChannelStats, GetOutcome, MessageInfo, ReadMode, ShmError, Wait};
 use nerve_types::dynamic::json_string;
 use nerve_types::Registry;
 
