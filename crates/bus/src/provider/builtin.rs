@@ -5,6 +5,7 @@
 use super::file::FileProvider;
 use super::inproc::Inproc;
 use super::mpudpm::Mpudpm;
+#[cfg(target_os = "linux")]
 use super::shm::Shm;
 use super::udpm::Udpm;
 use super::Provider;
@@ -21,5 +22,22 @@ pub(super) const BUILTINS: [(&str, Open); 6] = [
     ("memq", Inproc::memq_from_url),
     ("inproc", Inproc::from_url),
     ("file", FileProvider::from_url),
-    ("shm", Shm::from_url),
+    ("shm", SHM),
 ];
+
+/// shm:// channels are built on Linux's futexes and /dev/shm.
+#[cfg(target_os = "linux")]
+const SHM: Open = Shm::from_url;
+#[cfg(not(target_os = "linux"))]
+const SHM: Open = shm_unsupported;
+
+/// shm:// where it is not built: a clear error naming the transports that work here.
+#[cfg(not(target_os = "linux"))]
+fn shm_unsupported(url: &Url) -> Result<Box<dyn Provider>, BusError> {
+    Err(BusError::Config {
+        url: url.to_string(),
+        reason: "shm:// channels are only available on Linux; on this system use udpm, mpudpm, file, inproc, memq \
+                 or zenoh"
+            .into(),
+    })
+}

@@ -27,6 +27,7 @@ pub mod inproc;
 pub mod mpudpm;
 mod own;
 pub mod registry;
+#[cfg(target_os = "linux")]
 pub mod shm;
 mod thread;
 mod turn;
