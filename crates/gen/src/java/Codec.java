@@ -33,9 +33,6 @@ public final class Codec {
     /** Bytes fetched at most at a time from a plain {@code DataInput}, so a hostile length cannot allocate more. */
     private static final int CHUNK = 1 << 20;
 
-    /** Byte arrays at least this long go straight to the writer's sink. */
-    private static final int DIRECT = 4096;
-
     /** The largest buffer a thread keeps for encoding between messages. */
     private static final int KEEP = 4 << 20;
 
@@ -278,7 +275,7 @@ public final class Codec {
 
     /** Collects one message's bytes, then hands them to a {@code DataOutput} in one write. */
     public static final class Writer {
-        /** Where big byte arrays go straight to, after the bytes collected before them (null: collect all). */
+        /** Where the collected bytes go. */
         public DataOutput sink;
         /** The bytes written so far, from 0 to {@code pos}. */
         public byte[] buf;
@@ -340,15 +337,9 @@ public final class Codec {
 
         // Arrays: the first n items of a, as lcm-gen's loops write them (none when n is not positive).
 
-        public void i8s(byte[] a, long n) throws IOException {
+        public void i8s(byte[] a, long n) {
             if (n <= 0) return;
             int k = len(a.length, n);
-            if (k >= DIRECT && sink != null) {
-                // One copy instead of two: what came before, then the array itself.
-                flush();
-                sink.write(a, 0, k);
-                return;
-            }
             need(k);
             System.arraycopy(a, 0, buf, pos, k);
             pos += k;
