@@ -62,16 +62,16 @@ fn plan(quick: bool) -> Plan {
     if quick {
         Plan {
             channels: vec![1, 100],
-            idle: Duration::from_millis(500),
-            lat_count: 100,
+            idle: Duration::from_millis(300),
+            lat_count: 50,
             sizes: vec![64, 4 * MIB],
-            size_count: |_| 30,
+            size_count: |_| 20,
             readers: vec![1, 4],
-            readers_count: 100,
+            readers_count: 50,
             udpm_channels: 100,
             udpm_procs: 3,
             udpm_rate: 2_000,
-            udpm_window: Duration::from_millis(500),
+            udpm_window: Duration::from_millis(300),
             memcpy_reps: 20,
         }
     } else {
