@@ -650,7 +650,9 @@ fn soak(shape: &Shape, json_out: bool) -> Result<bool, String> {
         let skipped = roles[..2].iter().map(|r| r.counter("skipped")).sum::<u64>();
         let p = Period {
             delivered: delivered - seen.0,
-            lost: [0, 1, 2].map(|i| (lost[i].0, lost[i].1 - seen.1[i])),
+            // Saturating: "transport" is gaps less queue overflows, read from two counters at slightly different
+            // moments, so its running total can step back when a burst of overflows is counted before its gaps.
+            lost: [0, 1, 2].map(|i| (lost[i].0, lost[i].1.saturating_sub(seen.1[i]))),
             shm_keepup_lost: shm_keepup_lost - seen.2,
             skipped: skipped - seen.3,
             heap_kib: heap,
