@@ -12,7 +12,6 @@ use crate::error::ShmError;
 use crate::layout::{align_up, Geometry, Header, FRAME_ALIGN};
 use crate::memory::{prefetch_for_write, Memory, WriterGuard};
 use crate::sync::{fence, Ordering};
-use crate::view::View;
 
 /// How long a waiting reader sleeps at most before it looks at `newest` again (G-WAIT's slice): it bounds the delay
 /// a wake-up lost to a writer killed between W7 and W10 can cause.
@@ -568,7 +567,7 @@ impl<T> GetOutcome<T> {
 /// Gets messages from a channel, in order or newest-first, without ever making a writer wait. Its position (the
 /// last sequence number it got) is its own.
 pub struct Reader {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     last: u64,
     pending_missed: u64,
     spin: Duration,
@@ -689,22 +688,6 @@ impl Reader {
         )
     }
 
-    /// Zero-copy get that hands the message out as a [`View`] of its frame in shared memory, to keep for as long as
-    /// the caller likes: `view.bytes()` are the bytes in place, and [`View::check`] says whether they were still the
-    /// message's when it was called (see [`View`] for the rule). The frame was intact when the view was made; a
-    /// writer never waits for a view (it overwrites the frame when its turn comes, and the view then reports
-    /// [`Overwritten`](crate::Overwritten)). Several views may be held at once, and they outlive the reader and the
-    /// channel handle they came from. This never returns [`GetOutcome::BufferTooSmall`].
-    ///
-    /// Taking a view costs the same whatever the message's size (the bytes are not read), except on a channel with
-    /// checksums, where the frame is hashed once, here.
-    pub fn view(&mut self, mode: ReadMode, wait: Wait) -> Result<GetOutcome<View>, ShmError> {
-        // V1: G1-G5 as a zero-copy read whose closure only notes where the frame is (and hashes it, on a channel with
-        // checksums); G5's check after it says the frame was intact when the view was made.
-        let outcome = self.get_core(mode, wait, None, || false, crate::view::take)?;
-        Ok(outcome.map(|(info, frame)| View::new(Arc::clone(&self.shared), info, frame)))
-    }
-
     /// G1-G6 with G-WAIT: find the message, validate its entry (G3), check the buffer (G4), read it with `read`
     /// and validate the read (G5). A wait ends as `TimedOut` when `interrupted()` says so (asked before each sleep).
     ///
@@ -713,7 +696,7 @@ impl Reader {
     /// only when there is nothing to get and the wait has a timeout (never when a message is there).
     ///
     /// A file that shrank under the handle fails the get, whatever the zeros it then read looked like.
-    fn get_core<R>(
+    pub(crate) fn get_core<R>(
         &mut self,
         mode: ReadMode,
         wait: Wait,

@@ -9,8 +9,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::error::ShmError;
 use crate::memory::Memory;
-use crate::ring::{frame_checksum, FrameAt, MessageInfo, Shared};
+use crate::ring::{frame_checksum, FrameAt, GetOutcome, MessageInfo, ReadMode, Reader, Shared, Wait};
 use crate::sync::{fence, Ordering};
 
 /// What V1 takes from the ring: where the frame is (under loom, whose data words cannot be borrowed as bytes, also
@@ -34,6 +35,25 @@ pub(crate) fn take(memory: &Memory, frame: FrameAt, hash: bool) -> (Taken, u64) 
     memory.read_data(frame.off, &mut copy);
     let sum = if hash { frame_checksum(&copy) } else { 0 };
     ((frame, copy), sum)
+}
+
+// `Reader::view` lives here, beside the type it makes, so the ring knows nothing of views (no ring <-> view circle).
+impl Reader {
+    /// Zero-copy get that hands the message out as a [`View`] of its frame in shared memory, to keep for as long as
+    /// the caller likes: `view.bytes()` are the bytes in place, and [`View::check`] says whether they were still the
+    /// message's when it was called (see [`View`] for the rule). The frame was intact when the view was made; a
+    /// writer never waits for a view (it overwrites the frame when its turn comes, and the view then reports
+    /// [`Overwritten`](crate::Overwritten)). Several views may be held at once, and they outlive the reader and the
+    /// channel handle they came from. This never returns [`GetOutcome::BufferTooSmall`].
+    ///
+    /// Taking a view costs the same whatever the message's size (the bytes are not read), except on a channel with
+    /// checksums, where the frame is hashed once, here.
+    pub fn view(&mut self, mode: ReadMode, wait: Wait) -> Result<GetOutcome<View>, ShmError> {
+        // V1: G1-G5 as a zero-copy read whose closure only notes where the frame is (and hashes it, on a channel with
+        // checksums); G5's check after it says the frame was intact when the view was made.
+        let outcome = self.get_core(mode, wait, None, || false, take)?;
+        Ok(outcome.map(|(info, frame)| View::new(Arc::clone(&self.shared), info, frame)))
+    }
 }
 
 /// A received message as a view of its frame in the channel's shared memory, made by
