@@ -370,7 +370,10 @@ fn java(files: &[PathBuf], out: &Path, manifest: &Path, venv: &Path) -> Result<(
     let opts = nerve_gen::Options { package_prefix: "nervegen".into(), ..nerve_gen::Options::default() };
     let gen = nerve_gen::java::generate(&input, &opts).map_err(|e| format!("nerve_gen::java::generate: {e}"))?;
     write_generated(&src, &gen)?;
-    run(Command::new(venv.join("bin/lcm-gen")).args(["-j", "--package-prefix", "lcmgen", "--jpath"]).arg(&src).args(files))?;
+    run(Command::new(venv.join("bin/lcm-gen"))
+        .args(["-j", "--package-prefix", "lcmgen", "--jpath"])
+        .arg(&src)
+        .args(files))?;
     let jar = lcm_jar(venv);
     if !jar.exists() {
         return Err(format!("{} not found (run scripts/setup)", jar.display()));

@@ -42,7 +42,6 @@ const MEASURE_ORDER: [&str; 8] =
 const REUSE_NOTE: &str =
     "decode only: this row is the allocation-free decode API; encode and views are the normal row's";
 
-
 /// A Python system's medians by (case, metric), or why it is unavailable.
 type PyResult = Result<BTreeMap<(String, Metric), f64>, String>;
 

@@ -553,7 +553,6 @@ impl<'a> Gen<'a> {
             Dim::Variable { member } => format!("{obj}.{member}"),
         }
     }
-
 }
 
 fn type_name(t: &MemberType) -> &TypeName {
