@@ -674,7 +674,10 @@ pub fn run(plan: Plan) -> anyhow::Result<ExitCode> {
     drop(shm);
     drop(pose_channel);
     Channel::remove(POSE.0, Some(&shm_dir)).context("removing the POSE channel")?;
-    let leftover = std::fs::read_dir(&shm_dir).map(|d| d.count()).unwrap_or(0);
+    // The directory's doorbell file (wait sets') belongs to the directory, not to a channel: it goes with it.
+    let leftover = std::fs::read_dir(&shm_dir)
+        .map(|d| d.flatten().filter(|e| e.file_name() != nerve_shm::BELL_FILE).count())
+        .unwrap_or(0);
     let pids: Vec<String> = procs
         .all()
         .iter()
