@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-const SYSTEMS: [&str; 11] = [
+const SYSTEMS: [&str; 13] = [
     "nerve-rust",
     "nerve-rust (reuse)",
     "nerve-c",
@@ -19,6 +19,8 @@ const SYSTEMS: [&str; 11] = [
     "nerve-python",
     "nerve-python-list",
     "lcm-python",
+    "nerve-java",
+    "lcm-java",
 ];
 const METRICS: [&str; 5] = ["encode", "decode", "full_projection", "fixed_field", "variable_region"];
 const CASES: [&str; 7] = ["image_t", "laser_t", "path_t", "lidar_10", "lidar_100", "lidar_1000", "lidar_10000"];
