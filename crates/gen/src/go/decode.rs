@@ -19,14 +19,6 @@ fn get(p: Primitive, at: &str) -> String {
     }
 }
 
-fn prim_of(m: &M<'_>) -> Option<Primitive> {
-    match m.elem {
-        Elem::Prim(p) => Some(p),
-        Elem::Enum => Some(Primitive::Int32),
-        _ => None,
-    }
-}
-
 impl Gen<'_> {
     pub(super) fn decode_fns(&self, w: &mut CodeWriter, s: &Struct, ms: &[M<'_>], t: &str) {
         let name = s.name.full();

@@ -19,14 +19,6 @@ pub(super) fn put(p: Primitive, v: &str) -> String {
     }
 }
 
-fn prim_of(m: &M<'_>) -> Option<Primitive> {
-    match m.elem {
-        Elem::Prim(p) => Some(p),
-        Elem::Enum => Some(Primitive::Int32),
-        _ => None,
-    }
-}
-
 impl Gen<'_> {
     pub(super) fn encode_fns(&self, w: &mut CodeWriter, s: &Struct, ms: &[M<'_>], t: &str) {
         w.line("// Encode encodes a message (fingerprint & data) into binary form");

@@ -873,3 +873,13 @@ fn size_member(w: &mut CodeWriter, m: &M<'_>) {
         w.line("}");
     }
 }
+
+/// The primitive a member's elements are written as on the wire (an enum is an `int32`), or `None` for a string
+/// or a struct; shared by encode and decode.
+fn prim_of(m: &M<'_>) -> Option<Primitive> {
+    match m.elem {
+        Elem::Prim(p) => Some(p),
+        Elem::Enum => Some(Primitive::Int32),
+        _ => None,
+    }
+}
