@@ -22,7 +22,7 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,19 @@ pub struct PlaybackState {
     finished: AtomicBool,
     delivered: AtomicU64,
     damaged: AtomicU64,
+    /// The playback's clock, once the first event is played: what maps a `recv_utime` back to the log's time.
+    clock: Mutex<Option<Clock>>,
+    /// The log time of the newest event handed over (`i64::MIN` before the first).
+    newest_log_utime: AtomicI64,
+}
+
+/// When the first event was played (wall µs) and its log time, and the speed: a later event of log time `t` is
+/// played, and stamped, at `wall0_us + (t - log0) / speed`.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    wall0_us: i64,
+    log0: i64,
+    speed: f64,
 }
 
 /// A handle on a read-mode provider's playback.
@@ -74,6 +87,19 @@ impl Playback {
     /// Damaged regions of the log skipped so far.
     pub fn damaged(&self) -> u64 {
         self.0.damaged.load(Ordering::Relaxed)
+    }
+
+    /// The log's time (µs) of a message this playback stamped `recv_utime` (which is wall time, as in LCM): for a
+    /// Foxglove timeline that follows the log. Exact at `speed=1`, within `speed` µs at other speeds (the
+    /// schedule is kept in whole microseconds); at `speed=0`, which keeps no schedule, the log time of the newest
+    /// event played. `None` before the first event.
+    pub fn log_utime(&self, recv_utime: i64) -> Option<i64> {
+        match *self.0.clock.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(c) if c.speed > 0.0 => {
+                Some(c.log0.saturating_add((recv_utime.saturating_sub(c.wall0_us) as f64 * c.speed).round() as i64))
+            }
+            _ => Some(self.0.newest_log_utime.load(Ordering::Relaxed)).filter(|&t| t != i64::MIN),
+        }
     }
 }
 
@@ -148,8 +174,8 @@ impl FileProvider {
             "a" => Mode::Write { writer: Mutex::new(LogWriter::append(path).map_err(transport)?) },
             other => return Err(config(format!("mode={other}: expected r, w or a"))),
         };
-        let provider =
-            FileProvider { path: PathBuf::from(path), mode, state: Arc::default(), published: AtomicU64::new(0) };
+        let state = Arc::new(PlaybackState { newest_log_utime: AtomicI64::new(i64::MIN), ..PlaybackState::default() });
+        let provider = FileProvider { path: PathBuf::from(path), mode, state, published: AtomicU64::new(0) };
         Ok((provider, unknown))
     }
 
@@ -200,7 +226,12 @@ fn wait_taken(sink: &dyn Sink, stop: &AtomicBool) -> bool {
         if stop.load(Ordering::Relaxed) {
             return false;
         }
-        std::thread::sleep(TAKEN_POLL);
+        // An inline dispatcher started after the event was delivered (`subscribe_with`, which starts playback,
+        // then `spawn_dispatcher`, as `nerve log` does) runs its callbacks on this thread: run them here, or the
+        // event waits for a `handle()` that never comes and playback stalls on its first event.
+        if !sink.drained() {
+            std::thread::sleep(TAKEN_POLL);
+        }
     }
     true
 }
@@ -253,8 +284,12 @@ impl Provider for FileProvider {
                     continue;
                 }
                 let recv_utime = if speed > 0.0 {
-                    let (wall0, wall0_us, log0) =
-                        *origin.get_or_insert_with(|| (Instant::now(), now_utime(), ev.utime));
+                    let (wall0, wall0_us, log0) = *origin.get_or_insert_with(|| {
+                        let wall0_us = now_utime();
+                        *state.clock.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(Clock { wall0_us, log0: ev.utime, speed });
+                        (Instant::now(), wall0_us, ev.utime)
+                    });
                     let offset_us = (ev.utime.saturating_sub(log0)).max(0) as f64 / speed;
                     if !sleep_until(wall0 + Duration::from_secs_f64(offset_us / 1e6), stop) {
                         return;
@@ -263,6 +298,7 @@ impl Provider for FileProvider {
                 } else {
                     now_utime()
                 };
+                state.newest_log_utime.store(ev.utime, Ordering::Relaxed);
                 let msg = Incoming { channel: ev.channel().into_owned(), data: ev.data.to_vec(), recv_utime };
                 state.damaged.store(reader.damage_totals().regions, Ordering::Relaxed);
                 sink.deliver(msg);
