@@ -33,6 +33,12 @@ public final class Codec {
     /** Bytes fetched at most at a time from a plain {@code DataInput}, so a hostile length cannot allocate more. */
     private static final int CHUNK = 1 << 20;
 
+    /**
+     * Byte arrays at least this long go straight to the writer's sink after the bytes collected before them: one
+     * copy, as lcm-gen's {@code write(byte[])}, instead of two.
+     */
+    private static final int DIRECT = 4096;
+
     /** The largest buffer a thread keeps for encoding between messages. */
     private static final int KEEP = 4 << 20;
 
@@ -273,9 +279,9 @@ public final class Codec {
         }
     }
 
-    /** Collects one message's bytes, then hands them to a {@code DataOutput} in one write. */
+    /** Collects one message's bytes and hands them to a {@code DataOutput} in one write (big byte arrays apart). */
     public static final class Writer {
-        /** Where the collected bytes go. */
+        /** Where the collected bytes go (null: collect everything, as when encoding to a byte[]). */
         public DataOutput sink;
         /** The bytes written so far, from 0 to {@code pos}. */
         public byte[] buf;
@@ -309,6 +315,9 @@ public final class Codec {
 
         /** Writes what was collected to the sink. */
         public void flush() throws IOException {
+            // Nothing to write must not reach the sink: LCMDataOutputStream reallocates (and copies) its whole
+            // buffer on a write that ends at its capacity, even a write of no bytes.
+            if (pos == 0) return;
             sink.write(buf, 0, pos);
             pos = 0;
         }
@@ -337,9 +346,14 @@ public final class Codec {
 
         // Arrays: the first n items of a, as lcm-gen's loops write them (none when n is not positive).
 
-        public void i8s(byte[] a, long n) {
+        public void i8s(byte[] a, long n) throws IOException {
             if (n <= 0) return;
             int k = len(a.length, n);
+            if (k >= DIRECT && sink != null) {
+                flush();
+                sink.write(a, 0, k);
+                return;
+            }
             need(k);
             System.arraycopy(a, 0, buf, pos, k);
             pos += k;
