@@ -266,6 +266,14 @@ def test_one_program_runs_on_lcms_jar_and_on_nerves(nerve_jar, classes, tmp_path
         **{f"native_garbage_{f}": "java.lang.IllegalStateException"
            for f in ("publish", "subscribe", "unsubscribe", "handle", "close")},
         "native_bad_url": "java.io.IOException",
+        # A live bus's handle with null or out-of-range arguments.
+        "native_null_data": "java.lang.NullPointerException",
+        "native_null_channel": "java.lang.NullPointerException",
+        "native_null_regex": "java.lang.NullPointerException",
+        "native_bad_range": "java.lang.IndexOutOfBoundsException",
+        "native_negative_length": "java.lang.IndexOutOfBoundsException",
+        "native_negative_timeout": "java.lang.IllegalArgumentException",
+        "native_close_live": "none",
     }, on_nerve.stdout
     # Where LCM's jar throws, it throws the same; where it only prints (publish errors, an unknown URL) or fails
     # out of bounds (an unterminated string), Nerve's throws instead. (LCM's jar has no native class.)

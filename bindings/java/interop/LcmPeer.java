@@ -340,6 +340,24 @@ public class LcmPeer {
         attempt("native_garbage_handle", () -> callNative("handle", new Class<?>[] {long.class, int.class}, junk, 10));
         attempt("native_garbage_close", () -> callNative("close", new Class<?>[] {long.class}, junk));
         attempt("native_bad_url", () -> callNative("open", new Class<?>[] {String.class}, "udpm://1.2.3"));
+        // A live bus's handle with null or out-of-range arguments (the jar checks them first; the native side must
+        // too): an exception, not a crash. On LCM's jar there is no native class, so no handle either.
+        long opened = 0;
+        try {
+            opened = (Long) callNative("open", new Class<?>[] {String.class}, "memq://");
+        } catch (Throwable t) {
+            // LCM's jar: every native_ case below is its ClassNotFoundException.
+        }
+        final long live = opened;
+        final Class<?>[] publishTypes = {long.class, String.class, byte[].class, int.class, int.class};
+        attempt("native_null_data", () -> callNative("publish", publishTypes, live, "X", null, 0, 0));
+        attempt("native_null_channel", () -> callNative("publish", publishTypes, live, null, good, 0, 1));
+        attempt("native_bad_range", () -> callNative("publish", publishTypes, live, "X", good, 5, good.length));
+        attempt("native_negative_length", () -> callNative("publish", publishTypes, live, "X", good, 0, -1));
+        attempt("native_null_regex", () -> callNative("subscribe",
+                new Class<?>[] {long.class, String.class, long.class}, live, null, 1L));
+        attempt("native_negative_timeout", () -> callNative("handle", new Class<?>[] {long.class, int.class}, live, -1));
+        if (live != 0) attempt("native_close_live", () -> callNative("close", new Class<?>[] {long.class}, live));
         attempt("log_garbage", () -> {
             Log log = new Log(garbage.getPath(), "r");
             try {
@@ -351,11 +369,11 @@ public class LcmPeer {
     }
 
     /** Calls a static method of Nerve's native class by reflection (LCM's jar has none: ClassNotFoundException). */
-    static void callNative(String name, Class<?>[] types, Object... args) throws Throwable {
+    static Object callNative(String name, Class<?>[] types, Object... args) throws Throwable {
         java.lang.reflect.Method m = Class.forName("lcm.lcm.NerveNative").getDeclaredMethod(name, types);
         m.setAccessible(true);
         try {
-            m.invoke(null, args);
+            return m.invoke(null, args);
         } catch (java.lang.reflect.InvocationTargetException e) {
             throw e.getCause();
         }

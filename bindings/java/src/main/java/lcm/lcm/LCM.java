@@ -26,6 +26,11 @@ public class LCM {
     private static final String LCM_DEFAULT_URL = "udpm://239.255.76.67:7667";
     /** How long a reader thread waits in the bus at a time, so that {@link #close()} is seen that soon. */
     private static final int READER_SLICE_MS = 50;
+    /**
+     * {@code -Dnerve.poll=true}: reader threads spin on the bus instead of sleeping in it, for the lowest latency
+     * at the price of a core per reader (what a polling C or Rust reader pays); off by default, as in LCM's jar.
+     */
+    private static final boolean POLL = Boolean.getBoolean("nerve.poll");
     private static final Charset ASCII = Charset.forName("US-ASCII");
 
     /** Every live subscription of every {@code LCM}, by its id (what the native side delivers to). */
@@ -76,7 +81,7 @@ public class LCM {
         public void run() {
             while (!closed) {
                 try {
-                    if (NerveNative.handle(handle, READER_SLICE_MS) < 0) {
+                    if (NerveNative.handle(handle, POLL ? 0 : READER_SLICE_MS) < 0) {
                         return; // a file:// log played to its end: nothing more will come
                     }
                 } catch (Throwable t) {
