@@ -2,7 +2,6 @@
 //! `crate::hub` (which owns the subscriptions, queues and dispatch; see its module doc for how a message travels).
 //! Opening a bus looks its URL's scheme up in the provider registry (`crate::provider::registry`).
 
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -15,6 +14,7 @@ use crate::hub::{Full, Handler, Hub, Item, Local, QueueHandle, Received, Runner,
 use crate::hub::{Overflow, DEFAULT_CAPACITY};
 use crate::pattern::Pattern;
 use crate::provider::{self, Provider, ProviderStats};
+use crate::sys::{self, Handle, RawHandle};
 use crate::url::Url;
 
 /// The bus: publish and subscribe over the transport its URL names.
@@ -244,14 +244,15 @@ impl Bus {
 
     /// A file descriptor that is readable while a message waits for `handle()`: for select, poll, epoll or a GUI
     /// event loop. It stays open as long as the bus does. (The bus keeps it up to date only from the first call of
-    /// this or [`Bus::as_fd`] on, so programs that never poll it pay no system call per message for it.)
-    pub fn fileno(&self) -> Result<RawFd, BusError> {
+    /// this or [`Bus::as_fd`] on, so programs that never poll it pay no system call per message for it.) On Windows
+    /// it is a socket (`RawSocket`), for select or `WSAPoll`, as LCM's `lcm_get_fileno` is there.
+    pub fn fileno(&self) -> Result<RawHandle, BusError> {
         self.hub.start()?;
-        Ok(self.as_fd().as_raw_fd())
+        Ok(sys::raw(self.as_fd()))
     }
 
-    /// The same descriptor, borrowed.
-    pub fn as_fd(&self) -> BorrowedFd<'_> {
+    /// The same descriptor, borrowed (a `BorrowedFd` on Unix, a `BorrowedSocket` on Windows).
+    pub fn as_fd(&self) -> Handle<'_> {
         self.hub.fd()
     }
 

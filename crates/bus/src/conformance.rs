@@ -259,17 +259,14 @@ pub fn handle_inside_handler_is_an_error(make: &dyn Fn() -> Bus) {
 
 /// Whether the bus's descriptor polls readable now.
 fn readable(bus: &Bus) -> bool {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    let fd = bus.as_fd();
-    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-    poll(&mut fds, PollTimeout::ZERO).unwrap() == 1
+    crate::sys::is_readable(bus.as_fd()).expect("polling the bus's descriptor")
 }
 
 /// Conformance: see the test's name.
 pub fn handle_timeout_and_fileno(make: &dyn Fn() -> Bus) {
     let bus = make();
     let sub = bus.subscribe_raw("F", |_| {}).unwrap();
-    assert!(bus.fileno().unwrap() >= 0);
+    bus.fileno().unwrap();
     assert!(!bus.handle_timeout(Duration::from_millis(20)).unwrap(), "nothing to handle");
     assert!(!readable(&bus));
     bus.publish_raw("F", b"a").unwrap();

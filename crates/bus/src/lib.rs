@@ -64,6 +64,7 @@ mod hub;
 mod pattern;
 pub mod provider;
 pub mod qos;
+mod sys;
 mod typed;
 mod url;
 

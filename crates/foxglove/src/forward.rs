@@ -1,14 +1,16 @@
 //! The forwarding thread: reads every bus channel through one drop-oldest queue, advertises each channel to the
 //! SDK when its first message (or a message of another type) arrives, and transcodes to JSON only the messages of
-//! channels some client subscribed to.
+//! channels some client subscribed to. While a log plays, it also stamps messages with the log's time and
+//! broadcasts that time (the protocol's `time` capability), so Foxglove's timeline follows the log.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use foxglove::{Context, PartialMetadata, RawChannel, Schema};
+use foxglove::{Context, PartialMetadata, RawChannel, Schema, WebSocketServerHandle};
+use nerve_bus::provider::file::Playback;
 use nerve_bus::{Bus, Overflow, Received, Subscriber};
 use nerve_log::export::{json_schema, message_json, raw_schema, Decoder, RAW_SCHEMA_NAME};
 use nerve_types::Registry;
@@ -56,23 +58,73 @@ pub(crate) struct Forwarder {
 /// Messages taken from the queue per wake-up (the queue is drained in batches so an idle wait costs one wake-up).
 const BATCH: usize = 256;
 
+/// A played log's time is broadcast at most this often while messages flow (Foxglove redraws its timeline at
+/// about this rate; a time message per bus message would cost each client a frame per message)...
+const TIME_EVERY: Duration = Duration::from_millis(20);
+/// ...and repeated this often when nothing flows (the log paused or ended), for clients that connected since.
+const TIME_AGAIN: Duration = Duration::from_secs(1);
+
+/// The clock of a log being played: the playback (which maps a message's wall-clock stamp back to the log's
+/// time) and the server that broadcasts that time to its clients.
+pub(crate) struct LogClock {
+    pub(crate) playback: Playback,
+    pub(crate) sdk: Arc<WebSocketServerHandle>,
+}
+
+/// What a [`LogClock`] has told the clients: the newest log time seen (ns), and when and what was last broadcast.
+struct Told {
+    clock: LogClock,
+    newest: Option<u64>,
+    last: Option<(Instant, u64)>,
+}
+
+impl Told {
+    /// Broadcasts the newest log time if it changed and [`TIME_EVERY`] has passed, or [`TIME_AGAIN`] has.
+    fn tell(&mut self) {
+        let Some(newest) = self.newest else { return };
+        let due = match self.last {
+            None => true,
+            Some((at, told)) => {
+                let since = at.elapsed();
+                (told != newest && since >= TIME_EVERY) || since >= TIME_AGAIN
+            }
+        };
+        if due {
+            self.clock.sdk.broadcast_time(newest);
+            self.last = Some((Instant::now(), newest));
+        }
+    }
+}
+
 impl Forwarder {
     pub(crate) fn start(
         bus: &Bus,
         registry: Option<Registry>,
         context: Arc<Context>,
         capacity: usize,
+        clock: Option<LogClock>,
     ) -> Result<Forwarder, ServeError> {
         let subscriber = Arc::new(bus.subscriber(".*", capacity, Overflow::DropOldest).map_err(ServeError::Bus)?);
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
-        let mut state = State { decoder: Decoder::new(registry), context, channels: HashMap::new(), json: Vec::new() };
+        let mut state = State {
+            decoder: Decoder::new(registry),
+            context,
+            channels: HashMap::new(),
+            json: Vec::new(),
+            told: clock.map(|clock| Told { clock, newest: None, last: None }),
+        };
         let (sub, s, c) = (Arc::clone(&subscriber), Arc::clone(&stop), Arc::clone(&counters));
         let thread = std::thread::Builder::new()
             .name("nerve-foxglove-fwd".into())
             .spawn(move || {
                 while !s.load(Ordering::Acquire) {
-                    let Some(first) = sub.recv_timeout(Duration::from_millis(50)) else { continue };
+                    let Some(first) = sub.recv_timeout(Duration::from_millis(50)) else {
+                        if let Some(told) = &mut state.told {
+                            told.tell();
+                        }
+                        continue;
+                    };
                     state.forward(&first, &c);
                     for _ in 1..BATCH {
                         match sub.try_recv() {
@@ -119,11 +171,13 @@ struct State {
     context: Arc<Context>,
     channels: HashMap<String, Advertised>,
     json: Vec<u8>,
+    told: Option<Told>,
 }
 
 impl State {
     fn forward(&mut self, msg: &Received, counters: &Counters) {
         counters.received.fetch_add(1, Ordering::Relaxed);
+        let log_time = self.log_time(msg);
         let fingerprint = msg.data.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
         let current = self.channels.get(&msg.channel).filter(|a| a.fingerprint == fingerprint);
         let channel = match current {
@@ -144,9 +198,23 @@ impl State {
         if message_json(&self.decoder, &msg.data, &mut self.json).is_none() {
             counters.undecoded.fetch_add(1, Ordering::Relaxed);
         }
-        let log_time = u64::try_from(msg.recv_utime).unwrap_or(0).saturating_mul(1000);
         channel.log_with_meta(&self.json, PartialMetadata { log_time: Some(log_time) });
         counters.sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The time (ns) `msg` is stamped with: its receive time, or while a log plays the log's time of it, which
+    /// is then also broadcast (whether or not anyone subscribed to `msg`'s channel: the timeline moves anyway).
+    fn log_time(&mut self, msg: &Received) -> u64 {
+        let utime = match &self.told {
+            Some(told) => told.clock.playback.log_utime(msg.recv_utime).unwrap_or(msg.recv_utime),
+            None => msg.recv_utime,
+        };
+        let ns = u64::try_from(utime).unwrap_or(0).saturating_mul(1000);
+        if let Some(told) = &mut self.told {
+            told.newest = Some(ns);
+            told.tell();
+        }
+        ns
     }
 
     /// Advertises `name` for messages of `fingerprint` (replacing an advertisement for another type).

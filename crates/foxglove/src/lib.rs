@@ -13,6 +13,10 @@
 //! - **a page** (`GET /`): the spy's channel table, a channel's newest message as a tree and live plots of the
 //!   numeric fields the user picks, drawn with uPlot; the page and uPlot are built into the binary.
 //!
+//! While a log plays (`file://LOG`, given as [`Options::playback`]) the server declares the protocol's `time`
+//! capability and broadcasts the log's time, and stamps messages with it, so Foxglove's timeline shows the log's
+//! time rather than the wall clock's; live buses are stamped with their receive time and declare no clock.
+//!
 //! Both are on one port: a small front ([`front`](crate::front)) reads each connection's HTTP request head and
 //! either answers it with the page or hands the connection, head included, to the SDK's server listening on
 //! loopback. The SDK has no hook for plain HTTP requests, hence the front.
@@ -40,6 +44,7 @@ use std::sync::Arc;
 
 use foxglove::websocket::Capability;
 use foxglove::{Context, WebSocketServerHandle};
+use nerve_bus::provider::file::Playback;
 use nerve_bus::Bus;
 use nerve_types::Registry;
 
@@ -62,6 +67,9 @@ pub struct Options {
     pub client_backlog: usize,
     /// Bytes (of the messages' JSON) a client's queue holds before it drops that client's oldest.
     pub client_backlog_bytes: usize,
+    /// The playback of the log the bus plays (`file://LOG`), if it is one: the server then follows the log's
+    /// clock (the protocol's `time` capability) instead of the wall clock.
+    pub playback: Option<Playback>,
 }
 
 impl Default for Options {
@@ -74,6 +82,7 @@ impl Default for Options {
             client_backlog: 1024,
             // About 25 frames of a 640x480 image's JSON: most of a second of a 30 Hz camera.
             client_backlog_bytes: 32 << 20,
+            playback: None,
         }
     }
 }
@@ -86,7 +95,8 @@ const SDK_BACKLOG: usize = 8192;
 pub struct Server {
     // Field order is drop order: the forwarder first (no more logging), then the SDK's server, then the runtime.
     forwarder: forward::Forwarder,
-    sdk: Option<WebSocketServerHandle>,
+    // Shared with the forwarder only to broadcast a played log's time; the forwarder is stopped first.
+    sdk: Option<Arc<WebSocketServerHandle>>,
     context: Arc<Context>,
     clients: Arc<outbox::Clients>,
     addr: SocketAddr,
@@ -111,10 +121,15 @@ impl Server {
             .message_backlog_size(SDK_BACKLOG)
             .tokio_runtime(runtime.handle())
             .listener(Arc::new(publisher));
+        let mut capabilities = Vec::new();
         if options.allow_publish {
-            sdk = sdk.capabilities([Capability::ClientPublish]).supported_encodings(["json"]);
+            capabilities.push(Capability::ClientPublish);
+            sdk = sdk.supported_encodings(["json"]);
         }
-        let sdk = runtime.block_on(sdk.start()).map_err(ServeError::Sdk)?;
+        if options.playback.is_some() {
+            capabilities.push(Capability::Time);
+        }
+        let sdk = Arc::new(runtime.block_on(sdk.capabilities(capabilities).start()).map_err(ServeError::Sdk)?);
         let sdk_addr = SocketAddr::from(([127, 0, 0, 1], sdk.port()));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind(options.listen))
@@ -123,7 +138,8 @@ impl Server {
         let clients = Arc::new(outbox::Clients::default());
         let limits = outbox::Limits { messages: options.client_backlog.max(1), bytes: options.client_backlog_bytes };
         runtime.spawn(front::serve(listener, sdk_addr, Arc::clone(&clients), limits));
-        let forwarder = forward::Forwarder::start(bus, registry, Arc::clone(&context), options.bus_queue)?;
+        let clock = options.playback.map(|playback| forward::LogClock { playback, sdk: Arc::clone(&sdk) });
+        let forwarder = forward::Forwarder::start(bus, registry, Arc::clone(&context), options.bus_queue, clock)?;
         Ok(Server { forwarder, sdk: Some(sdk), context, clients, addr, runtime: Some(runtime) })
     }
 
@@ -163,7 +179,8 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.forwarder.stop();
-        if let Some(sdk) = self.sdk.take() {
+        // The forwarder's thread has ended, so its share of the handle is gone.
+        if let Some(sdk) = self.sdk.take().and_then(Arc::into_inner) {
             // Closes the clients' connections; the runtime's shutdown below ends the tasks left.
             drop(sdk.stop());
         }

@@ -1,18 +1,21 @@
 //! The server against a real Foxglove protocol client (`@foxglove/ws-protocol`, run by Node): over udpm and over
 //! shm, the client lists the channels a test publishes, subscribes, and every value it decodes is what was sent;
-//! the same for a log played through the server (`file://LOG?speed=1`).
+//! the same for a log played through the server (`file://LOG?speed=1`), whose clock the server then follows (the
+//! protocol's `time` capability: the times broadcast and the messages' timestamps are the log's).
 
 mod common;
 
 use std::time::Duration;
 
 use common::*;
+use nerve_bus::provider::file::FileProvider;
 use nerve_bus::Bus;
-use nerve_foxglove::Server;
+use nerve_foxglove::{Options, Server};
 
 /// Runs `tests/node/client.mjs` against `server` (whose bus carries the test's poses on `POSE` and the
-/// undecodable message on `MYSTERY`); asserts that the client saw every message exactly as sent.
-fn client_sees_every_value(server: &Server, url: &str) {
+/// undecodable message on `MYSTERY`); asserts that the client saw every message exactly as sent. Returns the
+/// client's results.
+fn client_sees_every_value(server: &Server, url: &str) -> serde_json::Value {
     let poses: Vec<serde_json::Value> = POSES.iter().map(|p| serde_json::from_str(p.received).unwrap()).collect();
     let spec = serde_json::json!({
         "channels": {
@@ -37,6 +40,12 @@ fn client_sees_every_value(server: &Server, url: &str) {
     assert!(advertised.contains(&"POSE") && advertised.contains(&"MYSTERY"), "{advertised:?}");
     let stats = server.stats();
     assert!(stats.sent > 0 && stats.undecoded > 0, "{stats:?}");
+    result
+}
+
+/// A number of nanoseconds the client gave as a string.
+fn ns(v: &serde_json::Value) -> u64 {
+    v.as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("not nanoseconds: {v}"))
 }
 
 /// The test's traffic: the poses in turn on `POSE`, and `MYSTERY`.
@@ -52,7 +61,10 @@ fn live(url: &str) {
     let server_bus = Bus::new(Some(url)).unwrap();
     let server = server(&server_bus, Some(registry()));
     let publisher = Traffic::start(Bus::new(Some(url)).unwrap(), traffic(), Duration::from_millis(10));
-    client_sees_every_value(&server, url);
+    let result = client_sees_every_value(&server, url);
+    // A live bus keeps the wall clock: no `time` capability, no time messages.
+    assert!(!result["capabilities"].as_array().unwrap().iter().any(|c| c == "time"), "{result}");
+    assert_eq!(result["times"]["count"], 0, "{result}");
     let published = publisher.stop();
     assert!(server.stats().received <= published);
 }
@@ -81,9 +93,28 @@ fn a_log_played_through_the_server_is_seen_as_live_traffic() {
     writer.flush().unwrap();
     drop(writer);
     let url = format!("file://{}?speed=1", log.display());
-    let bus = Bus::new(Some(&url)).unwrap();
-    let server = server(&bus, Some(registry()));
-    client_sees_every_value(&server, &url);
+    let (file, _) = FileProvider::open(&url, log.to_str().unwrap(), &[("speed".into(), "1".into())]).unwrap();
+    let playback = file.playback();
+    let bus = Bus::with_provider(Box::new(file));
+    let options = Options { listen: "127.0.0.1:0".parse().unwrap(), playback: Some(playback), ..Options::default() };
+    let server = Server::start(&bus, Some(registry()), options).unwrap();
+    let result = client_sees_every_value(&server, &url);
+
+    // The server declares the time capability and broadcasts the log's time, and stamps messages with it: all
+    // within the log's 30 s (the wall clock is years later), never going back.
+    assert!(result["capabilities"].as_array().unwrap().iter().any(|c| c == "time"), "{result}");
+    let log_span = (t0 as u64 * 1000)..=((t0 + 30_000_000) as u64 * 1000);
+    let times = &result["times"];
+    assert!(times["count"].as_u64().unwrap() >= 1, "{result}");
+    assert_eq!(times["backwards"], 0, "{result}");
+    let (first, last) = (ns(&times["first"]), ns(&times["last"]));
+    assert!(log_span.contains(&first) && log_span.contains(&last) && first <= last, "{result}");
+    for (topic, range) in result["stamps"].as_object().unwrap() {
+        let (lo, hi) = (ns(&range[0]), ns(&range[1]));
+        assert!(log_span.contains(&lo) && log_span.contains(&hi), "{topic}: {lo}..{hi} not in the log's time");
+        // Message stamps are exact log times: whole multiples of the log's 10 ms step from its start.
+        assert_eq!((lo - t0 as u64 * 1000) % 10_000_000, 0, "{topic}: {lo}");
+    }
 }
 
 #[test]

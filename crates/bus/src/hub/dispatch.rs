@@ -1,5 +1,5 @@
 //! Dispatch: running callbacks off the hub's queues. `handle_until` (behind `Bus::handle` / `handle_timeout`), the
-//! in-handler guard, the eventfd that is readable while callbacks wait, the turns of callbacks a dispatcher runs on
+//! in-handler guard, the descriptor that is readable while callbacks wait, the turns of callbacks a dispatcher runs on
 //! a provider's receive thread (`dispatch_inline`), the executor's scheduled runs, and [`Health`]: what went wrong
 //! outside any call (a transport error after start, a receive thread that stopped, a handler that panicked).
 //!
@@ -16,7 +16,6 @@
 //! therefore raise it as an ordinary error, and the bus stays usable from every thread.
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, BorrowedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -24,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::{Handler, Hub, Item, Kind, Queued, State};
 use crate::error::{BusError, TypeError};
+use crate::sys::Handle;
 
 /// How many transport errors wait for the next `handle()` at most (more are counted in [`Health`] only).
 const FAULTS_KEPT: usize = 16;
@@ -99,19 +99,19 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 impl Hub {
     /// Called with the state lock held, so it is ordered with `expose_fd`.
     pub(super) fn set_readable(&self, readable: bool) {
-        // The eventfd is a level: written once when the first message waits, drained when none is left.
+        // The descriptor is a level: raised once when the first message waits, lowered when none is left.
         if !self.fd_in_use.load(Ordering::Relaxed) {
             return;
         }
         if readable {
-            let _ = self.notify.write(1);
+            self.notify.raise();
         } else {
-            let _ = self.notify.read();
+            self.notify.lower();
         }
     }
 
-    /// The eventfd, kept readable exactly while callbacks wait from now on (it was not kept before anyone asked).
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+    /// The descriptor, kept readable exactly while callbacks wait from now on (it was not kept before anyone asked).
+    pub(crate) fn fd(&self) -> Handle<'_> {
         if !self.fd_in_use.load(Ordering::Relaxed) {
             let st = self.lock();
             self.fd_in_use.store(true, Ordering::Relaxed);
@@ -119,7 +119,7 @@ impl Hub {
                 self.set_readable(true);
             }
         }
-        self.notify.as_fd()
+        self.notify.handle()
     }
 
     /// Dispatches one message, waiting until `deadline` (forever with `None`) for one; `Ok(false)` if none came.

@@ -33,10 +33,9 @@ mod values;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 
-use nix::sys::eventfd::{EfdFlags, EventFd};
-
 use crate::error::BusError;
 use crate::provider::Provider;
+use crate::sys::Notify;
 
 pub(crate) use copies::{distribute, Msg};
 use dispatch::{Health, ReadyQueue};
@@ -57,8 +56,8 @@ pub(crate) struct Hub {
     started: Mutex<bool>,
     state: Mutex<State>,
     ready: Condvar,
-    notify: EventFd,
-    /// Whether the eventfd has been handed out (`fileno`, `as_fd`). Until it is, nobody can poll it, so it is not
+    notify: Notify,
+    /// Whether the descriptor has been handed out (`fileno`, `as_fd`). Until it is, nobody can poll it, so it is not
     /// kept up to date: that saves two system calls per message for programs that only call `handle()`.
     fd_in_use: AtomicBool,
     /// Held while callbacks run, by `handle()` or by the receive thread, so that callbacks never run concurrently
@@ -84,8 +83,7 @@ struct Wake {
 impl Hub {
     /// A hub over `provider`; nothing starts until the first subscription, `handle` or `fileno`.
     pub(crate) fn new(provider: Box<dyn Provider>) -> Arc<Hub> {
-        let notify = EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)
-            .expect("creating an eventfd (needs Linux 2.6.30+)");
+        let notify = Notify::new().expect("creating the bus's notification descriptor (an eventfd on Linux)");
         Arc::new_cyclic(|me| Hub {
             provider,
             me: me.clone(),

@@ -6,7 +6,6 @@
 //! the last subscription that needs a port goes, the port's socket is closed (liblcm keeps it).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,6 +18,7 @@ use super::thread::ReceiveThread;
 use super::{Incoming, Provider, ProviderStats, Sink, StatsTurns, DRAIN_TURN};
 use crate::error::{BatchError, BusError};
 use crate::pattern::Pattern;
+use crate::sys;
 use crate::url::Url;
 
 /// The options an `mpudpm://` URL takes: udpm's and `nports`.
@@ -314,8 +314,6 @@ fn copy_counters(shared: &Shared, receivers: &HashMap<u16, Receiver>) {
 }
 
 fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, stop: &AtomicBool) {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-
     // As on udpm: our own messages (the bus delivered them in-process already) and channels no subscription matches
     // are turned away before they are copied or reassembled; other channels share a port with the wanted ones.
     // The protocol's own channels always pass.
@@ -346,22 +344,11 @@ fn receive_loop(config: &Config, shared: &Arc<Shared>, sink: &Arc<dyn Sink>, sto
             }
         }
         let ports: Vec<u16> = receivers.keys().copied().collect();
-        let ready: Vec<u16> = {
-            let mut fds: Vec<PollFd<'_>> =
-                ports.iter().map(|p| PollFd::new(receivers[p].socket().as_fd(), PollFlags::POLLIN)).collect();
-            let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
-            let timeout = PollTimeout::try_from(wait.as_millis() as i32).unwrap_or(PollTimeout::MAX);
-            match poll(&mut fds, timeout) {
-                Ok(0) => Vec::new(),
-                Err(_) => continue,
-                Ok(_) => ports
-                    .iter()
-                    .zip(&fds)
-                    .filter(|(_, f)| f.revents().is_some_and(|r| !r.is_empty()))
-                    .map(|(p, _)| *p)
-                    .collect(),
-            }
-        };
+        let mut ready: Vec<u16> = Vec::new();
+        let wait = if callbacks_waiting { Duration::ZERO } else { POLL };
+        if sys::poll_readable(ports.iter().map(|p| receivers[p].socket()), wait, |i| ready.push(ports[i])).is_err() {
+            continue;
+        }
         for port in ready {
             let rx = receivers.get_mut(&port).expect("polled receivers exist");
             let mut turn = 0;

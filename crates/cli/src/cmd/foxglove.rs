@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nerve_bus::{Bus, Url};
+use nerve_bus::Url;
 use nerve_foxglove::{Options, Server};
 
 use super::shm_access::check_readable;
@@ -61,8 +61,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => Url::from_env(),
     };
     check_readable(&url, ".*")?;
-    let bus = Bus::new(Some(&url)).context("opening the bus")?;
-    let options = Options { listen: args.listen, allow_publish: args.allow_publish, ..Options::default() };
+    // A log being played comes with its playback, whose clock the server follows (Foxglove's timeline shows the
+    // log's time).
+    let (bus, playback) = super::sub::open_bus(&url)?;
+    let playback = playback.map(|(_, p)| p);
+    let options = Options { listen: args.listen, allow_publish: args.allow_publish, playback, ..Options::default() };
     let server = Server::start(&bus, registry, options)?;
     let spy = server.json_channel(SPY_TOPIC, "nerve.spy_report", SPY_SCHEMA.to_owned())?;
     let engine = Engine::start(&bus, ".*", QUEUE_CAPACITY, Arc::clone(&types))?;
@@ -152,6 +155,7 @@ const SPY_SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/sc
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nerve_bus::Bus;
 
     #[test]
     fn the_server_figures_join_the_spy_report_as_valid_json() {

@@ -101,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The bus on `url`; for a log being read (`file://LOG`), also the log's path and its playback, to end with it.
-fn open_bus(url: &str) -> anyhow::Result<(Bus, Option<(String, Playback)>)> {
+pub(crate) fn open_bus(url: &str) -> anyhow::Result<(Bus, Option<(String, Playback)>)> {
     let parsed = Url::parse(url)?;
     let writes = parsed.options.iter().any(|(k, v)| k == "mode" && v != "r");
     if parsed.provider != "file" || writes {

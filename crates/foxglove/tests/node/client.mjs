@@ -3,7 +3,9 @@
 // SPEC: {"channels": {NAME: {"schemaName": S, "messages": [JSON values], "ignore": [KEYS]}}, "timeoutMs": N}
 // Waits until every channel in SPEC is advertised (with that schema name, JSON encoding and a JSON schema),
 // subscribes to each, and checks that every message received equals one of the channel's expected messages and
-// that every expected message arrives. Prints one JSON line of results; exits 0 on success, 1 otherwise.
+// that every expected message arrives. Prints one JSON line of results; exits 0 on success, 1 otherwise. The results
+// also give the server's capabilities, the time messages it broadcast (the `time` capability: count, first, last,
+// whether one went back) and each channel's message timestamps (lowest, highest), in nanoseconds as strings.
 import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import wsProtocol from "@foxglove/ws-protocol";
@@ -19,6 +21,9 @@ const subscribedTo = new Map(); // subscription id -> topic
 const seen = new Map(wanted.map((t) => [t, new Set()])); // topic -> indices of expected messages seen
 const counts = new Map(wanted.map((t) => [t, 0]));
 const problems = [];
+let capabilities = null;
+const times = { count: 0, first: null, last: null, backwards: 0 };
+const stamps = new Map(); // topic -> [lowest, highest] message timestamp (BigInt ns)
 
 function finish(ok) {
   const result = {
@@ -26,6 +31,9 @@ function finish(ok) {
     advertised: [...advertised.keys()].sort(),
     received: Object.fromEntries(counts),
     problems: problems.slice(0, 20),
+    capabilities,
+    times: { ...times, first: times.first?.toString() ?? null, last: times.last?.toString() ?? null },
+    stamps: Object.fromEntries([...stamps].map(([t, [lo, hi]]) => [t, [lo.toString(), hi.toString()]])),
   };
   console.log(JSON.stringify(result));
   process.exit(result.ok ? 0 : 1);
@@ -43,6 +51,15 @@ const client = new FoxgloveClient({ ws });
 client.on("error", (e) => {
   problems.push(`client error: ${e}`);
   finish(false);
+});
+client.on("serverInfo", (info) => {
+  capabilities = info.capabilities;
+});
+client.on("time", ({ timestamp }) => {
+  if (times.last !== null && timestamp < times.last) times.backwards++;
+  times.first ??= timestamp;
+  times.last = timestamp;
+  times.count++;
 });
 client.on("advertise", (channels) => {
   for (const ch of channels) {
@@ -62,13 +79,17 @@ client.on("advertise", (channels) => {
   }
 });
 const decoder = new TextDecoder();
-client.on("message", ({ subscriptionId, data }) => {
+client.on("message", ({ subscriptionId, timestamp, data }) => {
   const topic = subscribedTo.get(subscriptionId);
   if (topic === undefined) {
     problems.push(`message for unknown subscription ${subscriptionId}`);
     return;
   }
   counts.set(topic, counts.get(topic) + 1);
+  const range = stamps.get(topic);
+  if (!range) stamps.set(topic, [timestamp, timestamp]);
+  else if (timestamp < range[0]) range[0] = timestamp;
+  else if (timestamp > range[1]) range[1] = timestamp;
   let value;
   try {
     value = JSON.parse(decoder.decode(data));
