@@ -22,6 +22,9 @@ pub enum ServeError {
     Bus(nerve_bus::BusError),
     /// The forwarding thread could not be started.
     Thread(std::io::Error),
+    /// Mappings from a file ([`Options::mappings`](crate::Options::mappings)) name types or members that the
+    /// types given do not have: every problem.
+    Mappings(Vec<String>),
 }
 
 impl fmt::Display for ServeError {
@@ -32,6 +35,7 @@ impl fmt::Display for ServeError {
             ServeError::Sdk(e) => write!(f, "Foxglove SDK: {e}"),
             ServeError::Bus(e) => write!(f, "subscribing to the bus: {e}"),
             ServeError::Thread(e) => write!(f, "cannot start the forwarding thread: {e}"),
+            ServeError::Mappings(problems) => write!(f, "the Foxglove schema mappings: {}", problems.join("; ")),
         }
     }
 }
@@ -43,6 +47,7 @@ impl std::error::Error for ServeError {
             ServeError::Runtime(e) | ServeError::Thread(e) => Some(e),
             ServeError::Sdk(e) => Some(e),
             ServeError::Bus(e) => Some(e),
+            ServeError::Mappings(_) => None,
         }
     }
 }

@@ -3,17 +3,19 @@
 //! channels some client subscribed to. While a log plays, it also stamps messages with the log's time and
 //! broadcasts that time (the protocol's `time` capability), so Foxglove's timeline follows the log.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use foxglove::{Context, PartialMetadata, RawChannel, Schema, WebSocketServerHandle};
 use nerve_bus::provider::file::Playback;
 use nerve_bus::{Bus, Overflow, Received, Subscriber};
-use nerve_log::export::{json_schema, message_json, raw_schema, Decoder, RAW_SCHEMA_NAME};
+use nerve_log::export::{json_schema, message_json, raw_schema, Decoded, Decoder, RAW_SCHEMA_NAME};
 use nerve_types::Registry;
+
+use crate::mapping::{Mapping, Mappings, Out};
 
 use crate::ServeError;
 
@@ -36,6 +38,29 @@ pub struct ServerStats {
     pub clients: u64,
     /// Messages dropped for clients that did not keep up, all clients so far (see [`crate::Server::clients`]).
     pub client_dropped: u64,
+    /// Messages sent in a Foxglove well-known schema on mapped channels (see [`crate::Server::mapped`]).
+    pub mapped_sent: u64,
+    /// Messages of mapped channels that could not be converted (inconsistent or unmappable), sent raw only.
+    pub mapped_refused: u64,
+}
+
+/// One mapped channel: a bus channel sent a second time in a Foxglove well-known schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MappedStats {
+    /// The bus channel.
+    pub channel: String,
+    /// The topic it is advertised on in the well-known schema (`<channel>/foxglove.RawImage`, ...).
+    pub topic: String,
+    /// The schema's name (`foxglove.RawImage`, ...).
+    pub schema: &'static str,
+    /// The LCM type mapped.
+    pub lcm_type: String,
+    /// Messages converted and sent.
+    pub sent: u64,
+    /// Messages that could not be converted (sent raw only).
+    pub refused: u64,
+    /// Why the last refused message was refused.
+    pub last_refusal: Option<String>,
 }
 
 #[derive(Default)]
@@ -45,6 +70,10 @@ struct Counters {
     undecoded: AtomicU64,
     unsubscribed: AtomicU64,
     advertised: AtomicU64,
+    mapped_sent: AtomicU64,
+    mapped_refused: AtomicU64,
+    // Per bus channel; touched once per converted message (uncontended but for `Server::mapped`).
+    mapped: Mutex<BTreeMap<String, MappedStats>>,
 }
 
 /// The thread and what it shares.
@@ -100,6 +129,7 @@ impl Forwarder {
     pub(crate) fn start(
         bus: &Bus,
         registry: Option<Registry>,
+        mappings: Mappings,
         context: Arc<Context>,
         capacity: usize,
         clock: Option<LogClock>,
@@ -109,6 +139,7 @@ impl Forwarder {
         let counters = Arc::new(Counters::default());
         let mut state = State {
             decoder: Decoder::new(registry),
+            mappings,
             context,
             channels: HashMap::new(),
             json: Vec::new(),
@@ -149,7 +180,13 @@ impl Forwarder {
             advertised: c.advertised.load(Ordering::Relaxed),
             clients: 0,
             client_dropped: 0,
+            mapped_sent: c.mapped_sent.load(Ordering::Relaxed),
+            mapped_refused: c.mapped_refused.load(Ordering::Relaxed),
         }
+    }
+
+    pub(crate) fn mapped(&self) -> Vec<MappedStats> {
+        self.counters.mapped.lock().map(|m| m.values().cloned().collect()).unwrap_or_default()
     }
 
     pub(crate) fn stop(&mut self) {
@@ -160,14 +197,23 @@ impl Forwarder {
     }
 }
 
-/// A bus channel as advertised: the fingerprint its messages had when it was advertised.
+/// A bus channel as advertised: the fingerprint its messages had when it was advertised, and its mapped channel.
 struct Advertised {
     fingerprint: Option<u64>,
+    channel: Arc<RawChannel>,
+    mapped: Option<MappedChannel>,
+}
+
+/// The second advertisement of a channel whose type has a mapping.
+struct MappedChannel {
+    mapping: Mapping,
+    out: Out,
     channel: Arc<RawChannel>,
 }
 
 struct State {
     decoder: Decoder,
+    mappings: Mappings,
     context: Arc<Context>,
     channels: HashMap<String, Advertised>,
     json: Vec<u8>,
@@ -179,27 +225,32 @@ impl State {
         counters.received.fetch_add(1, Ordering::Relaxed);
         let log_time = self.log_time(msg);
         let fingerprint = msg.data.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
-        let current = self.channels.get(&msg.channel).filter(|a| a.fingerprint == fingerprint);
-        let channel = match current {
-            Some(a) => Arc::clone(&a.channel),
-            None => match self.advertise(&msg.channel, fingerprint) {
-                Some(ch) => {
-                    counters.advertised.fetch_add(1, Ordering::Relaxed);
-                    ch
-                }
-                None => return,
-            },
-        };
-        if !channel.has_sinks() {
+        let current = self.channels.get(&msg.channel).is_some_and(|a| a.fingerprint == fingerprint);
+        if !current {
+            if !self.advertise(&msg.channel, fingerprint, msg, counters) {
+                return;
+            }
+            counters.advertised.fetch_add(1, Ordering::Relaxed);
+        }
+        let advertised = self.channels.get(&msg.channel).expect("advertised above");
+        let raw = advertised.channel.has_sinks();
+        let mapped = advertised.mapped.as_ref().is_some_and(|m| m.channel.has_sinks());
+        if !raw && !mapped {
             counters.unsubscribed.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        self.json.clear();
-        if message_json(&self.decoder, &msg.data, &mut self.json).is_none() {
-            counters.undecoded.fetch_add(1, Ordering::Relaxed);
+        if raw {
+            let channel = Arc::clone(&advertised.channel);
+            self.json.clear();
+            if message_json(&self.decoder, &msg.data, &mut self.json).is_none() {
+                counters.undecoded.fetch_add(1, Ordering::Relaxed);
+            }
+            channel.log_with_meta(&self.json, PartialMetadata { log_time: Some(log_time) });
+            counters.sent.fetch_add(1, Ordering::Relaxed);
         }
-        channel.log_with_meta(&self.json, PartialMetadata { log_time: Some(log_time) });
-        counters.sent.fetch_add(1, Ordering::Relaxed);
+        if mapped {
+            self.forward_mapped(msg, log_time, counters);
+        }
     }
 
     /// The time (ns) `msg` is stamped with: its receive time, or while a log plays the log's time of it, which
@@ -217,10 +268,60 @@ impl State {
         ns
     }
 
-    /// Advertises `name` for messages of `fingerprint` (replacing an advertisement for another type).
-    fn advertise(&mut self, name: &str, fingerprint: Option<u64>) -> Option<Arc<RawChannel>> {
+    /// Converts `msg` for its channel's mapped channel and sends it there, or counts why not.
+    fn forward_mapped(&mut self, msg: &Received, log_time: u64, counters: &Counters) {
+        let advertised = self.channels.get_mut(&msg.channel).expect("advertised");
+        let Some(mapped) = advertised.mapped.as_mut() else { return };
+        let converted = match self.decoder.decode(&msg.data) {
+            // A played log's time stands for the receive time, as it does for the raw view.
+            Decoded::Value(_, value) => mapped.mapping.convert(&value, &msg.channel, (log_time / 1000) as i64),
+            Decoded::Raw(why) => Err(crate::mapping::Refusal(why)),
+        };
+        let mut stats = counters.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = stats.entry(msg.channel.clone()).or_insert_with(|| mapped_stats(&msg.channel, mapped));
+        match converted {
+            Ok(c) => {
+                if c.out != mapped.out {
+                    // An image channel that turned from raw pixels to JPEG (or back): the other schema's topic.
+                    match advertise_mapped(&self.context, &msg.channel, &mapped.mapping, c.out) {
+                        Some(channel) => {
+                            mapped.channel.close();
+                            mapped.channel = channel;
+                            mapped.out = c.out;
+                            *entry = MappedStats {
+                                sent: entry.sent,
+                                refused: entry.refused,
+                                ..mapped_stats(&msg.channel, mapped)
+                            };
+                            counters.advertised.fetch_add(1, Ordering::Relaxed);
+                        }
+                        None => return,
+                    }
+                }
+                mapped.channel.log_with_meta(&c.bytes, PartialMetadata { log_time: Some(log_time) });
+                entry.sent += 1;
+                counters.mapped_sent.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(why) => {
+                entry.refused += 1;
+                entry.last_refusal = Some(why.0);
+                counters.mapped_refused.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Advertises `name` for messages of `fingerprint` (replacing an advertisement for another type), and its
+    /// mapped channel if its type has a mapping; `first` is the message that made it (an image mapping's first
+    /// message says which of its schemas to advertise). False if the SDK refused.
+    fn advertise(&mut self, name: &str, fingerprint: Option<u64>, first: &Received, counters: &Counters) -> bool {
         if let Some(old) = self.channels.remove(name) {
             old.channel.close();
+            if let Some(m) = old.mapped {
+                m.channel.close();
+            }
+            if let Ok(mut stats) = counters.mapped.lock() {
+                stats.remove(name);
+            }
         }
         let st = fingerprint.and_then(|f| self.decoder.registry()?.lookup(f));
         let schema = match (st, self.decoder.registry()) {
@@ -229,13 +330,53 @@ impl State {
             }
             _ => Schema::new(RAW_SCHEMA_NAME, "jsonschema", raw_schema().into_bytes()),
         };
+        let mapping = st.and_then(|st| self.mappings.get(&st.name.full())).cloned();
         let mut builder = self.context.channel_builder(name).message_encoding("json").schema(schema);
         if let Some(f) = fingerprint {
             builder = builder.add_metadata("fingerprint", &format!("0x{f:016x}"));
         }
         // The SDK refuses only a topic already taken with another schema, which `remove` above rules out.
-        let channel = builder.build_raw().ok()?;
-        self.channels.insert(name.to_owned(), Advertised { fingerprint, channel: Arc::clone(&channel) });
-        Some(channel)
+        let Ok(channel) = builder.build_raw() else { return false };
+        let mapped = mapping.and_then(|mapping| {
+            let out = match self.decoder.decode(&first.data) {
+                Decoded::Value(_, v) => mapping.convert(&v, name, first.recv_utime).map(|c| c.out).ok(),
+                Decoded::Raw(_) => None,
+            };
+            let out = out.unwrap_or_else(|| mapping.default_out());
+            let channel = advertise_mapped(&self.context, name, &mapping, out)?;
+            counters.advertised.fetch_add(1, Ordering::Relaxed);
+            Some(MappedChannel { mapping, out, channel })
+        });
+        if let Some(m) = &mapped {
+            if let Ok(mut stats) = counters.mapped.lock() {
+                stats.insert(name.to_owned(), mapped_stats(name, m));
+            }
+        }
+        self.channels.insert(name.to_owned(), Advertised { fingerprint, channel, mapped });
+        true
+    }
+}
+
+/// Advertises the mapped channel of bus channel `name` in schema `out`.
+fn advertise_mapped(context: &Arc<Context>, name: &str, mapping: &Mapping, out: Out) -> Option<Arc<RawChannel>> {
+    context
+        .channel_builder(out.topic(name))
+        .message_encoding(Out::message_encoding())
+        .schema(out.schema())
+        .add_metadata("mapped_from", name)
+        .add_metadata("lcm_type", &mapping.type_name)
+        .build_raw()
+        .ok()
+}
+
+fn mapped_stats(name: &str, m: &MappedChannel) -> MappedStats {
+    MappedStats {
+        channel: name.to_owned(),
+        topic: m.out.topic(name),
+        schema: m.out.schema_name(),
+        lcm_type: m.mapping.type_name.clone(),
+        sent: 0,
+        refused: 0,
+        last_refusal: None,
     }
 }

@@ -34,6 +34,7 @@
 
 mod error;
 mod forward;
+pub mod mapping;
 mod front;
 mod outbox;
 mod page;
@@ -49,7 +50,8 @@ use nerve_bus::Bus;
 use nerve_types::Registry;
 
 pub use error::ServeError;
-pub use forward::ServerStats;
+pub use forward::{MappedStats, ServerStats};
+pub use mapping::Mappings;
 pub use outbox::ClientStats;
 
 /// What [`Server::start`] serves, and how.
@@ -70,6 +72,9 @@ pub struct Options {
     /// The playback of the log the bus plays (`file://LOG`), if it is one: the server then follows the log's
     /// clock (the protocol's `time` capability) instead of the wall clock.
     pub playback: Option<Playback>,
+    /// Which LCM types are also sent in Foxglove's well-known schemas (default: the built-in ones,
+    /// [`Mappings::builtin`]); checked against the types at start.
+    pub mappings: Mappings,
 }
 
 impl Default for Options {
@@ -83,6 +88,7 @@ impl Default for Options {
             // About 25 frames of a 640x480 image's JSON: most of a second of a 30 Hz camera.
             client_backlog_bytes: 32 << 20,
             playback: None,
+            mappings: Mappings::builtin(),
         }
     }
 }
@@ -139,7 +145,9 @@ impl Server {
         let limits = outbox::Limits { messages: options.client_backlog.max(1), bytes: options.client_backlog_bytes };
         runtime.spawn(front::serve(listener, sdk_addr, Arc::clone(&clients), limits));
         let clock = options.playback.map(|playback| forward::LogClock { playback, sdk: Arc::clone(&sdk) });
-        let forwarder = forward::Forwarder::start(bus, registry, Arc::clone(&context), options.bus_queue, clock)?;
+        let mappings = options.mappings.clone().resolve(registry.as_ref()).map_err(ServeError::Mappings)?;
+        let forwarder =
+            forward::Forwarder::start(bus, registry, mappings, Arc::clone(&context), options.bus_queue, clock)?;
         Ok(Server { forwarder, sdk: Some(sdk), context, clients, addr, runtime: Some(runtime) })
     }
 
@@ -155,6 +163,11 @@ impl Server {
             client_dropped: self.clients.total_dropped(),
             ..self.forwarder.stats()
         }
+    }
+
+    /// The mapped channels advertised so far (by bus channel name), with the messages sent and refused on each.
+    pub fn mapped(&self) -> Vec<MappedStats> {
+        self.forwarder.mapped()
     }
 
     /// The clients connected now (in order of connection), with the messages sent to and dropped for each.
