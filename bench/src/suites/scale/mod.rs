@@ -10,14 +10,16 @@
 //!    WaitSet; LCM: one `lcm_subscribe` per channel on udpm.
 //! 2. `size`: 64 B to 16 MiB messages over one channel to one reader process, read by copy and zero-copy, polling
 //!    and waiting, on nerve-shm and iceoryx2, beside a memcpy of the same size in this process. The writers loan
-//!    the frame, fill it, then stamp it: the latency is the reading side's.
-//! 3. `readers`: 1 to 16 reader processes of one channel at 1 kHz: p50/p99 of the last reader to get each message.
+//!    the frame, fill it, then stamp it and publish: the latency is the publish after the fill and the read.
+//! 3. `readers`: 1 to 16 reader processes of one channel at 1 kHz: p50/p99 of the last reader to get each message;
+//!    a plain futex broadcast (`futex`) is the control row, the host's floor for waking that many sleepers.
 //! 4. `udpm`: 1,000 channels and 10 subscriber processes of 10 channels each, the traffic spread over all the
 //!    channels: CPU per process for Nerve's udpm and mpudpm and real LCM C (whose design makes every process read
 //!    every datagram). The publisher is this driver on Nerve's bus (udpm and LCM share the wire format).
 //!
 //! Tables are printed (or JSON lines with `--json`) and written with the SVG plots under `--out DIR`.
 
+mod futex;
 mod plot;
 mod probe;
 pub mod role;
@@ -580,7 +582,11 @@ fn fan_out(fan: &Fan, names: &Names, pin: &Pins, tag: &str) -> Result<Vec<BTreeM
     let max_ms = ((count as f64 / hz * 1e3) as u64 + 30_000).to_string();
     let spawn = |target: &str| -> Result<Vec<Proc>, String> {
         let program = bench_program(ROLE_READ, Vec::new())?;
-        let sys = if system == "nerve-shm" { "shm" } else { "iox" };
+        let sys = match system {
+            "nerve-shm" => "shm",
+            FUTEX => "futex",
+            _ => "iox",
+        };
         let argv: Vec<String> =
             [sys, target, &size.to_string(), how.word(), &count.to_string(), &max_ms, &readers.to_string()]
                 .iter()
@@ -617,6 +623,15 @@ fn fan_out(fan: &Fan, names: &Names, pin: &Pins, tag: &str) -> Result<Vec<BTreeM
                 Ok(())
             }
             None => w.put(&[0u8; 8]).map(|_| ()).map_err(|e| format!("put: {e}")),
+        })?;
+        procs
+    } else if system == FUTEX {
+        let path = names.sub_dir(tag)?.join("page");
+        let page = futex::Broadcast::map(&path, true)?;
+        let procs = spawn(&path.display().to_string())?;
+        paced(count, hz, pin.writer, |seq| {
+            page.publish(seq, mono_ns());
+            Ok(())
         })?;
         procs
     } else {
@@ -758,11 +773,15 @@ fn size_part(plan: &Plan, names: &Names, pin: &Pins, out: &Path, r: &mut Report)
     Ok(())
 }
 
+/// The readers part's control: a plain futex broadcast (`futex`), the floor of waking R sleepers on this host.
+const FUTEX: &str = "futex";
+
 /// The readers part's systems and how they read.
-const READERS_ROWS: [(&str, ReadHow); 3] = [
+const READERS_ROWS: [(&str, ReadHow); 4] = [
     ("nerve-shm", ReadHow { zero_copy: false, poll: false }),
     ("nerve-shm", ReadHow { zero_copy: true, poll: false }),
     ("iceoryx2", ReadHow { zero_copy: true, poll: false }),
+    (FUTEX, ReadHow { zero_copy: true, poll: false }),
 ];
 
 fn readers_part(plan: &Plan, names: &Names, pin: &Pins, out: &Path, r: &mut Report) -> Result<(), String> {

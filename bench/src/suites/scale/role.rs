@@ -10,7 +10,7 @@
 //!     (-1: none) and "end" - the lines csrc/lcm_scale.c prints for LCM.
 //! nerve-bench scale-read SYSTEM TARGET SIZE MODE COUNT MAX_MS READERS
 //!     one reader of one channel of SIZE-byte messages: SYSTEM `shm` (a nerve-shm channel DIR/NAME) or `iox` (an
-//!     iceoryx2 service); MODE `copy-poll`, `copy-wait`, `zc-poll` or `zc-wait` (a copy into a buffer of its own or a
+//!     iceoryx2 service), or `futex` (the control: a plain futex broadcast page, `super::futex`, MODE `zc-wait`); MODE `copy-poll`, `copy-wait`, `zc-poll` or `zc-wait` (a copy into a buffer of its own or a
 //!     zero-copy read of the stamp where it lies; spinning or sleeping). Prints "ready", reads until COUNT messages,
 //!     a stop message or MAX_MS, then "recv N", "s SEQ NS" per message and "end". READERS: how many readers the
 //!     iceoryx2 service is made for (the driver makes it with the same number).
@@ -388,7 +388,8 @@ fn read_role(system: &str, target: &str, spec: &ReadSpec) -> Result<(), String> 
     let got = match system {
         "shm" => shm_read(target, spec)?,
         "iox" => iox_read(target, spec)?,
-        other => return Err(format!("unknown SYSTEM {other:?}: shm or iox")),
+        "futex" => futex_read(target, spec)?,
+        other => return Err(format!("unknown SYSTEM {other:?}: shm, iox or futex")),
     };
     got.print()
 }
@@ -481,6 +482,27 @@ fn iox_read(target: &str, spec: &ReadSpec) -> Result<Got, String> {
                     }
                 }
             }
+        }
+    }
+    Ok(got)
+}
+
+/// The control reader: sleeps on the broadcast page's futex word and takes each message's stamp.
+fn futex_read(target: &str, spec: &ReadSpec) -> Result<Got, String> {
+    let &ReadSpec { how, count, max_ms, .. } = spec;
+    if how.poll || !how.zero_copy {
+        return Err(format!("the futex control reads one way only, zc-wait (not {})", how.word()));
+    }
+    let page = super::futex::Broadcast::map(Path::new(target), false)?;
+    let mut last = page.word();
+    let mut got = Got { seen: Vec::with_capacity(count) };
+    say("ready");
+    let deadline = mono_ns() + max_ms * 1_000_000;
+    while got.seen.len() < count && mono_ns() < deadline {
+        match page.next(&mut last, SLICE) {
+            Some(Some((seq, stamp))) => got.seen.push((seq, mono_ns().wrapping_sub(stamp))),
+            Some(None) => break,
+            None => {}
         }
     }
     Ok(got)
