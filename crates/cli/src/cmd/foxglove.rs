@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nerve_bus::Url;
-use nerve_foxglove::{Options, Server};
+use nerve_foxglove::{Mappings, Options, Server};
 
 use super::shm_access::check_readable;
 use super::spy::decode::Types;
@@ -26,7 +26,8 @@ const EXAMPLES: &str = "\
 EXAMPLES:
   nerve foxglove --types examples/types                # then open http://127.0.0.1:8765/, or ws://127.0.0.1:8765
   nerve foxglove --url shm:// --types examples/types --listen 0.0.0.0:8765
-  nerve foxglove --url 'file://run.lcmlog.00?speed=1' --types examples/types";
+  nerve foxglove --url 'file://run.lcmlog.00?speed=1' --types examples/types
+  nerve foxglove --types tests/corpus/bot_core --mappings cameras.toml   # see `nerve_foxglove::mapping::file`";
 
 /// Arguments of `nerve foxglove`.
 #[derive(clap::Args)]
@@ -44,6 +45,11 @@ pub struct Args {
     /// Let clients publish JSON into the bus, on channels whose type is known (--types).
     #[arg(long)]
     allow_publish: bool,
+    /// A TOML file of mappings from LCM types to Foxglove's well-known schemas (RawImage, LaserScan, ...), added
+    /// to the built-in ones (libbot's bot_core types, the examples'); a mapped channel is also served as
+    /// CHANNEL/foxglove.SCHEMA.
+    #[arg(long, value_name = "FILE")]
+    mappings: Option<PathBuf>,
 }
 
 /// The server channel carrying the spy's statistics table.
@@ -55,6 +61,13 @@ const SPY_PERIOD: Duration = Duration::from_millis(500);
 /// Runs `nerve foxglove` until SIGINT or SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let registry = load_registry(&type_dirs(&args.types), BrokenFiles::Skip)?;
+    let mappings = match &args.mappings {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Mappings::from_toml(&text).with_context(|| format!("{}: not a mapping file", path.display()))?
+        }
+        None => Mappings::builtin(),
+    };
     let types = Arc::new(Types::new(registry.clone()));
     let url = match args.url.as_deref() {
         Some(u) if !u.is_empty() => u.to_owned(),
@@ -65,7 +78,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // log's time).
     let (bus, playback) = super::sub::open_bus(&url)?;
     let playback = playback.map(|(_, p)| p);
-    let options = Options { listen: args.listen, allow_publish: args.allow_publish, playback, ..Options::default() };
+    let options =
+        Options { listen: args.listen, allow_publish: args.allow_publish, playback, mappings, ..Options::default() };
     let server = Server::start(&bus, registry, options)?;
     let spy = server.json_channel(SPY_TOPIC, "nerve.spy_report", SPY_SCHEMA.to_owned())?;
     let engine = Engine::start(&bus, ".*", QUEUE_CAPACITY, Arc::clone(&types))?;
