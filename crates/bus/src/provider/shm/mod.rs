@@ -34,6 +34,10 @@
 //! at once (the thread is woken for it; its reader already exists, so nothing is missed). The directory watcher
 //! calls [`Sink::drained`] too when idle, so in-process messages are dispatched even while no channel is read.
 //!
+//! **Views** (`views`). [`Shm::subscribe_views`] is a subscription outside the bus's queues whose handler gets each
+//! message as a nerve-shm [`View`](nerve_shm::View) of its frame (no copy), on the same receive path; a frame that
+//! writers reclaim while the handler holds it fails [`View::check`](nerve_shm::View::check) (writers never wait).
+//!
 //! **Discovery** (`watch`). The provider reads only channels whose bus name matches a subscribed pattern. A new
 //! subscription scans the directory and reads the matching channels that exist from their next message on (only
 //! what is published after it subscribed, as on udpm). A watcher thread learns of channels made later from inotify
@@ -56,6 +60,7 @@
 mod config;
 mod publish;
 mod receive;
+mod views;
 mod watch;
 
 use std::path::PathBuf;
@@ -73,6 +78,7 @@ use crate::pattern::Pattern;
 use crate::url::Url;
 
 pub use self::config::{ShmConfig, OPTIONS};
+pub use self::views::ViewSubscription;
 pub use self::watch::RESCAN;
 pub use nerve_shm::{decode_channel, encode_channel, parse_mode, parse_size, DEFAULT_FRAMES, DEFAULT_FRAME_SIZE};
 
@@ -210,6 +216,11 @@ impl Shm {
     /// A provider over `config`'s directory, which must exist (checked now, so a wrong `dir=` is reported at
     /// creation). Nothing is opened until the first publication or subscription.
     pub fn open(config: ShmConfig) -> Result<Shm, BusError> {
+        Shm::open_with(config, None)
+    }
+
+    /// [`Shm::open`], with a view subscription's handler when `views` is given.
+    fn open_with(config: ShmConfig, views: Option<receive::ViewHandler>) -> Result<Shm, BusError> {
         let dir = config.directory();
         if !dir.is_dir() {
             return Err(BusError::Config {
@@ -228,6 +239,7 @@ impl Shm {
                 stop: AtomicBool::new(false),
                 counters: Counters::default(),
                 state: Mutex::new(RecvState::default()),
+                views: views.map(Mutex::new),
             }),
             config,
             origin,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use nerve_shm::{decode_channel, Channel, GetOutcome, ReadMode, Reader, SetWaker, ShmError, Wait, WaitSet};
+use nerve_shm::{decode_channel, Channel, GetOutcome, ReadMode, Reader, SetWaker, ShmError, View, Wait, WaitSet};
 
 use super::{transport, ShmProviderError};
 use crate::pattern::Pattern;
@@ -87,6 +87,15 @@ impl RecvState {
     }
 }
 
+/// A view subscription's handler ([`super::Shm::subscribe_views`]): the channel and the message as a view.
+pub(super) type ViewHandler = Box<dyn FnMut(&str, View) + Send>;
+
+/// A message as a receive thread took it: a copy for the bus, or a view for a view subscription's handler.
+enum Taken {
+    Bytes(Vec<u8>),
+    View(View),
+}
+
 /// What the receive side's threads share.
 pub(super) struct RecvShared {
     pub(super) dir: PathBuf,
@@ -98,6 +107,9 @@ pub(super) struct RecvShared {
     pub(super) stop: AtomicBool,
     pub(super) counters: Counters,
     pub(super) state: Mutex<RecvState>,
+    /// A view subscription's handler: messages go to it as views of their frames (no copy), on the receive thread,
+    /// instead of to the bus as copies.
+    pub(super) views: Option<Mutex<ViewHandler>>,
 }
 
 /// Where a reader of a channel starts.
@@ -272,7 +284,14 @@ impl RecvShared {
         let batch = m.ch.frames();
         let mut taken = 0u64;
         while taken < batch {
-            let got = m.reader.get_with(ReadMode::Next, Wait::Poll, |bytes| bytes.to_vec());
+            let got = match &self.views {
+                None => m
+                    .reader
+                    .get_with(ReadMode::Next, Wait::Poll, |bytes| bytes.to_vec())
+                    .map(|o| o.map(|(info, data)| (info, Taken::Bytes(data)))),
+                // Views: the frame is not read here; the handler reads it in place and checks it.
+                Some(_) => m.reader.view(ReadMode::Next, Wait::Poll).map(|o| o.map(|v| (v.info(), Taken::View(v)))),
+            };
             match got {
                 Ok(GetOutcome::Message((info, data))) => {
                     taken += 1;
@@ -281,7 +300,16 @@ impl RecvShared {
                         c.own_dropped.fetch_add(1, Ordering::Relaxed);
                     } else {
                         c.received.fetch_add(1, Ordering::Relaxed);
-                        sink.deliver(Incoming { channel: m.channel.clone(), data, recv_utime: now_utime() });
+                        match data {
+                            Taken::Bytes(data) => {
+                                sink.deliver(Incoming { channel: m.channel.clone(), data, recv_utime: now_utime() })
+                            }
+                            Taken::View(view) => {
+                                if let Some(handler) = &self.views {
+                                    (handler.lock().unwrap_or_else(|p| p.into_inner()))(&m.channel, view);
+                                }
+                            }
+                        }
                     }
                 }
                 // Overwritten under the reader too often in a row: the losses come with the next message.
