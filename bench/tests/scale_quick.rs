@@ -57,6 +57,8 @@ fn the_quick_scale_run_prints_every_part_and_writes_its_plots() {
     }
     for case in ["readers_1", "readers_4"] {
         assert!(get(case, "nerve-shm copy-wait", "last_p50") > 0.0);
+        // The control row (a plain futex broadcast) is this suite's own: it always runs.
+        assert!(get(case, "futex zc-wait", "last_p50") > 0.0, "{case}: the futex control row");
     }
     for sys in ["nerve udpm", "nerve mpudpm"] {
         assert!(get("udpm_100ch_3proc", sys, "cpu_mean") >= 0.0);
