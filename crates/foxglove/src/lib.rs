@@ -11,7 +11,9 @@
 //!   fingerprint no type matches is advertised as `nerve.undecoded` (its fingerprint in the channel's metadata)
 //!   and its messages are sent as their bytes in base64. Only channels some client subscribed to are transcoded.
 //! - **a page** (`GET /`): the spy's channel table, a channel's newest message as a tree and live plots of the
-//!   numeric fields the user picks, drawn with uPlot; the page and uPlot are built into the binary.
+//!   numeric fields the user picks, drawn with uPlot, and the channel's picture when it is also sent in a
+//!   well-known schema (an image on a canvas, a laser scan or point cloud as a top-down plot), decoded with
+//!   protobufjs from the schema advertised; the page, uPlot and protobufjs are built into the binary.
 //!
 //! While a log plays (`file://LOG`, given as [`Options::playback`]) the server declares the protocol's `time`
 //! capability and broadcasts the log's time, and stamps messages with it, so Foxglove's timeline shows the log's
@@ -34,8 +36,8 @@
 
 mod error;
 mod forward;
-pub mod mapping;
 mod front;
+pub mod mapping;
 mod outbox;
 mod page;
 mod publish;
