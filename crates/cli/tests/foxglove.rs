@@ -1,6 +1,9 @@
 //! `nerve foxglove` end to end: the binary on an shm bus the test publishes on, and its page in headless Chromium
 //! (puppeteer-core, `crates/foxglove/tests/node/browser.mjs`): the channel table's rows and a plot's points are
-//! checked against the traffic, and a screenshot of the page is kept (`target/tmp/foxglove-page.png`).
+//! checked against the traffic; a camera (`exlcm.image_t`) and a laser (`exlcm.laser_t`), which the server maps to
+//! `foxglove.RawImage` and `foxglove.LaserScan`, are drawn: the canvas' pixels are the image's, and the scan plot
+//! has the scan's points. Screenshots of the page are kept (`target/tmp/foxglove-page.png`, with the scan, and
+//! `foxglove-page-image.png`, with the image).
 
 mod common;
 
@@ -11,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{nerve, text, Guard, TestDir};
+use common::{nerve, text, types_dir, Guard, TestDir};
 use nerve_bus::Bus;
 use nerve_types::{Registry, TypeName};
 
@@ -24,6 +27,7 @@ fn start_server(url: &str) -> (Guard, String) {
     let mut child = nerve()
         .args(["foxglove", "--url", url, "--listen", "127.0.0.1:0", "--types"])
         .arg(foxglove_tests().join("data"))
+        .args(["--types", &types_dir()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -35,6 +39,28 @@ fn start_server(url: &str) -> (Guard, String) {
     (Guard(Some(child)), addr)
 }
 
+/// The camera's picture: 16x12 RGB, each pixel's channels from its position (so a flipped, shifted or scaled
+/// drawing shows), as `exlcm.image_t` (Camunits' RGB code) and as the RGBA the canvas must hold.
+fn camera() -> (String, Vec<u8>) {
+    let (w, h) = (16usize, 12usize);
+    let mut rgb = Vec::new();
+    for y in 0..h {
+        for x in 0..w {
+            rgb.extend_from_slice(&[(x * 16) as u8, (y * 21) as u8, ((x * 7 + y * 13) % 256) as u8]);
+        }
+    }
+    let rgba: Vec<u8> = rgb.chunks(3).flat_map(|p| [p[0], p[1], p[2], 255]).collect();
+    let json = format!(
+        r#"{{"utime":1700000000000000,"width":{w},"height":{h},"pixelformat":859981650,"size":{},"data":{:?}}}"#,
+        rgb.len(),
+        rgb
+    );
+    (json, rgba)
+}
+
+/// The laser's scan: 12 beams from -1.2 rad, 0.2 rad apart, at 1 m + 0.25 m per beam (exact in f32).
+const SCAN: (f32, f32, [f32; 12]) = (-1.2, 0.2, [1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75]);
+
 #[test]
 fn the_page_shows_the_table_and_plots_what_was_published() {
     let node = foxglove_tests().join("node");
@@ -43,8 +69,8 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
     let (server, addr) = start_server(&dir.url());
 
     // POSE at 50 Hz: position[0] walks 0, 0.5, ... 9.5 and position[1] = -position[0]; MYSTERY, of no known type.
-    let (reg, diags) = Registry::load_dirs(&[foxglove_tests().join("data")]);
-    assert!(!diags.has_errors());
+    let (reg, diags) = Registry::load_dirs(&[foxglove_tests().join("data"), PathBuf::from(types_dir())]);
+    assert!(!diags.has_errors(), "{}", diags.render());
     let name = TypeName::parse("foxtest.pose_t");
     let poses: Vec<Vec<u8>> = (0..20)
         .map(|k| {
@@ -57,6 +83,26 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
             reg.encode(&name, &reg.from_json(&name, &json).unwrap()).unwrap()
         })
         .collect();
+    // CAMERA and LIDAR at 10 Hz: the server sends them as foxglove.RawImage and foxglove.LaserScan too.
+    let (image_json, image_rgba) = camera();
+    let image_t = TypeName::parse("exlcm.image_t");
+    let image = reg.encode(&image_t, &reg.from_json(&image_t, &image_json).unwrap()).unwrap();
+    let (rad0, radstep, ranges) = SCAN;
+    let laser_t = TypeName::parse("exlcm.laser_t");
+    let laser_json = format!(
+        r#"{{"utime":1700000000000000,"nranges":{},"ranges":{ranges:?},"rad0":{rad0},"radstep":{radstep}}}"#,
+        ranges.len()
+    );
+    let laser = reg.encode(&laser_t, &reg.from_json(&laser_t, &laser_json).unwrap()).unwrap();
+    // The scan's points as the page must plot them, worked out here in f64 from the f32 values published.
+    let scan_points: Vec<[f64; 2]> = ranges
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            let a = f64::from(rad0) + i as f64 * f64::from(radstep);
+            [f64::from(r) * a.cos(), f64::from(r) * a.sin()]
+        })
+        .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let (bus, s) = (Bus::new(Some(&dir.url())).unwrap(), Arc::clone(&stop));
     let publisher = std::thread::spawn(move || {
@@ -65,6 +111,8 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
             bus.publish_raw("POSE", &poses[k % poses.len()]).unwrap();
             if k % 5 == 0 {
                 bus.publish_raw("MYSTERY", &[0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1, 9]).unwrap();
+                bus.publish_raw("CAMERA", &image).unwrap();
+                bus.publish_raw("LIDAR", &laser).unwrap();
             }
             k += 1;
             std::thread::sleep(Duration::from_millis(20));
@@ -80,13 +128,17 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
             "position[0]": (0..20).map(|k| k as f64 * 0.5).collect::<Vec<_>>(),
             "position[1]": (0..20).map(|k| -(k as f64) * 0.5).collect::<Vec<_>>(),
         },
-        "otherRows": ["MYSTERY"],
+        "otherRows": ["MYSTERY", "CAMERA", "LIDAR"],
         "minPoints": 40,
         "timeoutMs": 40000,
+        "image": {"channel": "CAMERA", "topic": "CAMERA/foxglove.RawImage", "width": 16, "height": 12,
+                  "rgba": image_rgba},
+        "scan": {"channel": "LIDAR", "topic": "LIDAR/foxglove.LaserScan", "points": scan_points},
     });
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("foxglove-page.png");
+    let image_shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("foxglove-page-image.png");
     let started = Instant::now();
     let out = Command::new("node")
         .arg("browser.mjs")
@@ -108,5 +160,10 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
     );
     let result: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert!(result["points"].as_u64().unwrap() >= 40, "{result}");
-    assert!(shot.metadata().unwrap().len() > 10_000, "screenshot {} is missing or empty", shot.display());
+    assert_eq!(result["image"]["pixels"], 16 * 12, "{result}");
+    assert_eq!(result["scan"]["points"], 12, "{result}");
+    for shot in [&shot, &image_shot] {
+        assert!(shot.metadata().unwrap().len() > 10_000, "screenshot {} is missing or empty", shot.display());
+    }
+    println!("screenshots: {} (the scan), {} (the image)", shot.display(), image_shot.display());
 }

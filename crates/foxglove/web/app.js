@@ -1,5 +1,7 @@
 // The page's logic: the spy's table (from the server channel /nerve/spy), the open channel's newest message as a
-// tree, and live plots of the numeric fields ticked in it (uPlot). It speaks the Foxglove WebSocket protocol to the
+// tree, live plots of the numeric fields ticked in it (uPlot), and its picture when the server also sends it in
+// one of Foxglove's well-known schemas (an image drawn on a canvas; a laser scan or point cloud as a top-down plot),
+// decoded with protobufjs from the schema the server advertises. It speaks the Foxglove WebSocket protocol to the
 // server that served it: the JSON control messages and the binary message-data frame of
 // github.com/foxglove/ws-protocol docs/spec.md. That small part is written here rather than taken from
 // @foxglove/ws-protocol because the page ships as plain files with no bundler; the tests check the server with
@@ -29,7 +31,16 @@ const state = {
   plotDirty: false,
   paused: false,
   chart: null,
+  // The open channel's picture: the mapped channel shown (`<channel>/foxglove.RawImage`, ...), its newest message
+  // (bytes, decoded at the next frame only: a 30 Hz camera costs no more than the screen shows), and what was last
+  // drawn (for the browser test: the kind, and for a scan or cloud the points and where each went on the canvas).
+  view: { topic: null, latest: null, dirty: false, drawn: null, error: null },
+  types: new Map(), // advertised channel id -> its protobuf type, built from the channel's FileDescriptorSet
 };
+
+/// The well-known schemas the page draws (the server's mapped channels: protobuf, Foxglove's own schemas).
+const PICTURES = new Set(["foxglove.RawImage", "foxglove.CompressedImage", "foxglove.LaserScan", "foxglove.PointCloud"]);
+const POINT_COLOR = [217, 72, 15]; // the scan plot's points (#d9480f)
 
 const $ = (id) => document.getElementById(id);
 const text = new TextDecoder();
@@ -42,6 +53,7 @@ function connect() {
   ws.onclose = () => {
     setStatus("disconnected: retrying", "bad");
     state.channels.clear();
+    state.types.clear();
     state.byTopic.clear();
     state.subs.clear();
     state.subTopic.clear();
@@ -72,6 +84,7 @@ function control(msg) {
       for (const id of msg.channelIds) {
         const ch = state.channels.get(id);
         state.channels.delete(id);
+        state.types.delete(id);
         if (ch && state.byTopic.get(ch.topic) === ch) state.byTopic.delete(ch.topic);
       }
       break;
@@ -81,6 +94,7 @@ function control(msg) {
     default:
       return;
   }
+  pickView();
   syncSubscriptions();
 }
 
@@ -88,6 +102,7 @@ function control(msg) {
 function syncSubscriptions() {
   const wanted = new Set([SPY_TOPIC, ...state.picked.map((p) => p.topic)]);
   if (state.open) wanted.add(state.open);
+  if (state.view.topic) wanted.add(state.view.topic);
   for (const [topic, sub] of state.subs) {
     const ch = state.byTopic.get(topic);
     if (!wanted.has(topic) || !ch || ch.id !== sub.channelId) {
@@ -111,6 +126,12 @@ function data(buf) {
   if (buf.byteLength < 13 || view.getUint8(0) !== 1) return; // only message data (opcode 1) is used
   const topic = state.subTopic.get(view.getUint32(1, true));
   if (topic === undefined) return;
+  // A picture is protobuf, not JSON: kept as bytes and decoded when the next frame draws it.
+  if (topic === state.view.topic) {
+    state.view.latest = { channelId: state.subs.get(topic).channelId, bytes: new Uint8Array(buf, 13) };
+    state.view.dirty = true;
+    return;
+  }
   const t = Number(view.getBigUint64(5, true)) / 1e9;
   let value;
   try {
@@ -207,6 +228,7 @@ function openChannel(topic) {
   for (const tr of document.querySelectorAll("#channels tbody tr")) {
     tr.className = tr.dataset.channel === topic ? "open" : "";
   }
+  pickView();
   syncSubscriptions();
 }
 
@@ -324,8 +346,208 @@ function makeChart() {
   state.chart = new uPlot(opts, [state.xs.slice(), ...state.ys.map((y) => y.slice())], $("plot"));
 }
 
+// ---- pictures ----
+
+/// The open channel's picture channel: a mapped channel of it (`mapped_from` metadata, or `<channel>/<schema>`) in a
+/// schema the page draws, or the open channel itself if it is one.
+function pickView() {
+  let pick = null;
+  for (const ch of state.byTopic.values()) {
+    if (!PICTURES.has(ch.schemaName) || ch.encoding !== "protobuf") continue;
+    const from = ch.metadata?.mapped_from ?? ch.topic.slice(0, Math.max(0, ch.topic.lastIndexOf("/foxglove.")));
+    if (ch.topic === state.open || (state.open !== null && from === state.open)) pick = ch;
+  }
+  const topic = pick ? pick.topic : null;
+  if (topic === state.view.topic) return;
+  Object.assign(state.view, { topic, latest: null, dirty: true, drawn: null, error: null });
+  $("view-pane").hidden = topic === null;
+  $("view-title").textContent = topic ?? "";
+}
+
+/// The protobuf type of channel `id`, from the FileDescriptorSet the server advertised with it (base64).
+function typeOf(id) {
+  let type = state.types.get(id);
+  if (type) return type;
+  const ch = state.channels.get(id);
+  if (!ch) return null;
+  const set = Uint8Array.from(atob(ch.schema), (c) => c.charCodeAt(0));
+  type = protobuf.Root.fromDescriptor(set).lookupType(ch.schemaName);
+  state.types.set(id, type);
+  return type;
+}
+
+/// A field of a decoded message, by its proto name (`frame_id`) or protobufjs's camel-case one (`frameId`).
+function field(m, name) {
+  if (name in m) return m[name];
+  const camel = name.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+  return m[camel];
+}
+
+function renderView() {
+  const v = state.view;
+  if (!v.dirty || !v.latest) return;
+  v.dirty = false;
+  const { channelId, bytes } = v.latest;
+  const ch = state.channels.get(channelId);
+  let msg;
+  try {
+    msg = typeOf(channelId).decode(bytes);
+  } catch (e) {
+    return viewError(`cannot decode ${ch?.schemaName}: ${e.message}`);
+  }
+  const canvas = $("view");
+  switch (ch.schemaName) {
+    case "foxglove.RawImage":
+      return drawRawImage(canvas, msg);
+    case "foxglove.CompressedImage":
+      return drawCompressedImage(canvas, msg);
+    case "foxglove.LaserScan":
+      return drawPoints(canvas, "scan", scanPoints(msg), msg);
+    case "foxglove.PointCloud":
+      return drawPoints(canvas, "cloud", cloudPoints(msg), msg);
+  }
+}
+
+function viewError(why) {
+  state.view.error = why;
+  $("view-info").textContent = why;
+}
+
+/// The RawImage encodings drawn: bytes per pixel, and how the pixel at byte `o` of `d` becomes RGBA at `px[i..i+4]`.
+const rgba = (px, i, r, g, b, a) => {
+  px[i] = r;
+  px[i + 1] = g;
+  px[i + 2] = b;
+  px[i + 3] = a;
+};
+const DECODERS = {
+  rgb8: [3, (d, o, px, i) => rgba(px, i, d[o], d[o + 1], d[o + 2], 255)],
+  rgba8: [4, (d, o, px, i) => rgba(px, i, d[o], d[o + 1], d[o + 2], d[o + 3])],
+  bgr8: [3, (d, o, px, i) => rgba(px, i, d[o + 2], d[o + 1], d[o], 255)],
+  bgra8: [4, (d, o, px, i) => rgba(px, i, d[o + 2], d[o + 1], d[o], d[o + 3])],
+  mono8: [1, (d, o, px, i) => rgba(px, i, d[o], d[o], d[o], 255)],
+  // 16-bit grey, little-endian: its high byte is shown.
+  mono16: [2, (d, o, px, i) => rgba(px, i, d[o + 1], d[o + 1], d[o + 1], 255)],
+};
+DECODERS["8UC3"] = DECODERS.bgr8; // OpenCV's order
+DECODERS["8UC1"] = DECODERS.mono8;
+DECODERS["16UC1"] = DECODERS.mono16;
+
+function drawRawImage(canvas, img) {
+  const [w, h, enc, data] = [img.width, img.height, img.encoding, img.data];
+  const dec = DECODERS[enc];
+  if (!dec) return viewError(`${w}x${h} ${enc}: this page draws ${Object.keys(DECODERS).join(", ")}`);
+  const [bpp, put] = dec;
+  const step = img.step || w * bpp;
+  if (!(w > 0 && h > 0) || step < w * bpp || data.length < step * (h - 1) + w * bpp) {
+    return viewError(`${w}x${h} ${enc}, step ${step}: ${data.length} bytes do not make the image`);
+  }
+  const out = new ImageData(w, h);
+  const px = out.data;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) put(data, y * step + x * bpp, px, (y * w + x) * 4);
+  }
+  if (canvas.width !== w || canvas.height !== h) [canvas.width, canvas.height] = [w, h];
+  canvas.getContext("2d").putImageData(out, 0, 0);
+  canvas.className = "image";
+  shown("image", `${w}×${h} ${enc}, frame ${field(img, "frame_id") || "-"}`);
+}
+
+/// JPEG, PNG, WebP: the browser's own decoder. Frames may decode out of order: a newer one already drawn wins.
+function drawCompressedImage(canvas, img) {
+  const seq = (state.view.seq = (state.view.seq ?? 0) + 1);
+  const format = String(img.format || "jpeg").replace(/^image\//, "");
+  createImageBitmap(new Blob([img.data], { type: `image/${format}` })).then(
+    (bitmap) => {
+      if (seq !== state.view.seq) return;
+      if (canvas.width !== bitmap.width || canvas.height !== bitmap.height) {
+        [canvas.width, canvas.height] = [bitmap.width, bitmap.height];
+      }
+      canvas.getContext("2d").drawImage(bitmap, 0, 0);
+      canvas.className = "image";
+      shown("image", `${bitmap.width}×${bitmap.height} ${format}, frame ${field(img, "frame_id") || "-"}`);
+    },
+    (e) => seq === state.view.seq && viewError(`${format}: the browser cannot decode it (${e.message ?? e})`),
+  );
+}
+
+/// A laser scan's points in its own frame (x ahead, y left), beams of no valid range left out.
+function scanPoints(scan) {
+  const ranges = scan.ranges ?? [];
+  const [a0, a1] = [field(scan, "start_angle"), field(scan, "end_angle")];
+  const step = ranges.length > 1 ? (a1 - a0) / (ranges.length - 1) : 0;
+  const pts = [];
+  ranges.forEach((r, i) => {
+    if (Number.isFinite(r) && r > 0) pts.push([r * Math.cos(a0 + i * step), r * Math.sin(a0 + i * step)]);
+  });
+  return pts;
+}
+
+/// A point cloud's x and y (its `x` and `y` fields, of any numeric type, little-endian as the schema says).
+function cloudPoints(cloud) {
+  const fields = cloud.fields ?? [];
+  const readers = { 1: "getUint8", 2: "getInt8", 3: "getUint16", 4: "getInt16", 5: "getUint32", 6: "getInt32",
+    7: "getFloat32", 8: "getFloat64" };
+  const fx = fields.find((f) => f.name === "x");
+  const fy = fields.find((f) => f.name === "y");
+  const stride = field(cloud, "point_stride");
+  const data = cloud.data;
+  if (!fx || !fy || !(stride > 0) || !readers[fx.type] || !readers[fy.type]) return [];
+  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const pts = [];
+  for (let o = 0; o + stride <= data.byteLength; o += stride) {
+    const x = dv[readers[fx.type]](o + fx.offset, true);
+    const y = dv[readers[fy.type]](o + fy.offset, true);
+    if (Number.isFinite(x) && Number.isFinite(y)) pts.push([x, y]);
+  }
+  return pts;
+}
+
+/// A top-down plot: x up (ahead), y to the left, as a robot sees its floor; rings every metre (or the scale's
+/// round step) around the sensor. Each point is a 3-pixel square centred on the pixel `pixelOf` gives.
+function drawPoints(canvas, kind, pts, msg) {
+  const size = 420;
+  if (canvas.width !== size || canvas.height !== size) [canvas.width, canvas.height] = [size, size];
+  canvas.className = "plot";
+  const ctx = canvas.getContext("2d");
+  let reach = 1e-3; // metres from the sensor to the farthest point, on either axis (a loop: clouds are big)
+  for (const [x, y] of pts) reach = Math.max(reach, Math.abs(x), Math.abs(y));
+  const half = size / 2;
+  const scale = (half - 12) / reach; // pixels per metre
+  const pixelOf = (x, y) => [Math.round(half - y * scale), Math.round(half - x * scale)];
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, size, size);
+  ctx.strokeStyle = "#d8dde6";
+  ctx.lineWidth = 1;
+  const ring = 10 ** Math.floor(Math.log10(reach));
+  for (let r = ring; r <= reach * 1.5; r += ring) {
+    ctx.beginPath();
+    ctx.arc(half, half, r * scale, 0, 2 * Math.PI);
+    ctx.stroke();
+  }
+  ctx.beginPath();
+  ctx.moveTo(half, 0);
+  ctx.lineTo(half, size);
+  ctx.moveTo(0, half);
+  ctx.lineTo(size, half);
+  ctx.stroke();
+  ctx.fillStyle = `rgb(${POINT_COLOR.join(",")})`;
+  const at = pts.map(([x, y]) => pixelOf(x, y));
+  for (const [px, py] of at) ctx.fillRect(px - 1, py - 1, 3, 3);
+  ctx.fillStyle = "#1d2430";
+  ctx.fillText(`x ↑, y ←; rings every ${ring} m`, 6, 14);
+  shown(kind, `${pts.length} points, frame ${field(msg, "frame_id") || "-"}`, { points: pts, pixels: at });
+}
+
+function shown(kind, info, extra = {}) {
+  state.view.error = null;
+  state.view.drawn = { topic: state.view.topic, kind, ...extra };
+  $("view-info").textContent = info;
+}
+
 function redraw() {
   renderTree();
+  renderView();
   if (state.chart && state.plotDirty && !state.paused) {
     state.plotDirty = false;
     state.chart.setData([state.xs.slice(), ...state.ys.map((y) => y.slice())]);

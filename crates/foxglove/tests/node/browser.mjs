@@ -1,11 +1,16 @@
 // The page `nerve foxglove` serves, in headless Chromium driven by puppeteer-core. Usage:
 //   node browser.mjs http://HOST:PORT/ SPEC.json SCREENSHOT.png
 // SPEC: {"channel": C, "type": T, "minRate": HZ, "maxRate": HZ, "fields": {PATH: [values published]},
-//        "otherRows": [channels], "minPoints": N, "timeoutMs": N}
+//        "otherRows": [channels], "minPoints": N, "timeoutMs": N,
+//        "image": {"channel": C, "topic": MAPPED, "width": W, "height": H, "rgba": [bytes]},   (optional)
+//        "scan": {"channel": C, "topic": MAPPED, "points": [[x, y], ...]}}                     (optional)
 // Opens the page, waits for the channel table to list C with type T at a rate in [minRate, maxRate] (and the
 // other channels), opens C, ticks each field in its tree, waits for minPoints points of each field, then checks that every
-// plotted point is one of the values published for its field and that times increase. Saves a screenshot and
-// prints one JSON line of results; exits 0 on success, 1 otherwise.
+// plotted point is one of the values published for its field and that times increase. With "image", opens that
+// channel and checks that its picture (the server's mapped channel MAPPED) is drawn with exactly the pixels given
+// (the canvas read back with getImageData), saving a screenshot beside SCREENSHOT (`-image.png`); with "scan",
+// opens that channel and checks that the top-down plot has each point given (to 1e-4 m) and the point colour at
+// each point's pixel. Saves a screenshot and prints one JSON line of results; exits 0 on success, 1 otherwise.
 import { readFileSync } from "node:fs";
 import puppeteer from "puppeteer-core";
 
@@ -95,4 +100,55 @@ Object.entries(spec.fields).forEach(([path, values], i) => {
   if (bad.length) problems.push(`${path}: values never published: ${bad.slice(0, 5)}`);
 });
 result.tree = await page.$eval("#message", (el) => el.innerText.split("\n").slice(0, 8));
+
+/// Opens `want.channel` and waits until its picture (`want.topic`) is drawn as `kind`; what was drawn.
+async function openPicture(want, kind) {
+  await page.click(`#channels tbody tr[data-channel="${want.channel}"]`);
+  await page.waitForFunction(
+    (topic, kind) => window.nerve.view.drawn?.topic === topic && window.nerve.view.drawn.kind === kind,
+    { polling: 100, timeout: spec.timeoutMs },
+    want.topic,
+    kind,
+  );
+  await new Promise((r) => setTimeout(r, 200)); // a frame or two on screen, for the screenshot
+  return page.evaluate(() => ({ drawn: window.nerve.view.drawn, info: document.getElementById("view-info").textContent }));
+}
+
+if (spec.image) {
+  const { info } = await openPicture(spec.image, "image");
+  const got = await page.evaluate(() => {
+    const c = document.getElementById("view");
+    return { width: c.width, height: c.height, rgba: Array.from(c.getContext("2d").getImageData(0, 0, c.width, c.height).data) };
+  });
+  const { width, height, rgba } = spec.image;
+  if (got.width !== width || got.height !== height) problems.push(`image is ${got.width}x${got.height}, not ${width}x${height}`);
+  const wrong = [];
+  for (let i = 0; i < rgba.length && wrong.length < 5; i += 4) {
+    const [a, b] = [rgba.slice(i, i + 4), got.rgba.slice(i, i + 4)];
+    if (a.some((v, k) => v !== b[k])) wrong.push(`pixel ${i / 4}: ${b} not ${a}`);
+  }
+  if (got.rgba.length !== rgba.length) wrong.push(`${got.rgba.length / 4} pixels, not ${rgba.length / 4}`);
+  if (wrong.length) problems.push(`image: ${wrong.join("; ")}`);
+  result.image = { pixels: got.rgba.length / 4, info };
+  const shot = screenshot.replace(/(\.png)?$/, "-image.png");
+  await page.screenshot({ path: shot, fullPage: true });
+  result.image.screenshot = shot;
+}
+
+if (spec.scan) {
+  const { drawn, info } = await openPicture(spec.scan, "scan");
+  const colour = await page.evaluate((pixels) => {
+    const ctx = document.getElementById("view").getContext("2d");
+    return pixels.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data));
+  }, drawn.pixels);
+  const want = spec.scan.points;
+  if (drawn.points.length !== want.length) problems.push(`scan: ${drawn.points.length} points, not ${want.length}`);
+  want.forEach(([x, y], i) => {
+    const p = drawn.points[i];
+    if (!p || Math.abs(p[0] - x) > 1e-4 || Math.abs(p[1] - y) > 1e-4) problems.push(`scan point ${i}: ${p} not ${[x, y]}`);
+    const c = colour[i];
+    if (c && (c[0] !== 217 || c[1] !== 72 || c[2] !== 15)) problems.push(`scan point ${i}: pixel ${drawn.pixels[i]} is ${c}`);
+  });
+  result.scan = { points: drawn.points.length, info };
+}
 await finish();
