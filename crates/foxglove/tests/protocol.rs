@@ -80,18 +80,18 @@ fn a_foxglove_client_sees_every_value_published_over_shm() {
     live(&shm_url(dir.path()));
 }
 
-#[test]
-fn a_log_played_through_the_server_is_seen_as_live_traffic() {
-    // 30 s of the traffic at 100 Hz, played at its own speed: the client has seen everything long before the end.
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("run.lcmlog");
-    let mut writer = nerve_log::LogWriter::create(&log, false).unwrap();
-    let t0 = 1_700_000_000_000_000i64;
-    for (i, (channel, data)) in traffic().iter().cycle().take(3000).enumerate() {
-        writer.write_event(t0 + i as i64 * 10_000, channel, data).unwrap();
-    }
-    writer.flush().unwrap();
-    drop(writer);
+/// The first event's time in the test's logs: 30 s of the traffic at 100 Hz from there.
+const T0: i64 = 1_700_000_000_000_000;
+
+/// The test's traffic in turn every 10 ms from [`T0`], 3000 events: (log time, channel, bytes).
+fn logged() -> impl Iterator<Item = (i64, String, Vec<u8>)> {
+    traffic().into_iter().cycle().take(3000).enumerate().map(|(i, (c, d))| (T0 + i as i64 * 10_000, c, d))
+}
+
+/// Plays `log` at its own speed through a server that follows its clock; the client sees every value (long
+/// before the end), the time capability, times broadcast inside the log's span that never go back, and messages
+/// stamped with their exact log times.
+fn played(log: &std::path::Path) {
     let url = format!("file://{}?speed=1", log.display());
     let (file, _) = FileProvider::open(&url, log.to_str().unwrap(), &[("speed".into(), "1".into())]).unwrap();
     let playback = file.playback();
@@ -100,21 +100,47 @@ fn a_log_played_through_the_server_is_seen_as_live_traffic() {
     let server = Server::start(&bus, Some(registry()), options).unwrap();
     let result = client_sees_every_value(&server, &url);
 
-    // The server declares the time capability and broadcasts the log's time, and stamps messages with it: all
-    // within the log's 30 s (the wall clock is years later), never going back.
     assert!(result["capabilities"].as_array().unwrap().iter().any(|c| c == "time"), "{result}");
-    let log_span = (t0 as u64 * 1000)..=((t0 + 30_000_000) as u64 * 1000);
+    // The wall clock is years after the log's span.
+    let log_span = (T0 as u64 * 1000)..=((T0 + 30_000_000) as u64 * 1000);
     let times = &result["times"];
     assert!(times["count"].as_u64().unwrap() >= 1, "{result}");
     assert_eq!(times["backwards"], 0, "{result}");
     let (first, last) = (ns(&times["first"]), ns(&times["last"]));
     assert!(log_span.contains(&first) && log_span.contains(&last) && first <= last, "{result}");
     for (topic, range) in result["stamps"].as_object().unwrap() {
-        let (lo, hi) = (ns(&range[0]), ns(&range[1]));
-        assert!(log_span.contains(&lo) && log_span.contains(&hi), "{topic}: {lo}..{hi} not in the log's time");
-        // Message stamps are exact log times: whole multiples of the log's 10 ms step from its start.
-        assert_eq!((lo - t0 as u64 * 1000) % 10_000_000, 0, "{topic}: {lo}");
+        for stamp in [ns(&range[0]), ns(&range[1])] {
+            assert!(log_span.contains(&stamp), "{topic}: {stamp} is not in the log's time");
+            // Exact log times: whole multiples of the log's 10 ms step from its start.
+            assert_eq!((stamp - T0 as u64 * 1000) % 10_000_000, 0, "{topic}: {stamp}");
+        }
     }
+}
+
+#[test]
+fn a_log_played_through_the_server_is_seen_as_live_traffic_on_the_logs_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.lcmlog");
+    let mut writer = nerve_log::LogWriter::create(&log, false).unwrap();
+    for (utime, channel, data) in logged() {
+        writer.write_event(utime, &channel, &data).unwrap();
+    }
+    writer.flush().unwrap();
+    drop(writer);
+    played(&log);
+}
+
+#[test]
+fn an_mcap_recording_played_through_the_server_follows_its_clock_too() {
+    use nerve_log::mcap::{Compression, McapWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.mcap");
+    let mut writer = McapWriter::create(&log, false, Compression::Zstd, std::sync::Arc::new(|_| None)).unwrap();
+    for (utime, channel, data) in logged() {
+        writer.write_event(utime, &channel, &data).unwrap();
+    }
+    writer.finish().unwrap();
+    played(&log);
 }
 
 #[test]
