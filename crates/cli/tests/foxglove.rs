@@ -2,7 +2,8 @@
 //! (puppeteer-core, `crates/foxglove/tests/node/browser.mjs`): the channel table's rows and a plot's points are
 //! checked against the traffic; a camera (`exlcm.image_t`) and a laser (`exlcm.laser_t`), which the server maps to
 //! `foxglove.RawImage` and `foxglove.LaserScan`, are drawn: the canvas' pixels are the image's, and the scan plot
-//! has the scan's points. Screenshots of the page are kept (`target/tmp/foxglove-page.png`, with the scan, and
+//! has the scan's points; a camera sending JPEG (MJPEG pixel format, `foxglove.CompressedImage`) is decoded by the
+//! browser into its two colours. Screenshots of the page are kept (`target/tmp/foxglove-page.png`, with the scan, and
 //! `foxglove-page-image.png`, with the image).
 
 mod common;
@@ -94,6 +95,13 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
         ranges.len()
     );
     let laser = reg.encode(&laser_t, &reg.from_json(&laser_t, &laser_json).unwrap()).unwrap();
+    // A 16x8 JPEG, red on the left and blue on the right (Chromium's encoder, quality 0.95), as MJPEG.
+    let jpeg = std::fs::read(foxglove_tests().join("data/red-blue.jpg")).unwrap();
+    let jpeg_json = format!(
+        r#"{{"utime":1700000000000000,"width":16,"height":8,"pixelformat":1196444237,"size":{},"data":{jpeg:?}}}"#,
+        jpeg.len()
+    );
+    let jpeg_image = reg.encode(&image_t, &reg.from_json(&image_t, &jpeg_json).unwrap()).unwrap();
     // The scan's points as the page must plot them, worked out here in f64 from the f32 values published.
     let scan_points: Vec<[f64; 2]> = ranges
         .iter()
@@ -113,6 +121,7 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
                 bus.publish_raw("MYSTERY", &[0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1, 9]).unwrap();
                 bus.publish_raw("CAMERA", &image).unwrap();
                 bus.publish_raw("LIDAR", &laser).unwrap();
+                bus.publish_raw("CAMERA_JPEG", &jpeg_image).unwrap();
             }
             k += 1;
             std::thread::sleep(Duration::from_millis(20));
@@ -128,12 +137,16 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
             "position[0]": (0..20).map(|k| k as f64 * 0.5).collect::<Vec<_>>(),
             "position[1]": (0..20).map(|k| -(k as f64) * 0.5).collect::<Vec<_>>(),
         },
-        "otherRows": ["MYSTERY", "CAMERA", "LIDAR"],
+        "otherRows": ["MYSTERY", "CAMERA", "LIDAR", "CAMERA_JPEG"],
         "minPoints": 40,
         "timeoutMs": 40000,
         "image": {"channel": "CAMERA", "topic": "CAMERA/foxglove.RawImage", "width": 16, "height": 12,
                   "rgba": image_rgba},
         "scan": {"channel": "LIDAR", "topic": "LIDAR/foxglove.LaserScan", "points": scan_points},
+        // JPEG is lossy: the pixels away from the edge between the colours, within 24 of each channel.
+        "jpeg": {"channel": "CAMERA_JPEG", "topic": "CAMERA_JPEG/foxglove.CompressedImage", "width": 16, "height": 8,
+                 "tolerance": 24,
+                 "pixels": [[1, 1, [255, 0, 0]], [5, 6, [255, 0, 0]], [10, 2, [0, 0, 255]], [14, 6, [0, 0, 255]]]},
     });
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
@@ -162,6 +175,7 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
     assert!(result["points"].as_u64().unwrap() >= 40, "{result}");
     assert_eq!(result["image"]["pixels"], 16 * 12, "{result}");
     assert_eq!(result["scan"]["points"], 12, "{result}");
+    assert_eq!(result["jpeg"]["checked"], 4, "{result}");
     for shot in [&shot, &image_shot] {
         assert!(shot.metadata().unwrap().len() > 10_000, "screenshot {} is missing or empty", shot.display());
     }

@@ -3,14 +3,17 @@
 // SPEC: {"channel": C, "type": T, "minRate": HZ, "maxRate": HZ, "fields": {PATH: [values published]},
 //        "otherRows": [channels], "minPoints": N, "timeoutMs": N,
 //        "image": {"channel": C, "topic": MAPPED, "width": W, "height": H, "rgba": [bytes]},   (optional)
-//        "scan": {"channel": C, "topic": MAPPED, "points": [[x, y], ...]}}                     (optional)
+//        "scan": {"channel": C, "topic": MAPPED, "points": [[x, y], ...]},                     (optional)
+//        "jpeg": {"channel": C, "topic": MAPPED, "width": W, "height": H, "tolerance": N,
+//                 "pixels": [[x, y, [r, g, b]], ...]}}                                           (optional)
 // Opens the page, waits for the channel table to list C with type T at a rate in [minRate, maxRate] (and the
 // other channels), opens C, ticks each field in its tree, waits for minPoints points of each field, then checks that every
 // plotted point is one of the values published for its field and that times increase. With "image", opens that
 // channel and checks that its picture (the server's mapped channel MAPPED) is drawn with exactly the pixels given
 // (the canvas read back with getImageData), saving a screenshot beside SCREENSHOT (`-image.png`); with "scan",
 // opens that channel and checks that the top-down plot has each point given (to 1e-4 m) and the point colour at
-// each point's pixel. Saves a screenshot and prints one JSON line of results; exits 0 on success, 1 otherwise.
+// each point's pixel; with "jpeg", that the compressed image is drawn W x H with the pixels given (each channel
+// within the tolerance: JPEG is lossy). Saves a screenshot and prints one JSON line of results; exits 0 on success, 1 otherwise.
 import { readFileSync } from "node:fs";
 import puppeteer from "puppeteer-core";
 
@@ -150,5 +153,20 @@ if (spec.scan) {
     if (c && (c[0] !== 217 || c[1] !== 72 || c[2] !== 15)) problems.push(`scan point ${i}: pixel ${drawn.pixels[i]} is ${c}`);
   });
   result.scan = { points: drawn.points.length, info };
+}
+
+if (spec.jpeg) {
+  const { info } = await openPicture(spec.jpeg, "image");
+  const got = await page.evaluate((pixels) => {
+    const c = document.getElementById("view");
+    const ctx = c.getContext("2d");
+    return { width: c.width, height: c.height, pixels: pixels.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data)) };
+  }, spec.jpeg.pixels);
+  const { width, height, tolerance } = spec.jpeg;
+  if (got.width !== width || got.height !== height) problems.push(`jpeg is ${got.width}x${got.height}, not ${width}x${height}`);
+  spec.jpeg.pixels.forEach(([x, y, rgb], i) => {
+    if (rgb.some((v, k) => Math.abs(v - got.pixels[i][k]) > tolerance)) problems.push(`jpeg pixel ${x},${y}: ${got.pixels[i]} not ${rgb}`);
+  });
+  result.jpeg = { checked: spec.jpeg.pixels.length, info };
 }
 await finish();
