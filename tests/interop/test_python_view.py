@@ -138,3 +138,70 @@ def test_release_context_exit_and_gc_let_the_mapping_go(shm_dir):
     del v3  # never released: garbage collection ends it
     gc.collect()
     assert mappings_of(path) == 0, "the last view gone, the channel is unmapped"
+
+
+def test_subscribe_views_hands_each_message_over_as_a_view_in_place(shm_dir, monkeypatch):
+    """`nerve.subscribe_views`: the bus's shm receive path calling a handler with each message as a View; an
+    exception in the handler is reported as unraisable and receiving goes on."""
+    import queue
+    import sys
+    ch = nerve.Channel.create(unique("subview"), frames=4, frame_size=MIB4, dir=shm_dir)
+    got, raised = queue.Queue(), []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: raised.append(u.exc_value))
+
+    def handler(channel, view):
+        if view.seq == 2:
+            raise RuntimeError("from the handler")
+        got.put((channel, view))
+
+    with nerve.subscribe_views("pytest-subview-.*", handler, dir=shm_dir) as sub:
+        sent = frame(3)
+        ch.put(sent)
+        channel, view = got.get(timeout=10)
+        assert channel == ch.name and isinstance(view, nerve.View) and view.seq == 1
+        a = np.frombuffer(view, dtype=np.uint8)
+        assert not a.flags.writeable and np.array_equal(a, sent)
+        view.check()  # so `a` was the message's
+        assert mappings_of(shm_dir / f"nerve-{ch.name}") >= 1
+        assert sub.stats()["received"] == 1
+        ch.put(frame(4))
+        ch.put(frame(5))
+        assert got.get(timeout=10)[1].seq == 3, "receiving went on after the handler raised"
+        assert len(raised) == 1 and isinstance(raised[0], RuntimeError)
+    with pytest.raises(ValueError):
+        nerve.subscribe_views("(", lambda c, v: None, dir=shm_dir)
+    with pytest.raises(TypeError):
+        nerve.subscribe_views(".*", 42, dir=shm_dir)
+
+
+def test_a_writer_lapping_a_slow_view_handler_never_waits_and_the_view_says_so(shm_dir):
+    import queue
+    import threading
+    ch = nerve.Channel.create(unique("lap"), frames=4, frame_size=64, dir=shm_dir)
+    go, got = threading.Event(), queue.Queue()
+
+    def handler(channel, view):
+        if view.seq == 1:
+            go.wait(10)  # a slow handler holding message 1 (the GIL is released while it waits)
+        got.put((view.seq, view.valid(), view))
+
+    with nerve.subscribe_views("pytest-lap-.*", handler, dir=shm_dir) as sub:
+        ch.put(b"\x01" + bytes(63))
+        time.sleep(0.2)
+        t = time.monotonic()
+        for i in range(2, 21):
+            ch.put(bytes([i]) + bytes(63))  # whole frames: each put reclaims the oldest
+        assert time.monotonic() - t < 0.5, "the writer never waits for the handler"
+        go.set()
+        seq, valid, first = got.get(timeout=10)
+        assert (seq, valid) == (1, False)
+        with pytest.raises(nerve.OverwrittenError):
+            first.check()
+        seqs = []
+        while not seqs or seqs[-1] != 20:
+            seq, valid, view = got.get(timeout=10)
+            assert valid and view.tobytes()[0] == seq
+            seqs.append(seq)
+        assert seqs == sorted(seqs)
+        s = sub.stats()
+        assert s["lost"] >= 15 and s["received"] + s["lost"] == 20, s

@@ -51,6 +51,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Loan>()?;
     m.add_class::<LoanBuffer>()?;
     m.add_class::<View>()?;
+    m.add_class::<ViewSubscription>()?;
+    m.add_function(wrap_pyfunction!(subscribe_views, m)?)?;
     m.add("OverwrittenError", m.py().get_type::<OverwrittenError>())?;
     Ok(())
 }
@@ -785,5 +787,97 @@ impl View {
             "overwritten"
         };
         format!("<nerve.View of message {} ({} bytes), {state}>", self.info.seq, self.info.len)
+    }
+}
+
+/// `subscribe_views(pattern, handler, *, dir=None)`: the bus's shm receive path (one thread on a wait set for every
+/// channel of `dir` whose bus name `pattern` matches in full, channels made later included) calling
+/// `handler(channel, view)` with each message as a [`View`] of its frame: no copy. The handler runs on the receive
+/// thread with the GIL taken; an exception it raises is reported as unraisable (`sys.unraisablehook`) and receiving
+/// goes on. Writers never wait: a view the handler keeps while they lap the ring reports `valid()` False.
+#[pyfunction]
+#[pyo3(signature = (pattern, handler, *, dir = None))]
+fn subscribe_views(
+    py: Python<'_>,
+    pattern: &str,
+    handler: Bound<'_, PyAny>,
+    dir: Option<PathBuf>,
+) -> PyResult<ViewSubscription> {
+    use nerve_bus::provider::shm::{Shm, ShmConfig};
+    if !handler.is_callable() {
+        return Err(pyo3::exceptions::PyTypeError::new_err("handler must be callable"));
+    }
+    let handler: Py<PyAny> = handler.unbind();
+    let config = ShmConfig { dir, ..ShmConfig::default() };
+    let pattern = pattern.to_owned();
+    let sub = py
+        .detach(move || {
+            Shm::subscribe_views(config, &pattern, move |channel, view| {
+                Python::attach(|py| {
+                    let v = View::new(view);
+                    if let Err(e) = handler.call1(py, (channel, v)) {
+                        e.write_unraisable(py, Some(handler.bind(py)));
+                    }
+                })
+            })
+        })
+        .map_err(|e| match e {
+            nerve_bus::BusError::Pattern(_) | nerve_bus::BusError::Config { .. } => {
+                PyValueError::new_err(e.to_string())
+            }
+            e => PyRuntimeError::new_err(e.to_string()),
+        })?;
+    Ok(ViewSubscription { sub: Mutex::new(Some(sub)) })
+}
+
+/// A running `subscribe_views`: `close()` (or leaving a `with` block, or garbage collection) stops it.
+#[pyclass(module = "nerve._native", frozen)]
+struct ViewSubscription {
+    sub: Mutex<Option<nerve_bus::provider::shm::ViewSubscription>>,
+}
+
+impl ViewSubscription {
+    /// Stops the subscription with the GIL released: its receive thread may be waiting for the GIL to call the
+    /// handler, and stopping joins it.
+    fn stop(&self, py: Python<'_>) {
+        let sub = lock(&self.sub).take();
+        py.detach(move || drop(sub));
+    }
+}
+
+#[pymethods]
+impl ViewSubscription {
+    /// Stops receiving (a handler call under way finishes first). Closing twice does nothing.
+    fn close(&self, py: Python<'_>) {
+        self.stop(py);
+    }
+
+    /// Counters: `received` (handed to the handler), `lost` (overwritten before they were read), `malformed`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        if let Some(s) = lock(&self.sub).as_ref().map(|s| s.stats()) {
+            d.set_item("received", s.received)?;
+            d.set_item("lost", s.lost)?;
+            d.set_item("malformed", s.malformed)?;
+        }
+        Ok(d)
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) {
+        self.stop(py);
+    }
+}
+
+impl Drop for ViewSubscription {
+    fn drop(&mut self) {
+        if lock(&self.sub).is_some() {
+            // Garbage collected while running: stop with the GIL released (see `stop`).
+            Python::attach(|py| self.stop(py));
+        }
     }
 }

@@ -27,10 +27,10 @@ from collections import deque as _deque
 
 from . import _native
 from ._native import (Channel, ChannelError, Event, EventLog, Loan, LogDamageError, OverwrittenError, Subscription,
-                      View)
+                      View, ViewSubscription, subscribe_views)
 
 __all__ = ["Bus", "Channel", "ChannelError", "Event", "EventLog", "Loan", "LogDamageError", "OverwrittenError",
-           "Subscription", "View"]
+           "Subscription", "View", "ViewSubscription", "subscribe_views"]
 __version__ = "0.1.0"
 
 
