@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use std::sync::{Arc, Mutex};
 
 use nerve_bus::provider::file::{FileProvider, Playback};
-use nerve_bus::{Bus, Overflow};
+use nerve_bus::{Bus, Overflow, Url};
 use nerve_log::LogWriter;
 
 /// Writes a log of one small event at each offset (in ms) from an arbitrary first timestamp.
@@ -80,11 +80,9 @@ fn speed_0_delivers_the_whole_log_at_once() {
 }
 
 /// A bus playing `url`, and its playback handle.
-fn playing(url: &str, path: &Path) -> (Bus, Playback) {
-    let options = url.split_once('?').map_or(vec![], |(_, q)| {
-        q.split('&').map(|kv| kv.split_once('=').unwrap()).map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
-    });
-    let (file, _) = FileProvider::open(url, path.to_str().unwrap(), &options).unwrap();
+fn playing(url: &str) -> (Bus, Playback) {
+    let parsed = Url::parse(url).unwrap();
+    let (file, _) = FileProvider::open(url, &parsed.network, &parsed.options).unwrap();
     let playback = file.playback();
     (Bus::with_provider(Box::new(file)), playback)
 }
@@ -97,7 +95,7 @@ fn a_dispatcher_started_after_the_first_event_still_gets_the_whole_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("late.lcmlog");
     write_log(&log, &[0, 1, 2, 3, 4]);
-    let (bus, playback) = playing(&format!("file://{}?speed=0", log.display()), &log);
+    let (bus, playback) = playing(&format!("file://{}?speed=0", log.display()));
     let got = Arc::new(Mutex::new(Vec::new()));
     let g = Arc::clone(&got);
     let _sub = bus
@@ -125,7 +123,7 @@ fn playback_maps_its_wall_clock_stamps_back_to_the_logs_times() {
     let offsets = [0, 10, 25, 40];
     write_log(&log, &offsets);
     for speed in ["1", "4", "0"] {
-        let (bus, playback) = playing(&format!("file://{}?speed={speed}", log.display()), &log);
+        let (bus, playback) = playing(&format!("file://{}?speed={speed}", log.display()));
         assert_eq!(playback.log_utime(0), None, "nothing played yet");
         let sub = bus.subscriber("PACE", 64, Overflow::DropNewest).unwrap();
         for (i, ms) in offsets.iter().enumerate() {
