@@ -35,9 +35,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/cgo"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -95,6 +96,16 @@ type Bus struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closed bool
+	// poll: the dispatch goroutine spins on the bus instead of sleeping in it (SetPolling).
+	poll atomic.Bool
+}
+
+// SetPolling makes the bus's receive goroutine spin on the bus (true), for the lowest latency at the price of a
+// core, or sleep in it until a message comes (false, the default). A nil bus ignores it.
+func (b *Bus) SetPolling(poll bool) {
+	if b != nil {
+		b.poll.Store(poll)
+	}
 }
 
 // DefaultQueue is how many messages a subscription keeps for its reader before it drops the oldest.
@@ -128,9 +139,17 @@ func (b *Bus) dispatch() {
 			return
 		default:
 		}
-		rc := C.nerve_bus_handle_timeout(b.c, C.int64_t(20*time.Millisecond))
+		timeout := C.int64_t(20 * time.Millisecond)
+		if b.poll.Load() {
+			timeout = 0
+		}
+		rc := C.nerve_bus_handle_timeout(b.c, timeout)
 		if rc < 0 && rc != C.NERVE_E_IO {
 			return
+		}
+		if timeout == 0 {
+			// A spinning goroutine is preempted only every 10 ms: let the readers of its channels run.
+			runtime.Gosched()
 		}
 	}
 }
@@ -171,13 +190,23 @@ type Subscription struct {
 
 	bus     *Bus
 	c       *C.nerve_subscription
-	handle  cgo.Handle
+	id      uintptr
 	mu      sync.Mutex
 	ch      chan Message
 	raw     chan []byte
 	closed  bool
 	dropped uint64
+	// queueDropped: libnerve's dropped count for this subscription, as last read.
+	queueDropped uint64
 }
+
+// live maps the id libnerve hands goNerveHandler to its Subscription, until the subscription ends. Not cgo.Handle:
+// libnerve may still run a handler for a message it had in hand when Unsubscribe returned, and an ended
+// cgo.Handle's Value panics; an id that is gone is a message dropped. Ids are never reused.
+var (
+	live   sync.Map
+	nextID atomic.Uint64
+)
 
 func (b *Bus) subscribe(pattern string, size int, raw bool) (*Subscription, error) {
 	if b == nil {
@@ -204,9 +233,10 @@ func (b *Bus) subscribe(pattern string, size int, raw bool) (*Subscription, erro
 	if b.closed {
 		return nil, ErrClosed
 	}
-	s.handle = cgo.NewHandle(s)
-	if rc := C.nerve_go_subscribe(b.c, cpat, C.size_t(size), C.uintptr_t(s.handle), &s.c); rc != C.NERVE_OK {
-		s.handle.Delete()
+	s.id = uintptr(nextID.Add(1))
+	live.Store(s.id, s)
+	if rc := C.nerve_go_subscribe(b.c, cpat, C.size_t(size), C.uintptr_t(s.id), &s.c); rc != C.NERVE_OK {
+		live.Delete(s.id)
 		return nil, statusError(rc)
 	}
 	b.subs[s] = struct{}{}
@@ -245,10 +275,11 @@ func (b *Bus) SubscribeChan(pattern string, size int) (*Subscription, error) {
 
 //export goNerveHandler
 func goNerveHandler(msg *C.nerve_received, handle C.uintptr_t) {
-	s, ok := cgo.Handle(handle).Value().(*Subscription)
+	v, ok := live.Load(uintptr(handle))
 	if !ok {
-		return
+		return // ended while this message was on its way (a cgo.Handle would panic here)
 	}
+	s := v.(*Subscription)
 	data := C.GoBytes(msg.data, C.int(msg.len))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,14 +319,32 @@ func goNerveHandler(msg *C.nerve_received, handle C.uintptr_t) {
 	}
 }
 
-// Dropped is how many messages this subscription lost because its reader fell behind.
+// Dropped is how many messages this subscription lost because its reader fell behind: from its channel, and from
+// libnerve's queue in front of it (when messages come faster than the bus's goroutine hands them over).
 func (s *Subscription) Dropped() uint64 {
 	if s == nil {
 		return 0
 	}
+	if b := s.bus; b != nil {
+		b.mu.Lock()
+		if _, ok := b.subs[s]; ok && !b.closed {
+			s.saveQueueDrops()
+		}
+		b.mu.Unlock()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dropped
+	return s.dropped + s.queueDropped
+}
+
+// saveQueueDrops reads libnerve's count of messages its queue dropped; under the bus's lock, while s.c is live.
+func (s *Subscription) saveQueueDrops() {
+	var st C.nerve_subscription_stats
+	if C.nerve_subscription_stats_get(s.c, &st) == C.NERVE_OK {
+		s.mu.Lock()
+		s.queueDropped = uint64(st.dropped)
+		s.mu.Unlock()
+	}
 }
 
 // Unsubscribe ends the subscription and closes its channel; a second call is ErrClosed.
@@ -310,6 +359,7 @@ func (s *Subscription) Unsubscribe() error {
 	if live {
 		delete(b.subs, s)
 		if !b.closed {
+			s.saveQueueDrops()
 			rc = C.nerve_bus_unsubscribe(b.c, s.c)
 		}
 	}
@@ -336,7 +386,7 @@ func (s *Subscription) finish() {
 		}
 	}
 	s.mu.Unlock()
-	s.handle.Delete()
+	live.Delete(s.id)
 }
 
 // Close ends every subscription (closing their channels) and closes the bus; a second call is ErrClosed.
@@ -356,6 +406,9 @@ func (b *Bus) Close() error {
 	b.mu.Lock()
 	subs := b.subs
 	b.subs = map[*Subscription]struct{}{}
+	for s := range subs {
+		s.saveQueueDrops()
+	}
 	rc := C.nerve_bus_close(b.c)
 	b.c = nil
 	b.mu.Unlock()

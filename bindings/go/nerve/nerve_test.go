@@ -381,3 +381,25 @@ func BenchmarkPublishToChannelShm(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 }
+
+// A message libnerve already had in hand when Unsubscribe (or the end of a context) returned reaches a subscription
+// that is gone: it is dropped, not a panic of the bus's goroutine.
+func TestUnsubscribeWhileMessagesArriveIsNoPanic(t *testing.T) {
+	bus, err := Open("memq://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	for i := 0; i < 300; i++ {
+		sub, err := bus.SubscribeMessages("R", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 20; j++ {
+			_ = bus.Publish("R", []byte{byte(j)})
+		}
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
