@@ -20,7 +20,7 @@ pub mod status;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
@@ -543,6 +543,87 @@ pub unsafe extern "C" fn nerve_view_release(view: *mut c_void) -> c_int {
     guard(NERVE_E_INTERNAL, || match VIEWS.remove(view.cast()) {
         Some(_) => NERVE_OK,
         None => fail(NERVE_E_INVALID, "the view is not live (NULL, already released, or garbage)"),
+    })
+}
+
+/// Every running `nerve_view_subscription`.
+pub static VIEW_SUBSCRIPTIONS: Registry<nerve_bus::provider::shm::ViewSubscription> = Registry::new();
+
+/// A `nerve_view_handler`: the channel (NUL-terminated), the view (the handler's to release), its bytes and what came
+/// with it, and the caller's pointer.
+pub type NerveViewHandler = unsafe extern "C" fn(
+    channel: *const c_char,
+    view: *mut c_void,
+    data: *const c_void,
+    info: *const NerveMessageInfo,
+    user: *mut c_void,
+);
+
+/// `nerve_shm_subscribe_views`.
+///
+/// # Safety
+///
+/// `dir` and `pattern` are NULL or NUL-terminated strings; `handler` is NULL or a function that stays callable
+/// while the subscription runs; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_shm_subscribe_views(
+    dir: *const c_char,
+    pattern: *const c_char,
+    handler: Option<NerveViewHandler>,
+    user: *mut c_void,
+    out: *mut *mut c_void,
+) -> c_int {
+    use nerve_bus::provider::shm::{Shm, ShmConfig};
+    guard(NERVE_E_INTERNAL, || {
+        let dir = tri!(dir_arg(dir)).map(Path::to_path_buf);
+        let pattern = tri!(text_arg(pattern, "pattern"));
+        let Some(handler) = handler else { return fail(NERVE_E_INVALID, "handler is NULL") };
+        if out.is_null() || !out.is_aligned() {
+            return fail(NERVE_E_INVALID, "out is NULL or misaligned");
+        }
+        let user = user as usize;
+        let on_view = move |channel: &str, v: View| {
+            // A channel name with a NUL inside cannot be handed to C (no channel file has one).
+            let Ok(name) = CString::new(channel) else { return };
+            let m = v.info();
+            let info = NerveMessageInfo {
+                seq: m.seq,
+                len: m.len as u64,
+                missed: m.missed,
+                put_utime: m.put_utime,
+                origin: m.origin,
+            };
+            let data = v.bytes().as_ptr();
+            let view = VIEWS.insert(v);
+            // SAFETY: the caller of nerve_shm_subscribe_views promised a callable handler; `name` and `info` live
+            // for the call, `view` (and the bytes at `data`) until the handler releases it.
+            unsafe { handler(name.as_ptr(), view.cast_mut().cast(), data.cast(), &info, user as *mut c_void) };
+        };
+        let config = ShmConfig { dir, ..ShmConfig::default() };
+        match Shm::subscribe_views(config, pattern, on_view) {
+            Ok(sub) => {
+                let p = VIEW_SUBSCRIPTIONS.insert(sub);
+                tri!(out_required(out, p.cast_mut().cast(), "out"));
+                NERVE_OK
+            }
+            Err(e @ (nerve_bus::BusError::Pattern(_) | nerve_bus::BusError::Config { .. })) => {
+                fail(NERVE_E_INVALID, e.to_string())
+            }
+            Err(e) => fail(NERVE_E_IO, e.to_string()),
+        }
+    })
+}
+
+/// `nerve_view_subscription_close`.
+///
+/// # Safety
+///
+/// None beyond C's: the subscription is looked up, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn nerve_view_subscription_close(sub: *mut c_void) -> c_int {
+    guard(NERVE_E_INTERNAL, || match VIEW_SUBSCRIPTIONS.remove(sub.cast()) {
+        Some(_) => NERVE_OK,
+        None => fail(NERVE_E_INVALID, "the subscription is not running (NULL, closed already, or garbage)"),
     })
 }
 

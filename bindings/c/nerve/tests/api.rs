@@ -173,3 +173,89 @@ fn a_view_is_the_frame_in_place_until_overwritten_and_released_once() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// What the view handler of the test below saw: per message its sequence number, whether its view still held it
+/// when handed over, and the view itself (kept, released at the end).
+struct Seen {
+    got: std::sync::Mutex<Vec<(u64, i32, usize)>>,
+    hold_first: std::sync::Mutex<()>,
+}
+
+unsafe extern "C" fn on_view(
+    channel: *const std::ffi::c_char,
+    view: *mut c_void,
+    data: *const c_void,
+    info: *const NerveMessageInfo,
+    user: *mut c_void,
+) {
+    // SAFETY: nerve.h: the channel, info and data are valid during the call; `user` is the test's `Seen`.
+    unsafe {
+        assert_eq!(std::ffi::CStr::from_ptr(channel).to_str(), Ok("pose"));
+        let seen = &*(user as *const Seen);
+        let seq = (*info).seq;
+        if seq == 1 {
+            drop(seen.hold_first.lock()); // a slow handler: it waits while the test's writer laps the ring
+        }
+        let first = *data.cast::<u8>();
+        let status = nerve_view_check(view);
+        assert!(status != NERVE_OK || u64::from(first) == seq, "an intact view holds its message");
+        seen.got.lock().unwrap().push((seq, status, view as usize));
+    }
+}
+
+#[test]
+fn a_view_subscription_hands_views_over_and_a_lapping_writer_never_waits() {
+    let dir = std::env::temp_dir().join(format!("nerve-c-api-viewsub-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_c = CString::new(dir.to_str().unwrap()).unwrap();
+    let seen = Seen { got: std::sync::Mutex::new(Vec::new()), hold_first: std::sync::Mutex::new(()) };
+    let mut ch: *mut c_void = std::ptr::null_mut();
+    let mut sub: *mut c_void = std::ptr::null_mut();
+    let user = &seen as *const Seen as *mut c_void;
+    // SAFETY: every pointer handed over is valid for what nerve.h says the function does with it, or is one the
+    // function must refuse (NULL, garbage, closed); `seen` outlives the subscription.
+    unsafe {
+        assert_eq!(
+            nerve_channel_create(c"pose".as_ptr(), 4, 64, 0o600, dir_c.as_ptr(), NERVE_CREATE_NEW, &mut ch),
+            NERVE_OK
+        );
+        assert_eq!(
+            nerve_shm_subscribe_views(dir_c.as_ptr(), c"(".as_ptr(), Some(on_view), user, &mut sub),
+            NERVE_E_INVALID
+        );
+        assert_eq!(nerve_shm_subscribe_views(dir_c.as_ptr(), c"pose".as_ptr(), None, user, &mut sub), NERVE_E_INVALID);
+        assert_eq!(
+            nerve_shm_subscribe_views(dir_c.as_ptr(), c"pose".as_ptr(), Some(on_view), user, std::ptr::null_mut()),
+            NERVE_E_INVALID
+        );
+        assert_eq!(
+            nerve_shm_subscribe_views(dir_c.as_ptr(), c"pose".as_ptr(), Some(on_view), user, &mut sub),
+            NERVE_OK
+        );
+        let hold = seen.hold_first.lock().unwrap();
+        assert_eq!(nerve_channel_put(ch, [1u8; 64].as_ptr().cast(), 64, std::ptr::null_mut()), NERVE_OK);
+        std::thread::sleep(std::time::Duration::from_millis(200)); // the handler is waiting inside message 1
+        let t = std::time::Instant::now();
+        for i in 2..=20u8 {
+            assert_eq!(nerve_channel_put(ch, [i; 64].as_ptr().cast(), 64, std::ptr::null_mut()), NERVE_OK);
+        }
+        assert!(t.elapsed() < std::time::Duration::from_millis(100), "the writer never waits for a view");
+        drop(hold);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while seen.got.lock().unwrap().last().map(|g| g.0) != Some(20) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(nerve_view_subscription_close(sub), NERVE_OK);
+        assert_eq!(nerve_view_subscription_close(sub), NERVE_E_INVALID, "a second close is refused");
+        let got = seen.got.lock().unwrap();
+        assert_eq!(got[0].0, 1);
+        assert_eq!(got[0].1, NERVE_OVERWRITTEN, "message 1 was overwritten while the handler held it");
+        assert_eq!(got.last().map(|g| (g.0, g.1)), Some((20, NERVE_OK)), "the newest arrives intact: {got:?}");
+        assert!(got.windows(2).all(|p| p[0].0 < p[1].0), "in order: {got:?}");
+        for &(_, _, view) in got.iter() {
+            assert_eq!(nerve_view_release(view as *mut c_void), NERVE_OK, "each view is the handler's to release");
+        }
+        assert_eq!(nerve_channel_close(ch), NERVE_OK);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

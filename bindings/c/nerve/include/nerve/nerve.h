@@ -168,6 +168,31 @@ int nerve_view_check(const nerve_view *view);
 /** Ends a view: its data pointer must not be used after. A second release (or NULL, garbage) is NERVE_E_INVALID. */
 int nerve_view_release(nerve_view *view);
 
+/** A running view subscription (nerve_shm_subscribe_views). */
+typedef struct nerve_view_subscription nerve_view_subscription;
+
+/** A view subscription's callback: @p channel (the bus name, NUL-terminated, valid during the call), @p view and
+ *  its bytes @p data (info->len of them; the view is the handler's: check it, and release it now or later), what
+ *  came with it, and what was given to nerve_shm_subscribe_views as @p user. */
+typedef void (*nerve_view_handler)(const char *channel, nerve_view *view, const void *data,
+                                   const nerve_message_info *info, void *user);
+
+/**
+ * Calls @p handler for every message on the shm channels of @p dir (NULL: $NERVE_SHM_DIR, else /dev/shm) whose bus
+ * name @p pattern (a regular expression) matches in full, each as a view of its frame (no copy): channels that
+ * exist now from their next message, channels made later from their oldest. The bus's shm receive path: one thread
+ * sleeping on every channel at once (a wait set), the handler called on it as each message is read. Writers never
+ * wait: a view the handler holds while they lap the ring fails nerve_view_check() with NERVE_OVERWRITTEN, and
+ * messages overwritten before they were read show in the next one's info->missed. A bad pattern or a missing
+ * directory is NERVE_E_INVALID. The subscription is *@p out until nerve_view_subscription_close.
+ */
+int nerve_shm_subscribe_views(const char *dir, const char *pattern, nerve_view_handler handler, void *user,
+                              nerve_view_subscription **out);
+
+/** Stops a view subscription (allowed inside its handler; a handler call under way on another thread finishes
+ *  first). A second close (or NULL, garbage) is NERVE_E_INVALID. */
+int nerve_view_subscription_close(nerve_view_subscription *sub);
+
 /** A channel's counters. */
 typedef struct nerve_channel_stats {
     uint64_t frames;         /**< messages the channel keeps */
