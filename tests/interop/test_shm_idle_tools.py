@@ -1,9 +1,10 @@
 """Every tool and binding that reads shm:// sleeps on one wait set, not a thread per channel (issue 39): `nerve sub`,
 `nerve log`, `nerve spy`, `nerve foxglove`, `nerve bridge`, a Python `nerve.Bus` subscription and a C `nerve_bus`
-subscription (libnerve through ctypes) over a directory of 300 idle channels. Each runs twice at once, over those
+subscription (libnerve through ctypes), and Python's and C's view subscriptions (`nerve.subscribe_views`,
+`nerve_shm_subscribe_views`) over a directory of 300 idle channels. Each runs twice at once, over those
 300 channels and over an empty directory; from /proc, the first must have mapped all 300 channel files (so it reads
 them), run at most 4 threads more than the second, and take at most 10 ms of CPU a second more while nothing is
-published (a thread per channel ran 302 threads and took about 220 ms/s over 300 channels). All fourteen processes
+published (a thread per channel ran 302 threads and took about 220 ms/s over 300 channels). All eighteen processes
 are measured in the same two seconds, so the test takes a few seconds after its binaries are built."""
 
 from __future__ import annotations
@@ -34,6 +35,25 @@ while True:
     lib.nerve_bus_handle_timeout(bus, ctypes.c_int64(10**9))
 """
 
+# The same through nerve_shm_subscribe_views (each message a view): argv is the library and the directory.
+C_VIEWS = r"""
+import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+handler = HANDLER(lambda channel, view, data, info, user: lib.nerve_view_release(ctypes.c_void_p(view)))
+sub = ctypes.c_void_p()
+assert lib.nerve_shm_subscribe_views(sys.argv[2].encode(), b".*", handler, None, ctypes.byref(sub)) == 0
+while True:
+    time.sleep(1)
+"""
+
+PY_VIEWS = r"""
+import sys, time, nerve
+sub = nerve.subscribe_views(".*", lambda channel, view: view.release(), dir=sys.argv[1])
+while True:
+    time.sleep(1)
+"""
+
 PY_SUBSCRIBER = r"""
 import sys, nerve
 bus = nerve.Bus(sys.argv[1])
@@ -43,8 +63,8 @@ while True:
 """
 
 
-def tools(nerve_bin: Path, venv_python: Path, libnerve: Path, url: str, scratch: Path) -> dict:
-    n = str(nerve_bin)
+def tools(nerve_bin: Path, venv_python: Path, libnerve: Path, d: Path, scratch: Path) -> dict:
+    n, url = str(nerve_bin), f"shm://?dir={d}"
     return {
         "nerve sub": [n, "sub", ".*", "--url", url],
         "nerve log": [n, "log", str(scratch / "idle.lcmlog"), "--url", url],
@@ -53,6 +73,8 @@ def tools(nerve_bin: Path, venv_python: Path, libnerve: Path, url: str, scratch:
         "nerve bridge": [n, "bridge", url, "memq://"],
         "python nerve.Bus": [str(venv_python), "-c", PY_SUBSCRIBER, url],
         "C nerve_bus": [str(venv_python), "-c", C_SUBSCRIBER, str(libnerve), url],
+        "python views": [str(venv_python), "-c", PY_VIEWS, str(d)],
+        "C views": [str(venv_python), "-c", C_VIEWS, str(libnerve), str(d)],
     }
 
 
@@ -92,7 +114,7 @@ def test_every_tool_and_binding_reads_300_idle_channels_with_few_threads_and_no_
     try:
         for side, d in (("full", full), ("empty", empty)):
             scratch = tmp_path / side
-            for name, argv in tools(nerve_bin, venv_python, libnerve, f"shm://?dir={d}", scratch).items():
+            for name, argv in tools(nerve_bin, venv_python, libnerve, d, scratch).items():
                 procs[name, side] = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                      stderr=subprocess.PIPE)
         # Up: every process over the full directory has mapped every channel (the empty ones get the same time).
