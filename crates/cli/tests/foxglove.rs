@@ -59,6 +59,26 @@ fn camera() -> (String, Vec<u8>) {
     (json, rgba)
 }
 
+/// Two more cameras, 4x2, whose pixels are exact however they are converted: UYVY of grey pixels (U = V = 128,
+/// so RGB = Y) and an RGGB Bayer mosaic whose two greens in each 2x2 cell are equal (so the cell's mean green is
+/// one of them). As `(channel, exlcm.image_t JSON, RGBA the canvas must hold)`.
+fn more_cameras() -> Vec<(&'static str, String, Vec<u8>)> {
+    let ys = [10u8, 60, 110, 160, 200, 220, 240, 255];
+    let uyvy: Vec<u8> = ys.chunks(2).flat_map(|p| [128, p[0], 128, p[1]]).collect();
+    let uyvy_rgba: Vec<u8> = ys.iter().flat_map(|&y| [y, y, y, 255]).collect();
+    // Cells (left, right): R 200 G 100 B 30, then R 5 G 250 B 90; rows: R G R G / G B G B.
+    let bayer = vec![200, 100, 5, 250, 100, 30, 250, 90];
+    let cell = |r: u8, g: u8, b: u8| [r, g, b, 255, r, g, b, 255];
+    let bayer_rgba: Vec<u8> = [cell(200, 100, 30), cell(5, 250, 90)].repeat(2).concat();
+    let json = |code: i32, data: &[u8]| {
+        format!(
+            r#"{{"utime":1700000000000000,"width":4,"height":2,"pixelformat":{code},"size":{},"data":{data:?}}}"#,
+            data.len()
+        )
+    };
+    vec![("CAMERA_UYVY", json(1498831189, &uyvy), uyvy_rgba), ("CAMERA_BAYER", json(878205016, &bayer), bayer_rgba)]
+}
+
 /// The laser's scan: 12 beams from -1.2 rad, 0.2 rad apart, at 1 m + 0.25 m per beam (exact in f32).
 const SCAN: (f32, f32, [f32; 12]) = (-1.2, 0.2, [1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75]);
 
@@ -102,6 +122,18 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
         jpeg.len()
     );
     let jpeg_image = reg.encode(&image_t, &reg.from_json(&image_t, &jpeg_json).unwrap()).unwrap();
+    let more: Vec<(&str, Vec<u8>, Vec<u8>)> = more_cameras()
+        .into_iter()
+        .map(|(ch, json, rgba)| (ch, reg.encode(&image_t, &reg.from_json(&image_t, &json).unwrap()).unwrap(), rgba))
+        .collect();
+    let more_images: Vec<serde_json::Value> = more
+        .iter()
+        .map(|(ch, _, rgba)| {
+            serde_json::json!({"channel": ch, "topic": format!("{ch}/foxglove.RawImage"), "width": 4, "height": 2,
+                               "rgba": rgba})
+        })
+        .collect();
+    let more_bytes: Vec<(&str, Vec<u8>)> = more.into_iter().map(|(ch, bytes, _)| (ch, bytes)).collect();
     // The scan's points as the page must plot them, worked out here in f64 from the f32 values published.
     let scan_points: Vec<[f64; 2]> = ranges
         .iter()
@@ -122,6 +154,9 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
                 bus.publish_raw("CAMERA", &image).unwrap();
                 bus.publish_raw("LIDAR", &laser).unwrap();
                 bus.publish_raw("CAMERA_JPEG", &jpeg_image).unwrap();
+                for (channel, bytes) in &more_bytes {
+                    bus.publish_raw(channel, bytes).unwrap();
+                }
             }
             k += 1;
             std::thread::sleep(Duration::from_millis(20));
@@ -137,11 +172,13 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
             "position[0]": (0..20).map(|k| k as f64 * 0.5).collect::<Vec<_>>(),
             "position[1]": (0..20).map(|k| -(k as f64) * 0.5).collect::<Vec<_>>(),
         },
-        "otherRows": ["MYSTERY", "CAMERA", "LIDAR", "CAMERA_JPEG"],
+        "otherRows": ["MYSTERY", "CAMERA", "LIDAR", "CAMERA_JPEG", "CAMERA_UYVY", "CAMERA_BAYER"],
         "minPoints": 40,
         "timeoutMs": 40000,
-        "image": {"channel": "CAMERA", "topic": "CAMERA/foxglove.RawImage", "width": 16, "height": 12,
-                  "rgba": image_rgba},
+        "images": [
+            {"channel": "CAMERA", "topic": "CAMERA/foxglove.RawImage", "width": 16, "height": 12, "rgba": image_rgba},
+            more_images[0], more_images[1],
+        ],
         "scan": {"channel": "LIDAR", "topic": "LIDAR/foxglove.LaserScan", "points": scan_points},
         // JPEG is lossy: the pixels away from the edge between the colours, within 24 of each channel.
         "jpeg": {"channel": "CAMERA_JPEG", "topic": "CAMERA_JPEG/foxglove.CompressedImage", "width": 16, "height": 8,
@@ -173,7 +210,8 @@ fn the_page_shows_the_table_and_plots_what_was_published() {
     );
     let result: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert!(result["points"].as_u64().unwrap() >= 40, "{result}");
-    assert_eq!(result["image"]["pixels"], 16 * 12, "{result}");
+    let pixels: Vec<u64> = result["images"].as_array().unwrap().iter().map(|i| i["pixels"].as_u64().unwrap()).collect();
+    assert_eq!(pixels, [16 * 12, 8, 8], "{result}");
     assert_eq!(result["scan"]["points"], 12, "{result}");
     assert_eq!(result["jpeg"]["checked"], 4, "{result}");
     for shot in [&shot, &image_shot] {

@@ -413,7 +413,8 @@ function viewError(why) {
   $("view-info").textContent = why;
 }
 
-/// The RawImage encodings drawn: bytes per pixel, and how the pixel at byte `o` of `d` becomes RGBA at `px[i..i+4]`.
+/// The RawImage encodings drawn: bytes per pixel, and how the pixel at byte `o` of `d` (column `x`, row `y` of
+/// rows `step` bytes apart) becomes RGBA at `px[i..i+4]`.
 const rgba = (px, i, r, g, b, a) => {
   px[i] = r;
   px[i + 1] = g;
@@ -429,6 +430,30 @@ const DECODERS = {
   // 16-bit grey, little-endian: its high byte is shown.
   mono16: [2, (d, o, px, i) => rgba(px, i, d[o + 1], d[o + 1], d[o + 1], 255)],
 };
+/// YUV 4:2:2 (two pixels share their U and V) to RGB: BT.601, full range.
+const yuv = (px, i, y, u, v) => rgba(px, i, y + 1.402 * (v - 128), y - 0.344136 * (u - 128) - 0.714136 * (v - 128),
+  y + 1.772 * (u - 128), 255);
+DECODERS.uyvy = [2, (d, o, px, i, x) => {
+  const p = o - (x & 1) * 2; // the pair's first byte: U Y0 V Y1
+  yuv(px, i, d[p + 1 + (x & 1) * 2], d[p], d[p + 2]);
+}];
+DECODERS.yuyv = [2, (d, o, px, i, x) => {
+  const p = o - (x & 1) * 2; // Y0 U Y1 V
+  yuv(px, i, d[p + (x & 1) * 2], d[p + 1], d[p + 3]);
+}];
+DECODERS.yuv422 = DECODERS.uyvy; // Foxglove's and ROS's alias
+DECODERS.yuv422_yuy2 = DECODERS.yuyv;
+/// Bayer mosaics, demosaiced per 2x2 cell (each cell's red, mean green and blue for its four pixels): half the
+/// colour resolution, no interpolation across cells, which is enough to see what a raw camera looks at.
+for (const pattern of ["rggb", "bggr", "gbrg", "grbg"]) {
+  // Where in the cell (0 top left, 1 top right, 2 bottom left, 3 bottom right) each colour is.
+  const [r, g0, g1, b] = [pattern.indexOf("r"), pattern.indexOf("g"), pattern.lastIndexOf("g"), pattern.indexOf("b")];
+  DECODERS[`bayer_${pattern}8`] = [1, (d, o, px, i, x, y, step) => {
+    const c = o - (x & 1) - (y & 1) * step; // the cell's top-left byte
+    const at = (k) => d[c + (k & 1) + (k >> 1) * step];
+    rgba(px, i, at(r), (at(g0) + at(g1)) / 2, at(b), 255);
+  }];
+}
 DECODERS["8UC3"] = DECODERS.bgr8; // OpenCV's order
 DECODERS["8UC1"] = DECODERS.mono8;
 DECODERS["16UC1"] = DECODERS.mono16;
@@ -439,13 +464,14 @@ function drawRawImage(canvas, img) {
   if (!dec) return viewError(`${w}x${h} ${enc}: this page draws ${Object.keys(DECODERS).join(", ")}`);
   const [bpp, put] = dec;
   const step = img.step || w * bpp;
-  if (!(w > 0 && h > 0) || step < w * bpp || data.length < step * (h - 1) + w * bpp) {
+  const even = !/^(uyvy|yuyv|yuv422|bayer)/.test(enc) || (w % 2 === 0 && (!enc.startsWith("bayer") || h % 2 === 0));
+  if (!(w > 0 && h > 0) || !even || step < w * bpp || data.length < step * (h - 1) + w * bpp) {
     return viewError(`${w}x${h} ${enc}, step ${step}: ${data.length} bytes do not make the image`);
   }
   const out = new ImageData(w, h);
   const px = out.data;
   for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) put(data, y * step + x * bpp, px, (y * w + x) * 4);
+    for (let x = 0; x < w; x++) put(data, y * step + x * bpp, px, (y * w + x) * 4, x, y, step);
   }
   if (canvas.width !== w || canvas.height !== h) [canvas.width, canvas.height] = [w, h];
   canvas.getContext("2d").putImageData(out, 0, 0);

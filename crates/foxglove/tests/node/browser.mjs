@@ -2,15 +2,16 @@
 //   node browser.mjs http://HOST:PORT/ SPEC.json SCREENSHOT.png
 // SPEC: {"channel": C, "type": T, "minRate": HZ, "maxRate": HZ, "fields": {PATH: [values published]},
 //        "otherRows": [channels], "minPoints": N, "timeoutMs": N,
-//        "image": {"channel": C, "topic": MAPPED, "width": W, "height": H, "rgba": [bytes]},   (optional)
+//        "images": [{"channel": C, "topic": MAPPED, "width": W, "height": H, "rgba": [bytes]}], (optional)
 //        "scan": {"channel": C, "topic": MAPPED, "points": [[x, y], ...]},                     (optional)
 //        "jpeg": {"channel": C, "topic": MAPPED, "width": W, "height": H, "tolerance": N,
 //                 "pixels": [[x, y, [r, g, b]], ...]}}                                           (optional)
 // Opens the page, waits for the channel table to list C with type T at a rate in [minRate, maxRate] (and the
 // other channels), opens C, ticks each field in its tree, waits for minPoints points of each field, then checks that every
-// plotted point is one of the values published for its field and that times increase. With "image", opens that
-// channel and checks that its picture (the server's mapped channel MAPPED) is drawn with exactly the pixels given
-// (the canvas read back with getImageData), saving a screenshot beside SCREENSHOT (`-image.png`); with "scan",
+// plotted point is one of the values published for its field and that times increase. For each of "images", opens
+// that channel and checks that its picture (the server's mapped channel MAPPED) is drawn with exactly the pixels
+// given (the canvas read back with getImageData), saving a screenshot of the first beside SCREENSHOT (`-image.png`);
+// with "scan",
 // opens that channel and checks that the top-down plot has each point given (to 1e-4 m) and the point colour at
 // each point's pixel; with "jpeg", that the compressed image is drawn W x H with the pixels given (each channel
 // within the tolerance: JPEG is lossy). Saves a screenshot and prints one JSON line of results; exits 0 on success, 1 otherwise.
@@ -117,25 +118,26 @@ async function openPicture(want, kind) {
   return page.evaluate(() => ({ drawn: window.nerve.view.drawn, info: document.getElementById("view-info").textContent }));
 }
 
-if (spec.image) {
-  const { info } = await openPicture(spec.image, "image");
+result.images = [];
+for (const [n, image] of (spec.images ?? []).entries()) {
+  const { info } = await openPicture(image, "image");
   const got = await page.evaluate(() => {
     const c = document.getElementById("view");
     return { width: c.width, height: c.height, rgba: Array.from(c.getContext("2d").getImageData(0, 0, c.width, c.height).data) };
   });
-  const { width, height, rgba } = spec.image;
-  if (got.width !== width || got.height !== height) problems.push(`image is ${got.width}x${got.height}, not ${width}x${height}`);
+  const { width, height, rgba } = image;
+  if (got.width !== width || got.height !== height) {
+    problems.push(`${image.channel}: ${got.width}x${got.height}, not ${width}x${height}`);
+  }
   const wrong = [];
   for (let i = 0; i < rgba.length && wrong.length < 5; i += 4) {
     const [a, b] = [rgba.slice(i, i + 4), got.rgba.slice(i, i + 4)];
     if (a.some((v, k) => v !== b[k])) wrong.push(`pixel ${i / 4}: ${b} not ${a}`);
   }
   if (got.rgba.length !== rgba.length) wrong.push(`${got.rgba.length / 4} pixels, not ${rgba.length / 4}`);
-  if (wrong.length) problems.push(`image: ${wrong.join("; ")}`);
-  result.image = { pixels: got.rgba.length / 4, info };
-  const shot = screenshot.replace(/(\.png)?$/, "-image.png");
-  await page.screenshot({ path: shot, fullPage: true });
-  result.image.screenshot = shot;
+  if (wrong.length) problems.push(`${image.channel}: ${wrong.join("; ")}`);
+  result.images.push({ channel: image.channel, pixels: got.rgba.length / 4, info });
+  if (n === 0) await page.screenshot({ path: screenshot.replace(/(\.png)?$/, "-image.png"), fullPage: true });
 }
 
 if (spec.scan) {
