@@ -259,3 +259,53 @@ fn a_view_subscription_hands_views_over_and_a_lapping_writer_never_waits() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A handler that closes its own subscription: `user` points at the subscription's handle.
+unsafe extern "C" fn close_self(
+    _channel: *const std::ffi::c_char,
+    view: *mut c_void,
+    _data: *const c_void,
+    _info: *const NerveMessageInfo,
+    user: *mut c_void,
+) {
+    // SAFETY: `user` is the test's `AtomicPtr` holding the subscription; the view is the handler's.
+    unsafe {
+        let sub = &*(user as *const std::sync::atomic::AtomicPtr<c_void>);
+        let status = nerve_view_subscription_close(sub.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(status, NERVE_OK, "a handler may close its own subscription");
+        assert_eq!(nerve_view_release(view), NERVE_OK);
+    }
+}
+
+#[test]
+fn a_view_handler_may_close_its_own_subscription() {
+    let dir = std::env::temp_dir().join(format!("nerve-c-api-viewclose-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_c = CString::new(dir.to_str().unwrap()).unwrap();
+    let slot = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+    let mut ch: *mut c_void = std::ptr::null_mut();
+    let mut sub: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid pointers throughout; `slot` outlives the subscription (the handler closes it).
+    unsafe {
+        assert_eq!(
+            nerve_channel_create(c"cmd".as_ptr(), 4, 64, 0o600, dir_c.as_ptr(), NERVE_CREATE_NEW, &mut ch),
+            NERVE_OK
+        );
+        let user = &slot as *const _ as *mut c_void;
+        assert_eq!(
+            nerve_shm_subscribe_views(dir_c.as_ptr(), c"cmd".as_ptr(), Some(close_self), user, &mut sub),
+            NERVE_OK
+        );
+        slot.store(sub, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(nerve_channel_put(ch, [1u8; 8].as_ptr().cast(), 8, std::ptr::null_mut()), NERVE_OK);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !slot.load(std::sync::atomic::Ordering::SeqCst).is_null() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(slot.load(std::sync::atomic::Ordering::SeqCst).is_null(), "the handler ran and closed it");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(nerve_view_subscription_close(sub), NERVE_E_INVALID, "closed already");
+        assert_eq!(nerve_channel_close(ch), NERVE_OK);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
