@@ -105,8 +105,9 @@ Object.entries(spec.fields).forEach(([path, values], i) => {
 });
 result.tree = await page.$eval("#message", (el) => el.innerText.split("\n").slice(0, 8));
 
-/// Opens `want.channel` and waits until its picture (`want.topic`) is drawn as `kind`; what was drawn.
-async function openPicture(want, kind) {
+/// Opens `want.channel` and waits until its picture (`want.topic`) is drawn as `kind` (and, to be screenshot,
+/// `settle`s a frame or two); what was drawn.
+async function openPicture(want, kind, settle = false) {
   await page.click(`#channels tbody tr[data-channel="${want.channel}"]`);
   await page.waitForFunction(
     (topic, kind) => window.nerve.view.drawn?.topic === topic && window.nerve.view.drawn.kind === kind,
@@ -114,13 +115,14 @@ async function openPicture(want, kind) {
     want.topic,
     kind,
   );
-  await new Promise((r) => setTimeout(r, 200)); // a frame or two on screen, for the screenshot
+  if (settle) await new Promise((r) => setTimeout(r, 200));
   return page.evaluate(() => ({ drawn: window.nerve.view.drawn, info: document.getElementById("view-info").textContent }));
 }
 
+const picturesFrom = Date.now(); // what the pictures' checks cost, reported as result.picturesMs
 result.images = [];
 for (const [n, image] of (spec.images ?? []).entries()) {
-  const { info } = await openPicture(image, "image");
+  const { info } = await openPicture(image, "image", n === 0);
   const got = await page.evaluate(() => {
     const c = document.getElementById("view");
     return { width: c.width, height: c.height, rgba: Array.from(c.getContext("2d").getImageData(0, 0, c.width, c.height).data) };
@@ -140,23 +142,6 @@ for (const [n, image] of (spec.images ?? []).entries()) {
   if (n === 0) await page.screenshot({ path: screenshot.replace(/(\.png)?$/, "-image.png"), fullPage: true });
 }
 
-if (spec.scan) {
-  const { drawn, info } = await openPicture(spec.scan, "scan");
-  const colour = await page.evaluate((pixels) => {
-    const ctx = document.getElementById("view").getContext("2d");
-    return pixels.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data));
-  }, drawn.pixels);
-  const want = spec.scan.points;
-  if (drawn.points.length !== want.length) problems.push(`scan: ${drawn.points.length} points, not ${want.length}`);
-  want.forEach(([x, y], i) => {
-    const p = drawn.points[i];
-    if (!p || Math.abs(p[0] - x) > 1e-4 || Math.abs(p[1] - y) > 1e-4) problems.push(`scan point ${i}: ${p} not ${[x, y]}`);
-    const c = colour[i];
-    if (c && (c[0] !== 217 || c[1] !== 72 || c[2] !== 15)) problems.push(`scan point ${i}: pixel ${drawn.pixels[i]} is ${c}`);
-  });
-  result.scan = { points: drawn.points.length, info };
-}
-
 if (spec.jpeg) {
   const { info } = await openPicture(spec.jpeg, "image");
   const got = await page.evaluate((pixels) => {
@@ -171,4 +156,23 @@ if (spec.jpeg) {
   });
   result.jpeg = { checked: spec.jpeg.pixels.length, info };
 }
+
+// Last, so that the final screenshot shows the scan.
+if (spec.scan) {
+  const { drawn, info } = await openPicture(spec.scan, "scan", true);
+  const colour = await page.evaluate((pixels) => {
+    const ctx = document.getElementById("view").getContext("2d");
+    return pixels.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data));
+  }, drawn.pixels);
+  const want = spec.scan.points;
+  if (drawn.points.length !== want.length) problems.push(`scan: ${drawn.points.length} points, not ${want.length}`);
+  want.forEach(([x, y], i) => {
+    const p = drawn.points[i];
+    if (!p || Math.abs(p[0] - x) > 1e-4 || Math.abs(p[1] - y) > 1e-4) problems.push(`scan point ${i}: ${p} not ${[x, y]}`);
+    const c = colour[i];
+    if (c && (c[0] !== 217 || c[1] !== 72 || c[2] !== 15)) problems.push(`scan point ${i}: pixel ${drawn.pixels[i]} is ${c}`);
+  });
+  result.scan = { points: drawn.points.length, info };
+}
+result.picturesMs = Date.now() - picturesFrom;
 await finish();
