@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -37,25 +38,36 @@ def lcm_gen() -> Path:
     return oracle.LCM_GEN
 
 
+# What the fixtures build, in one cargo invocation: every library, binary and example of the workspace, in the debug
+# profile. Not `-p nerve-cli` and the like: cargo resolves features per invocation, and `cargo test --workspace` (which
+# scripts/test runs first) unifies them over the whole workspace, so a `-p` build after it compiled zenoh, tokio's
+# stack and the nerve crates a second time with other features. These units are all among cargo test's, so after it
+# this build is a no-op. scripts/install-c and scripts/install-java --debug build the same set, for the same reason.
+DEBUG_BUILD = ["build", "-q", "--workspace", "--lib", "--bins", "--examples"]
+
+
 @pytest.fixture(scope="session")
-def nerve_bin(repo_root: Path) -> Path:
-    """The `nerve` binary, built once per session with `cargo build -p nerve-cli`.
+def debug_build(repo_root: Path) -> Path:
+    """The workspace's debug target directory (target/debug), after one `cargo build` of DEBUG_BUILD per session."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        pytest.fail("cargo is not on PATH")
+    proc = subprocess.run([cargo, *DEBUG_BUILD], cwd=repo_root, capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"cargo {' '.join(DEBUG_BUILD)} failed:\n{proc.stderr[-6000:]}")
+    meta = subprocess.run([cargo, "metadata", "--format-version", "1", "--no-deps"], cwd=repo_root,
+                          capture_output=True, text=True, check=True).stdout
+    return Path(json.loads(meta)["target_directory"]) / "debug"
+
+
+@pytest.fixture(scope="session")
+def nerve_bin(request) -> Path:
+    """The `nerve` binary of the session's debug build (debug_build).
 
     NERVE_BIN=path uses that binary instead (e.g. a release build, or while the tree does not build)."""
     if os.environ.get("NERVE_BIN"):
         return Path(os.environ["NERVE_BIN"]).resolve()
-    cargo = shutil.which("cargo")
-    if cargo is None:
-        pytest.fail("cargo is not on PATH")
-    proc = subprocess.run([cargo, "build", "-q", "-p", "nerve-cli"], cwd=repo_root, capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.fail(f"cargo build -p nerve-cli failed:\n{proc.stderr[-6000:]}")
-    meta = subprocess.run([cargo, "metadata", "--format-version", "1", "--no-deps"], cwd=repo_root,
-                          capture_output=True, text=True, check=True).stdout
-    import json
-
-    target = Path(json.loads(meta)["target_directory"])
-    path = target / "debug" / "nerve"
+    path = request.getfixturevalue("debug_build") / "nerve"
     assert path.exists(), path
     return path
 

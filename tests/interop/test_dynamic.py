@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,21 +19,13 @@ import oracle
 
 
 @pytest.fixture(scope="module")
-def harness(repo_root: Path) -> list:
-    """The command that runs the harness over the corpus, built once (NERVE_DYNAMIC_HARNESS=path overrides)."""
+def harness(request) -> list:
+    """The command that runs the harness over the corpus, from the session's build (NERVE_DYNAMIC_HARNESS=path
+    overrides)."""
     if os.environ.get("NERVE_DYNAMIC_HARNESS"):
         exe = Path(os.environ["NERVE_DYNAMIC_HARNESS"]).resolve()
     else:
-        cargo = shutil.which("cargo")
-        if cargo is None:
-            pytest.fail("cargo is not on PATH")
-        proc = subprocess.run([cargo, "build", "-q", "-p", "nerve-types", "--example", "dynamic_harness"],
-                              cwd=repo_root, capture_output=True, text=True)
-        if proc.returncode != 0:
-            pytest.fail(f"cargo build --example dynamic_harness failed:\n{proc.stderr[-6000:]}")
-        meta = subprocess.run([cargo, "metadata", "--format-version", "1", "--no-deps"], cwd=repo_root,
-                              capture_output=True, text=True, check=True).stdout
-        exe = Path(json.loads(meta)["target_directory"]) / "debug" / "examples" / "dynamic_harness"
+        exe = request.getfixturevalue("debug_build") / "examples" / "dynamic_harness"
     assert exe.exists(), exe
     return [str(exe), str(oracle.CORPUS)]
 

@@ -5,11 +5,9 @@ the right field values."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -24,18 +22,11 @@ LINE = re.compile(r"laser_t utime=(\d+) nranges=5 ranges=\[([0-9. ]+)\] rad0=-1\
 
 
 @pytest.fixture(scope="module")
-def programs(c_prefix, nerve_bin, venv_python, tmp_path_factory) -> dict:
+def programs(c_prefix, debug_build, nerve_bin, venv_python, tmp_path_factory) -> dict:
     """lang -> (publisher argv, subscriber argv, extra environment)."""
     root = tmp_path_factory.mktemp("examples")
     progs = {}
-    cargo = shutil.which("cargo")
-    assert cargo, "cargo is not on PATH"
-    p = subprocess.run([cargo, "build", "-q", "-p", "nerve-example-pubsub"], cwd=oracle.REPO, capture_output=True,
-                       text=True)
-    assert p.returncode == 0, p.stderr[-4000:]
-    meta = subprocess.run([cargo, "metadata", "--format-version", "1", "--no-deps"], cwd=oracle.REPO,
-                          capture_output=True, text=True, check=True).stdout
-    rust = Path(json.loads(meta)["target_directory"]) / "debug" / "nerve-example-pubsub"
+    rust = debug_build / "nerve-example-pubsub"
     progs["rust"] = ([str(rust), "pub"], [str(rust), "sub"], {})
     gen = root / "python"
     subprocess.run([str(nerve_bin), "gen", "-p", "--ppath", str(gen), *map(str, (oracle.REPO / "examples" /

@@ -48,7 +48,9 @@ def test_c_and_ach_readers_survive_a_hostile_neighbour(readers):
     seconds = float(os.environ.get("NERVE_HOSTILE_SECONDS", "60"))
     env = dict(os.environ, NERVE_SHM_HOSTILE_READERS=";".join(f"{k}={v}" for k, v in readers.items()),
                NERVE_HOSTILE_SECONDS=str(seconds))
-    cmd = ["cargo", "test", "-q", "-p", "nerve-shm", "--test", "hostile", "--", "--exact", SCENARIO, "--nocapture"]
+    # --workspace, not -p nerve-shm: the features cargo test --workspace built with, so nothing is compiled again
+    # (conftest.py, DEBUG_BUILD); the other crates' `hostile` tests have no test of this name and run none.
+    cmd = ["cargo", "test", "-q", "--workspace", "--test", "hostile", "--", "--exact", SCENARIO, "--nocapture"]
     # Building the test binary, the hostility, and the children's final 1.5 s.
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=oracle.REPO, timeout=900 + seconds)
     out = p.stdout + p.stderr
