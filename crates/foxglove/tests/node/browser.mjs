@@ -174,5 +174,21 @@ if (spec.scan) {
   });
   result.scan = { points: drawn.points.length, info };
 }
+// No built-in mapping makes a PointCloud, so the page's reader of one is checked on its own: x and y of each
+// point, FLOAT32 and FLOAT64 fields at their offsets, little-endian, the stride's other bytes skipped.
+if (spec.scan) {
+  result.cloud = await page.evaluate(() => {
+    const buf = new ArrayBuffer(2 * 24);
+    const dv = new DataView(buf);
+    [[1.5, -2.25], [-0.5, 3.0]].forEach(([x, y], k) => {
+      dv.setFloat32(k * 24 + 4, x, true);
+      dv.setFloat64(k * 24 + 12, y, true);
+      dv.setFloat32(k * 24 + 8, 99, true); // z, not read
+    });
+    const fields = [{ name: "x", offset: 4, type: 7 }, { name: "z", offset: 8, type: 7 }, { name: "y", offset: 12, type: 8 }];
+    return cloudPoints({ fields, point_stride: 24, data: new Uint8Array(buf) });
+  });
+  if (JSON.stringify(result.cloud) !== "[[1.5,-2.25],[-0.5,3]]") problems.push(`cloud points: ${JSON.stringify(result.cloud)}`);
+}
 result.picturesMs = Date.now() - picturesFrom;
 await finish();
