@@ -9,6 +9,11 @@
 //! the server's CPU time (every thread's, from `/proc/PID/task/*/schedstat`) per message the client received, the
 //! spy's CPU time (its `wait4` rusage, start-up included) per message it counted, and their ratio.
 //!
+//! A second case, `mapped image 640x480 30 Hz`, publishes only the image, in a pixel format the built-in mappings
+//! know (grayscale), and the client subscribes only to `IMAGE/foxglove.RawImage`, the server's protobuf
+//! `foxglove.RawImage` of it: the server's CPU time per frame the client received (over a window of the same
+//! length, no spy), and publish-to-client latency, the receipt time minus the RawImage's timestamp (the `utime`).
+//!
 //! The programs are the `nerve` binary next to this one (`cargo build --release -p nerve-cli`); without it the rows
 //! say `unavailable`.
 
@@ -27,6 +32,11 @@ use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 
 const CASE: &str = "pose 1 kHz + image 640x480 30 Hz";
+const MAPPED_CASE: &str = "mapped image 640x480 30 Hz";
+/// The mapped channel's topic: the bus channel, then the schema (nerve_foxglove's naming).
+const MAPPED_TOPIC: &str = "IMAGE/foxglove.RawImage";
+/// Camunits' (libbot's) PIXEL_FORMAT_GRAY, which the built-in mapping of exlcm.image_t shows as mono8.
+const GRAY: i32 = 1497715271;
 const GROUP: &str = "239.255.76.99";
 
 fn url() -> String {
@@ -47,6 +57,11 @@ fn types_dirs() -> Vec<PathBuf> {
 
 /// The two messages, encoded; `utime` (bytes 8..16 of both: the fingerprint, then `utime`) is stamped per publish.
 fn messages() -> Result<(Vec<u8>, Vec<u8>), String> {
+    messages_with(0)
+}
+
+/// The same messages, the image's pixel format `pixelformat`.
+fn messages_with(pixelformat: i32) -> Result<(Vec<u8>, Vec<u8>), String> {
     let (reg, diags) = Registry::load_dirs(&types_dirs());
     if diags.has_errors() {
         return Err(diags.render());
@@ -63,19 +78,22 @@ fn messages() -> Result<(Vec<u8>, Vec<u8>), String> {
     let pixels: Vec<String> = (0..640 * 480).map(|i| (i % 251).to_string()).collect();
     let image = encode(
         "exlcm.image_t",
-        &format!(r#"{{"utime":1,"width":640,"height":480,"pixelformat":0,"data":[{}]}}"#, pixels.join(",")),
+        &format!(r#"{{"utime":1,"width":640,"height":480,"pixelformat":{pixelformat},"data":[{}]}}"#, pixels.join(",")),
     )?;
     Ok((pose, image))
 }
 
-/// Publishes the pose every millisecond and the image every 33rd, until stopped; how many of each.
+/// Publishes the pose every millisecond (unless `pose` is empty) and the image every 33rd, until stopped; how
+/// many of each.
 fn publish(bus: Bus, pose: Vec<u8>, image: Vec<u8>, stop: Arc<AtomicBool>) -> (u64, u64) {
     let (mut pose, mut image) = (pose, image);
     let started = Instant::now();
     let (mut k, mut images) = (0u64, 0u64);
     while !stop.load(Ordering::Acquire) {
-        pose[8..16].copy_from_slice(&now_us().to_be_bytes());
-        let _ = bus.publish_raw("POSE", &pose);
+        if !pose.is_empty() {
+            pose[8..16].copy_from_slice(&now_us().to_be_bytes());
+            let _ = bus.publish_raw("POSE", &pose);
+        }
         if k.is_multiple_of(33) {
             image[8..16].copy_from_slice(&now_us().to_be_bytes());
             let _ = bus.publish_raw("IMAGE", &image);
@@ -184,6 +202,134 @@ fn percentile(v: &mut [u64], p: f64) -> Option<f64> {
     (!v.is_empty()).then(|| v[((v.len() - 1) as f64 * p).round() as usize] as f64)
 }
 
+/// `--types DIR` for each of the suite's type directories.
+fn types_args() -> Vec<std::ffi::OsString> {
+    let mut types = Vec::new();
+    for d in types_dirs() {
+        types.push("--types".into());
+        types.push(d.into_os_string());
+    }
+    types
+}
+
+/// Starts `nerve foxglove` on `url` (the built-in mappings on); the server and the address it says it serves.
+fn start_server(nerve: &Path, url: &str) -> Result<(Server, String), String> {
+    let mut child = Command::new(nerve)
+        .args(["foxglove", "--url", url, "--listen", "127.0.0.1:0"])
+        .args(types_args())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting nerve foxglove: {e}"))?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let server = Server(child);
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\n") && stdout.read(&mut byte).map_err(|e| e.to_string())? == 1 {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8_lossy(&line).into_owned();
+    let addr = line.split("http://").nth(1).and_then(|s| s.split('/').next()).ok_or(format!("said {line:?}"))?;
+    Ok((server, addr.to_owned()))
+}
+
+/// Connects to the server, subscribes to [`MAPPED_TOPIC`] once advertised, and records, per RawImage received
+/// until `stop`, its receipt time and its latency (receipt minus the image's timestamp), in µs; says on `ready`
+/// once subscribed.
+fn mapped_client(addr: &str, ready: mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Result<Vec<(u64, u64)>, String> {
+    use foxglove::Decode;
+    let mut req = format!("ws://{addr}/").into_client_request().map_err(|e| e.to_string())?;
+    req.headers_mut().insert("sec-websocket-protocol", tungstenite::http::HeaderValue::from_static("foxglove.sdk.v1"));
+    let stream = TcpStream::connect(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
+    let (mut ws, _) = tungstenite::client(req, stream).map_err(|e| format!("WebSocket handshake: {e}"))?;
+    ws.get_mut().set_read_timeout(Some(Duration::from_millis(200))).map_err(|e| e.to_string())?;
+    let mut seen = Vec::new();
+    while !stop.load(Ordering::Acquire) {
+        let msg = match ws.read() {
+            Ok(m) => m,
+            Err(tungstenite::Error::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+            {
+                continue
+            }
+            Err(e) => return Err(format!("reading: {e}")),
+        };
+        let at = now_us();
+        match msg {
+            Message::Text(t) => {
+                let v: serde_json::Value = serde_json::from_str(&t).map_err(|e| e.to_string())?;
+                if v["op"] != "advertise" {
+                    continue;
+                }
+                for ch in v["channels"].as_array().into_iter().flatten().filter(|c| c["topic"] == MAPPED_TOPIC) {
+                    if ch["encoding"] != "protobuf" || ch["schemaName"] != "foxglove.RawImage" {
+                        return Err(format!("{MAPPED_TOPIC} is advertised as {ch}"));
+                    }
+                    let op = json!({"op": "subscribe", "subscriptions": [{"id": 0, "channelId": ch["id"]}]});
+                    ws.send(Message::Text(op.to_string().into())).map_err(|e| e.to_string())?;
+                    let _ = ready.send(());
+                }
+            }
+            // Opcode 1, subscription id, log time, then the protobuf RawImage.
+            Message::Binary(b) if b.len() > 13 && b[0] == 1 => {
+                let image = foxglove::schemas::RawImage::decode(&b[13..])
+                    .map_err(|e| format!("{MAPPED_TOPIC}: not a RawImage: {e}"))?;
+                if (image.width, image.height, image.data.len()) != (640, 480, 640 * 480) {
+                    return Err(format!("{MAPPED_TOPIC}: a {}x{} image", image.width, image.height));
+                }
+                let t = image.timestamp.ok_or("a RawImage without a timestamp")?;
+                let published = u64::from(t.sec()) * 1_000_000 + u64::from(t.nsec()) / 1000;
+                seen.push((at, at.saturating_sub(published)));
+            }
+            _ => {}
+        }
+    }
+    Ok(seen)
+}
+
+/// The mapped case: server CPU per frame and the latency percentiles (µs) over `seconds`.
+struct MappedOutcome {
+    server_cpu_ns: u64,
+    frames: u64,
+    latency_us: [Option<f64>; 2],
+    published: u64,
+}
+
+fn measure_mapped(nerve: &Path, seconds: f64) -> Result<MappedOutcome, String> {
+    let url = url();
+    let (_, image) = messages_with(GRAY)?;
+    let bus = Bus::new(Some(&url)).map_err(|e| format!("{url}: {e}"))?;
+    let stop_publishing = Arc::new(AtomicBool::new(false));
+    let s = Arc::clone(&stop_publishing);
+    let publisher = std::thread::spawn(move || publish(bus, Vec::new(), image, s));
+    let result = (|| {
+        let (server, addr) = start_server(nerve, &url)?;
+        let (ready_tx, ready) = mpsc::channel();
+        let stop_client = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop_client);
+        let client = std::thread::spawn(move || mapped_client(&addr, ready_tx, s));
+        if ready.recv_timeout(Duration::from_secs(10)).is_err() {
+            stop_client.store(true, Ordering::Release);
+            return Err(client.join().map_err(|_| "client panicked")?.err().unwrap_or("never subscribed".into()));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let (from, cpu0) = (now_us(), process_cpu_ns(server.0.id())?);
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let (to, cpu1) = (now_us(), process_cpu_ns(server.0.id())?);
+        std::thread::sleep(Duration::from_millis(200));
+        stop_client.store(true, Ordering::Release);
+        let seen = client.join().map_err(|_| "client panicked")??;
+        drop(server);
+        let mut lat: Vec<u64> = seen.iter().filter(|(at, _)| (from..to).contains(at)).map(|&(_, l)| l).collect();
+        let frames = lat.len() as u64;
+        Ok((cpu1 - cpu0, frames, [percentile(&mut lat, 0.5), percentile(&mut lat, 0.99)]))
+    })();
+    stop_publishing.store(true, Ordering::Release);
+    let (_, published) = publisher.join().map_err(|_| "publisher panicked")?;
+    let (server_cpu_ns, frames, latency_us) = result?;
+    Ok(MappedOutcome { server_cpu_ns, frames, latency_us, published })
+}
+
 /// A started `nerve foxglove`, killed when dropped.
 struct Server(Child);
 
@@ -211,27 +357,9 @@ fn measure(nerve: &Path, seconds: f64) -> Result<Outcome, String> {
     let s = Arc::clone(&stop_publishing);
     let publisher = std::thread::spawn(move || publish(bus, pose, image, s));
     let result = (|| {
-        let mut types = Vec::new();
-        for d in types_dirs() {
-            types.push("--types".into());
-            types.push(d.into_os_string());
-        }
-        let mut child = Command::new(nerve)
-            .args(["foxglove", "--url", &url, "--listen", "127.0.0.1:0"])
-            .args(&types)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting nerve foxglove: {e}"))?;
-        let mut stdout = child.stdout.take().ok_or("no stdout")?;
-        let server = Server(child);
-        let mut line = Vec::new();
-        let mut byte = [0u8; 1];
-        while !line.ends_with(b"\n") && stdout.read(&mut byte).map_err(|e| e.to_string())? == 1 {
-            line.push(byte[0]);
-        }
-        let line = String::from_utf8_lossy(&line).into_owned();
-        let addr = line.split("http://").nth(1).and_then(|s| s.split('/').next()).ok_or(format!("said {line:?}"))?;
+        let types = types_args();
+        let (server, addr) = start_server(nerve, &url)?;
+        let addr = addr.as_str();
         let (ready_tx, ready) = mpsc::channel();
         let stop_client = Arc::new(AtomicBool::new(false));
         let (a, s) = (addr.to_owned(), Arc::clone(&stop_client));
@@ -316,7 +444,7 @@ pub fn run(quick: bool, json: bool) -> i32 {
         .map(|e| e.with_file_name("nerve"))
         .filter(|p| p.exists())
         .ok_or_else(|| "no nerve binary next to nerve-bench (cargo build --release -p nerve-cli)".to_string());
-    let outcome = nerve.and_then(|n| measure(&n, seconds));
+    let outcome = nerve.clone().and_then(|n| measure(&n, seconds));
     let o = match outcome {
         Ok(o) => o,
         Err(reason) => {
@@ -327,9 +455,15 @@ pub fn run(quick: bool, json: bool) -> i32 {
                            "reason": reason}),
                 );
             }
+            out.row(
+                format!("{:<18} unavailable ({MAPPED_CASE}): {reason}", "nerve foxglove"),
+                json!({"suite": "foxglove", "case": MAPPED_CASE, "system": "nerve foxglove", "status": "unavailable",
+                       "reason": reason}),
+            );
             return 0;
         }
     };
+    let nerve_path = &nerve.expect("measured, so found");
     let server_msgs = o.client_msgs[0] + o.client_msgs[1];
     let server_us = o.server_cpu_ns as f64 / 1e3 / server_msgs.max(1) as f64;
     let spy_us = o.spy_cpu_ns as f64 / 1e3 / o.spy_msgs.max(1) as f64;
@@ -368,5 +502,41 @@ pub fn run(quick: bool, json: bool) -> i32 {
         json!({"suite": "foxglove", "kind": "ratio", "case": CASE, "metric": "cpu_us_per_msg",
                "definition": "nerve foxglove / nerve spy --once", "value": ratio}),
     );
+    mapped_rows(&out, nerve_path, if quick { 1.0 } else { seconds });
     0
+}
+
+/// The mapped case's row: `nerve foxglove` sending the image as foxglove.RawImage to one client.
+fn mapped_rows(out: &Out, nerve: &Path, seconds: f64) {
+    out.text(&format!(
+        "{MAPPED_CASE}: exlcm.image_t mono8 on udpm, one client subscribed to {MAPPED_TOPIC} only, {seconds} s"
+    ));
+    match measure_mapped(nerve, seconds) {
+        Ok(m) => {
+            let cpu_us = m.server_cpu_ns as f64 / 1e3 / m.frames.max(1) as f64;
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+            out.text(&format!("published: {} images", m.published));
+            out.text(&format!(
+                "{:<18} {:>10} {:>14} {:>14} {:>14}",
+                "system", "frames", "CPU µs/frame", "p50 µs", "p99 µs"
+            ));
+            out.row(
+                format!(
+                    "{:<18} {:>10} {cpu_us:>14.1} {:>14} {:>14}",
+                    "nerve foxglove",
+                    m.frames,
+                    f(m.latency_us[0]),
+                    f(m.latency_us[1])
+                ),
+                json!({"suite": "foxglove", "case": MAPPED_CASE, "system": "nerve foxglove", "frames": m.frames,
+                       "cpu_us_per_frame": cpu_us, "latency_p50_us": m.latency_us[0],
+                       "latency_p99_us": m.latency_us[1]}),
+            );
+        }
+        Err(reason) => out.row(
+            format!("{:<18} unavailable: {reason}", "nerve foxglove"),
+            json!({"suite": "foxglove", "case": MAPPED_CASE, "system": "nerve foxglove", "status": "unavailable",
+                   "reason": reason}),
+        ),
+    }
 }
