@@ -10,6 +10,14 @@
 //!   MCAP export's JSON ([`nerve_log::export::message_json`], the transcoder, no value tree). A channel whose
 //!   fingerprint no type matches is advertised as `nerve.undecoded` (its fingerprint in the channel's metadata)
 //!   and its messages are sent as their bytes in base64. Only channels some client subscribed to are transcoded.
+//! - **Foxglove's well-known schemas** for the types a [`Mappings`] maps ([`mapping`]: built in for libbot's
+//!   `bot_core` image, planar lidar, pose and rigid transform and Nerve's example types, or from a TOML file): such
+//!   a channel is advertised a second time, as `<channel>/<schema>` (`CAMERA/foxglove.RawImage`,
+//!   `LIDAR/foxglove.LaserScan`, `CAMERA/foxglove.CompressedImage` for an MJPEG camera, ...), with schema and
+//!   message encoding `protobuf`, its messages the SDK's own schema types (`foxglove::schemas::RawImage`, ...)
+//!   encoded as the SDK encodes them; its metadata names the bus channel (`mapped_from`) and the LCM type
+//!   (`lcm_type`). The raw view stays. A message that does not fit its mapping is counted ([`Server::mapped`],
+//!   [`ServerStats::mapped_refused`]) and sent only raw, never broken.
 //! - **a page** (`GET /`): the spy's channel table, a channel's newest message as a tree and live plots of the
 //!   numeric fields the user picks, drawn with uPlot, and the channel's picture when it is also sent in a
 //!   well-known schema (an image on a canvas, a laser scan or point cloud as a top-down plot), decoded with

@@ -24,10 +24,11 @@
 //! # pixelformat = "format"        # optional: a Camunits/libbot PIXEL_FORMAT_* code (MJPEG is a CompressedImage)
 //! ```
 //!
-//! Roles: RawImage `width`, `height`, `data`, [`row_stride`], [`pixelformat`]; CompressedImage `data`,
-//! [`pixelformat`]; LaserScan `ranges`, [`intensities`], `start_angle`, and `angle_step` or `end_angle`;
-//! PoseInFrame and FrameTransform `position` (3 numbers), `orientation` (4); LocationFix `latitude`, `longitude`,
-//! [`altitude`]. Unknown keys, schemas and roles are errors, with the mapping they are in.
+//! Roles (those after "optionally" may be left out): RawImage `width`, `height`, `data`, optionally `row_stride`,
+//! `pixelformat`; CompressedImage `data`, optionally `pixelformat`; LaserScan `ranges`, `start_angle`, and
+//! `angle_step` or `end_angle`, optionally `intensities`; PoseInFrame and FrameTransform `position` (3 numbers),
+//! `orientation` (4); LocationFix `latitude`, `longitude`, optionally `altitude`. Unknown keys, schemas and roles
+//! are errors, with the mapping they are in.
 
 use std::collections::BTreeMap;
 use std::fmt;

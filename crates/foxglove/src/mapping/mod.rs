@@ -4,9 +4,9 @@
 //! uses) into the SDK's own schema type, encoded as the SDK encodes it (protobuf).
 //!
 //! A [`Mappings`] is the built-in set ([`Mappings::builtin`]: libbot's `bot_core` types and Nerve's examples),
-//! optionally overridden by a file the user writes ([`Mappings::from_toml`], see [`file`]). Before the server uses
-//! them they are checked against the types it was given ([`Mappings::resolve`]): a file's mapping whose type or
-//! fields do not exist is an error, a built-in one whose type is absent is left out.
+//! optionally overridden by a file the user writes ([`Mappings::from_toml`], see [`file`](mod@file)). Before the
+//! server uses them they are checked against the types it was given ([`Mappings::resolve`]): a file's mapping
+//! whose type or fields do not exist is an error, a built-in one whose type is absent is left out.
 //!
 //! Converting never trusts the message: a width times height that does not match the data, a range count that
 //! does not match the intensities, an unknown pixel format, a non-finite angle, a timestamp out of range are each a
@@ -268,8 +268,8 @@ impl Mappings {
         m
     }
 
-    /// The built-in mappings overridden (type by type) by the mapping file `text` (see [`file`]); `builtin =
-    /// false` in the file leaves the built-in ones out.
+    /// The built-in mappings overridden (type by type) by the mapping file `text` (see [`file`](mod@file));
+    /// `builtin = false` in the file leaves the built-in ones out.
     pub fn from_toml(text: &str) -> Result<Mappings, MappingFileError> {
         let parsed = file::parse(text)?;
         let mut m = if parsed.builtin { Mappings::builtin() } else { Mappings::default() };
