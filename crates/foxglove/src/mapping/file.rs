@@ -6,7 +6,8 @@
 //!
 //! [[mapping]]
 //! type = "acme.camera_t"          # the LCM type's full name
-//! schema = "foxglove.RawImage"    # RawImage, CompressedImage, LaserScan, PoseInFrame, FrameTransform, LocationFix
+//! schema = "foxglove.RawImage"    # RawImage, CompressedImage, LaserScan, PointCloud, PoseInFrame, FrameTransform,
+//!                                 # LocationFix
 //! encoding = "rgb8"               # RawImage: the encoding when no pixelformat member gives it;
 //!                                 # CompressedImage: the format (jpeg, png, webp, avif)
 //! frame_id = "camera"             # fixed text ("{channel}" is the channel's name; the default) ...
@@ -26,7 +27,8 @@
 //!
 //! Roles (those after "optionally" may be left out): RawImage `width`, `height`, `data`, optionally `row_stride`,
 //! `pixelformat`; CompressedImage `data`, optionally `pixelformat`; LaserScan `ranges`, `start_angle`, and
-//! `angle_step` or `end_angle`, optionally `intensities`; PoseInFrame and FrameTransform `position` (3 numbers),
+//! `angle_step` or `end_angle`, optionally `intensities`; PointCloud `x`, `y`, optionally `z`, `intensity` (arrays
+//! of one length, sent as float32); PoseInFrame and FrameTransform `position` (3 numbers),
 //! `orientation` (4); LocationFix `latitude`, `longitude`, optionally `altitude`. Unknown keys, schemas and roles
 //! are errors, with the mapping they are in.
 

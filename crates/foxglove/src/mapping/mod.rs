@@ -1,5 +1,6 @@
 //! Mappings from LCM types to Foxglove's well-known schemas: which LCM type, and which of its fields, make a
-//! `foxglove.RawImage` (or `CompressedImage`), `LaserScan`, `PoseInFrame`, `FrameTransform` or `LocationFix`, and
+//! `foxglove.RawImage` (or `CompressedImage`), `LaserScan`, `PointCloud`, `PoseInFrame`, `FrameTransform` or
+//! `LocationFix`, and
 //! the conversion of one decoded message ([`nerve_types::dynamic::Value`], from the dynamic decoder the raw view
 //! uses) into the SDK's own schema type, encoded as the SDK encodes it (protobuf).
 //!
@@ -21,9 +22,10 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use foxglove::schemas::packed_element_field::NumericType;
 use foxglove::schemas::{
-    CompressedImage, FrameTransform, LaserScan, LocationFix, Pose, PoseInFrame, Quaternion, RawImage, Timestamp,
-    Vector3,
+    CompressedImage, FrameTransform, LaserScan, LocationFix, PackedElementField, PointCloud, Pose, PoseInFrame,
+    Quaternion, RawImage, Timestamp, Vector3,
 };
 use foxglove::{Encode, Schema};
 use nerve_types::dynamic::{StructValue, Value};
@@ -40,6 +42,8 @@ pub enum Target {
     CompressedImage,
     /// `foxglove.LaserScan`.
     LaserScan,
+    /// `foxglove.PointCloud` (from arrays of x, y and optionally z and intensity).
+    PointCloud,
     /// `foxglove.PoseInFrame`.
     PoseInFrame,
     /// `foxglove.FrameTransform`.
@@ -50,10 +54,11 @@ pub enum Target {
 
 impl Target {
     /// Every target, with the name a mapping file gives it.
-    pub const ALL: [(Target, &'static str); 6] = [
+    pub const ALL: [(Target, &'static str); 7] = [
         (Target::Image, "foxglove.RawImage"),
         (Target::CompressedImage, "foxglove.CompressedImage"),
         (Target::LaserScan, "foxglove.LaserScan"),
+        (Target::PointCloud, "foxglove.PointCloud"),
         (Target::PoseInFrame, "foxglove.PoseInFrame"),
         (Target::FrameTransform, "foxglove.FrameTransform"),
         (Target::LocationFix, "foxglove.LocationFix"),
@@ -81,6 +86,12 @@ impl Target {
                 ("start_angle", true, Kind::Number),
                 ("angle_step", false, Kind::Number),
                 ("end_angle", false, Kind::Number),
+            ],
+            Target::PointCloud => &[
+                ("x", true, Kind::Numbers(None)),
+                ("y", true, Kind::Numbers(None)),
+                ("z", false, Kind::Numbers(None)),
+                ("intensity", false, Kind::Numbers(None)),
             ],
             Target::PoseInFrame | Target::FrameTransform => {
                 &[("position", true, Kind::Numbers(Some(3))), ("orientation", true, Kind::Numbers(Some(4)))]
@@ -199,6 +210,8 @@ pub enum Out {
     CompressedImage,
     /// `foxglove.LaserScan`.
     LaserScan,
+    /// `foxglove.PointCloud`.
+    PointCloud,
     /// `foxglove.PoseInFrame`.
     PoseInFrame,
     /// `foxglove.FrameTransform`.
@@ -214,6 +227,7 @@ impl Out {
             Out::RawImage => RawImage::get_schema(),
             Out::CompressedImage => CompressedImage::get_schema(),
             Out::LaserScan => LaserScan::get_schema(),
+            Out::PointCloud => PointCloud::get_schema(),
             Out::PoseInFrame => PoseInFrame::get_schema(),
             Out::FrameTransform => FrameTransform::get_schema(),
             Out::LocationFix => LocationFix::get_schema(),
@@ -227,6 +241,7 @@ impl Out {
             Out::RawImage => "foxglove.RawImage",
             Out::CompressedImage => "foxglove.CompressedImage",
             Out::LaserScan => "foxglove.LaserScan",
+            Out::PointCloud => "foxglove.PointCloud",
             Out::PoseInFrame => "foxglove.PoseInFrame",
             Out::FrameTransform => "foxglove.FrameTransform",
             Out::LocationFix => "foxglove.LocationFix",
@@ -428,6 +443,7 @@ impl Mapping {
             Target::Image => Out::RawImage,
             Target::CompressedImage => Out::CompressedImage,
             Target::LaserScan => Out::LaserScan,
+            Target::PointCloud => Out::PointCloud,
             Target::PoseInFrame => Out::PoseInFrame,
             Target::FrameTransform => Out::FrameTransform,
             Target::LocationFix => Out::LocationFix,
@@ -473,6 +489,10 @@ impl Mapping {
                 };
                 encode(&scan, &mut bytes)?;
                 Out::LaserScan
+            }
+            Target::PointCloud => {
+                encode(&self.point_cloud(msg, timestamp, frame_id)?, &mut bytes)?;
+                Out::PointCloud
             }
             Target::PoseInFrame => {
                 let pose = Pose { position: Some(self.position(msg)?), orientation: Some(self.orientation(msg)?) };
@@ -593,6 +613,44 @@ impl Mapping {
         };
         encode(&image, bytes)?;
         Ok(Out::RawImage)
+    }
+
+    /// Packs the x, y (and z, intensity) arrays as little-endian float32 points.
+    fn point_cloud(&self, msg: &StructValue, timestamp: Timestamp, frame_id: String) -> Result<PointCloud, Refusal> {
+        let mut columns = Vec::new();
+        for role in ["x", "y", "z", "intensity"] {
+            if self.fields.contains_key(role) {
+                columns.push((role, self.numbers(msg, role)?));
+            }
+        }
+        let n = columns[0].1.len();
+        if let Some((role, c)) = columns.iter().find(|(_, c)| c.len() != n) {
+            return refuse(format!("{} {role} values for {n} x values", c.len()));
+        }
+        let stride = 4 * columns.len();
+        let mut data = Vec::with_capacity(n * stride);
+        for i in 0..n {
+            for (_, c) in &columns {
+                data.extend_from_slice(&(c[i] as f32).to_le_bytes());
+            }
+        }
+        let fields = columns
+            .iter()
+            .enumerate()
+            .map(|(k, (role, _))| PackedElementField {
+                name: (*role).to_owned(),
+                offset: 4 * k as u32,
+                r#type: NumericType::Float32 as i32,
+            })
+            .collect();
+        Ok(PointCloud {
+            timestamp: Some(timestamp),
+            frame_id,
+            pose: Some(identity_pose()),
+            point_stride: stride as u32,
+            fields,
+            data: data.into(),
+        })
     }
 
     fn timestamp(&self, msg: &StructValue, recv_utime: i64) -> Result<Timestamp, Refusal> {

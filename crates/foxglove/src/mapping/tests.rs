@@ -332,3 +332,49 @@ fn hostile_values_of_the_wrong_shape_are_refused_not_panicked_on() {
     });
     assert!(laser.convert(&wrong, "X", 0).unwrap_err().0.contains("timestamp utime is not a finite number"));
 }
+
+fn inline_registry(text: &str) -> Registry {
+    let src = nerve_types::Source { path: "inline.lcm".into(), text: text.into() };
+    Registry::new(nerve_types::check(&[src], &[]).unwrap().schema)
+}
+
+#[test]
+fn a_file_maps_point_clouds_and_location_fixes() {
+    let reg = inline_registry(
+        "package acme; struct cloud_t { int64_t utime; string frame; int32_t n; float xs[n]; float ys[n]; \
+         double zs[n]; }\n struct fix_t { int64_t utime; double lat; double lon; float alt; }",
+    );
+    let text = r#"
+builtin = false
+[[mapping]]
+type = "acme.cloud_t"
+schema = "PointCloud"
+frame_id_field = "frame"
+fields = { x = "xs", y = "ys", z = "zs" }
+[[mapping]]
+type = "acme.fix_t"
+schema = "LocationFix"
+frame_id = "gps"
+fields = { latitude = "lat", longitude = "lon", altitude = "alt" }
+"#;
+    let m = Mappings::from_toml(text).unwrap().resolve(Some(&reg)).unwrap();
+    let cloud = value(
+        &reg,
+        "acme.cloud_t",
+        r#"{"utime": 9, "frame": "velo", "n": 2, "xs": [1, 2], "ys": [-1, 0.5], "zs": [0.25, 3]}"#,
+    );
+    let c = m.get("acme.cloud_t").unwrap().convert(&cloud, "C", 0).unwrap();
+    assert_eq!(c.out, Out::PointCloud);
+    let pc = foxglove::schemas::PointCloud::decode(&c.bytes[..]).unwrap();
+    assert_eq!((pc.frame_id.as_str(), pc.point_stride, pc.fields.len()), ("velo", 12, 3));
+    let names: Vec<(&str, u32)> = pc.fields.iter().map(|f| (f.name.as_str(), f.offset)).collect();
+    assert_eq!(names, [("x", 0), ("y", 4), ("z", 8)]);
+    let floats: Vec<f32> = pc.data.chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    assert_eq!(floats, [1.0, -1.0, 0.25, 2.0, 0.5, 3.0]);
+    let fix = value(&reg, "acme.fix_t", r#"{"utime": 9, "lat": 48.5, "lon": -123.25, "alt": 12.5}"#);
+    let c = m.get("acme.fix_t").unwrap().convert(&fix, "G", 0).unwrap();
+    let f = foxglove::schemas::LocationFix::decode(&c.bytes[..]).unwrap();
+    assert_eq!((f.latitude, f.longitude, f.altitude, f.frame_id.as_str()), (48.5, -123.25, 12.5, "gps"));
+    let far = value(&reg, "acme.fix_t", r#"{"utime": 9, "lat": 91, "lon": 0, "alt": 0}"#);
+    assert!(m.get("acme.fix_t").unwrap().convert(&far, "G", 0).unwrap_err().0.contains("out of range"));
+}
