@@ -478,6 +478,9 @@ impl Mapping {
                     }
                     (false, false) => return refuse("the mapping gives neither end_angle nor angle_step"),
                 };
+                if !end_angle.is_finite() {
+                    return refuse(format!("the scan's end angle is {end_angle}"));
+                }
                 let scan = LaserScan {
                     timestamp: Some(timestamp),
                     frame_id,
@@ -593,7 +596,12 @@ impl Mapping {
                 format.encoding
             ));
         }
-        let want = step * u64::from(height) * u64::from(format.rows_num) / u64::from(format.rows_den);
+        // A stride from an int64 member times a height can overflow: that is an inconsistent image too.
+        let want = step
+            .checked_mul(u64::from(height))
+            .and_then(|n| n.checked_mul(u64::from(format.rows_num)))
+            .map(|n| n / u64::from(format.rows_den))
+            .ok_or_else(|| Refusal(format!("a row of {step} bytes times {height} rows is too large")))?;
         if data.len() as u64 != want {
             return refuse(format!(
                 "{width}x{height} {} with a row of {step} bytes is {want} bytes, but the data has {}",
@@ -623,7 +631,7 @@ impl Mapping {
                 columns.push((role, self.numbers(msg, role)?));
             }
         }
-        let n = columns[0].1.len();
+        let Some(n) = columns.first().map(|(_, c)| c.len()) else { return refuse("the mapping gives no x member") };
         if let Some((role, c)) = columns.iter().find(|(_, c)| c.len() != n) {
             return refuse(format!("{} {role} values for {n} x values", c.len()));
         }

@@ -378,3 +378,64 @@ fields = { latitude = "lat", longitude = "lon", altitude = "alt" }
     let far = value(&reg, "acme.fix_t", r#"{"utime": 9, "lat": 91, "lon": 0, "alt": 0}"#);
     assert!(m.get("acme.fix_t").unwrap().convert(&far, "G", 0).unwrap_err().0.contains("out of range"));
 }
+
+/// A small deterministic generator (xorshift64*), so that a failure names its case.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+#[test]
+fn mutated_messages_and_mapping_files_never_panic_and_what_is_sent_is_consistent() {
+    let reg = registry();
+    let mappings = Mappings::builtin().resolve(Some(&reg)).unwrap();
+    let data: Vec<u8> = (0..24).collect();
+    let seeds = [
+        ("bot_core.image_t", bot_image(4, 2, 12, RGB, &data)),
+        ("bot_core.image_t", bot_image(4, 2, 0, NV12, &data[..12])),
+        (
+            "bot_core.planar_lidar_t",
+            r#"{"utime": 1, "nranges": 2, "ranges": [1, 2], "nintensities": 2, "intensities": [3, 4],
+                "rad0": 0, "radstep": 0.25}"#
+                .into(),
+        ),
+        ("bot_core.rigid_transform_t", r#"{"utime": 3, "trans": [4, 5, 6], "quat": [1, 0, 0, 0]}"#.into()),
+    ];
+    let mut rng = Rng(0x5eed_f0c5);
+    let (mut decoded, mut sent) = (0, 0);
+    for case in 0..4000 {
+        let (ty, json) = &seeds[case % seeds.len()];
+        let name = TypeName::parse(ty);
+        let mut bytes = reg.encode(&name, &value(&reg, ty, json)).unwrap();
+        // Past the fingerprint, a few bytes set at random: counts, sizes, floats and pixel formats go hostile.
+        for _ in 0..1 + rng.next() % 3 {
+            let at = 8 + (rng.next() as usize) % (bytes.len() - 8);
+            bytes[at] = rng.next() as u8;
+        }
+        let Ok(v) = reg.decode_as(&name, &bytes) else { continue };
+        decoded += 1;
+        let Ok(c) = mappings.get(ty).unwrap().convert(&v, "M", 0) else { continue };
+        sent += 1;
+        if c.out == Out::RawImage {
+            let img = RawImage::decode(&c.bytes[..]).unwrap();
+            let rows = if img.encoding == "nv12" { img.height as usize * 3 / 2 } else { img.height as usize };
+            assert_eq!(img.data.len(), img.step as usize * rows, "case {case}: {img:?}");
+        }
+    }
+    assert!(decoded > 1000 && sent > 100, "the mutations exercised the mappings: {decoded} decoded, {sent} sent");
+    let text = CAMERA_FILE.as_bytes();
+    for _ in 0..2000 {
+        let mut t = text.to_vec();
+        let at = (rng.next() as usize) % t.len();
+        t[at] = b" =[]{}\"'.#\nxyz0\\"[(rng.next() % 16) as usize];
+        if let Ok(m) = Mappings::from_toml(&String::from_utf8_lossy(&t)) {
+            let _ = m.resolve(Some(&reg));
+        }
+    }
+}
