@@ -24,7 +24,8 @@ corpus grows with the Python paths only, while a fault in native code is still c
     .venv/bin/python fuzz/python/nerve_module.py [LIBFUZZER FLAGS] [CORPUS DIR...]
     .venv/bin/python fuzz/python/nerve_module.py --write-seeds fuzz/corpus/python_nerve
 
-NERVE_BIN=path names the `nerve` binary that generates the classes (default: `cargo build -p nerve-cli`).
+NERVE_BIN=path names the `nerve` binary that generates the classes (default: target/debug/nerve, built as the interop
+tests build it).
 """
 
 import importlib
@@ -52,7 +53,9 @@ WORK = Path(tempfile.mkdtemp(prefix="nerve-fuzz-python-"))
 def nerve_bin() -> Path:
     if os.environ.get("NERVE_BIN"):
         return Path(os.environ["NERVE_BIN"]).resolve()
-    subprocess.run(["cargo", "build", "-q", "-p", "nerve-cli"], cwd=REPO, check=True)
+    # The workspace build of tests/interop/conftest.py (DEBUG_BUILD), not -p nerve-cli: after scripts/test's cargo test
+    # it compiles nothing, where -p would compile zenoh and the nerve crates again with other features.
+    subprocess.run(["cargo", "build", "-q", "--workspace", "--lib", "--bins", "--examples"], cwd=REPO, check=True)
     meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=REPO, check=True,
                           capture_output=True, text=True).stdout
     return Path(json.loads(meta)["target_directory"]) / "debug" / "nerve"
