@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use nerve_bus::Url;
 use nerve_foxglove::{Mappings, Options, Server};
+use nerve_types::dynamic::json_string;
 
 use super::shm_access::check_readable;
 use super::spy::decode::Types;
@@ -99,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let json = report(engine.table(), &types, &url, started.elapsed().as_secs_f64(), now, true);
             spy.publish(&with_server(&json, &server));
         }
-        let dropped = server.stats().client_dropped;
+        let dropped = server.stats().client_dropped + server.stats().mapped_refused;
         if dropped > told_dropped && told_at.elapsed() >= TELL_DROPS_EVERY {
             eprintln!("nerve foxglove: {}", drops_line(&server));
             (told_dropped, told_at) = (dropped, Instant::now());
@@ -122,6 +123,12 @@ fn drops_line(server: &Server) -> String {
     for c in server.clients().iter().filter(|c| c.dropped > 0) {
         line += &format!("; {} dropped {} of {}", c.peer, c.dropped, c.sent + c.dropped + c.queued);
     }
+    // Messages that did not fit their Foxglove mapping went out raw only: say so with the last reason.
+    for m in server.mapped().iter().filter(|m| m.refused > 0) {
+        let why = m.last_refusal.as_deref().unwrap_or("");
+        line +=
+            &format!("; {}: {} of {} not sent as {} (last: {why})", m.channel, m.refused, m.sent + m.refused, m.schema);
+    }
     line
 }
 
@@ -141,13 +148,29 @@ fn with_server(spy_json: &str, server: &Server) -> String {
             )
         })
         .collect();
+    let mapped: Vec<String> = server
+        .mapped()
+        .iter()
+        .map(|m| {
+            format!(
+                r#"{{"channel":{},"topic":{},"schema":"{}","sent":{},"refused":{},"last_refusal":{}}}"#,
+                json_string(&m.channel),
+                json_string(&m.topic),
+                m.schema,
+                m.sent,
+                m.refused,
+                m.last_refusal.as_deref().map_or("null".into(), json_string)
+            )
+        })
+        .collect();
     format!(
-        r#"{body},"server":{{"received":{},"sent":{},"bus_queue_dropped":{},"client_dropped":{},"clients":[{}]}}}}"#,
+        r#"{body},"server":{{"received":{},"sent":{},"bus_queue_dropped":{},"client_dropped":{},"clients":[{}],"mapped":[{}]}}}}"#,
         stats.received,
         stats.sent,
         stats.bus_queue_dropped,
         stats.client_dropped,
-        clients.join(",")
+        clients.join(","),
+        mapped.join(",")
     )
 }
 
@@ -164,7 +187,10 @@ const SPY_SCHEMA: &str = r#"{"$schema":"https://json-schema.org/draft/2020-12/sc
 "server":{"type":"object","properties":{"received":{"type":"integer"},"sent":{"type":"integer"},
 "bus_queue_dropped":{"type":"integer"},"client_dropped":{"type":"integer"},
 "clients":{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer"},"peer":{"type":"string"},
-"sent":{"type":"integer"},"dropped":{"type":"integer"},"queued":{"type":"integer"}}}}}}}}"#;
+"sent":{"type":"integer"},"dropped":{"type":"integer"},"queued":{"type":"integer"}}}},
+"mapped":{"type":"array","items":{"type":"object","properties":{"channel":{"type":"string"},
+"topic":{"type":"string"},"schema":{"type":"string"},"sent":{"type":"integer"},"refused":{"type":"integer"},
+"last_refusal":{"type":["string","null"]}}}}}}}}"#;
 
 #[cfg(test)]
 mod tests {
@@ -181,5 +207,8 @@ mod tests {
         assert_eq!(v["total"], 3);
         assert_eq!(v["server"]["client_dropped"], 0);
         assert_eq!(v["server"]["clients"], serde_json::json!([]));
+        assert_eq!(v["server"]["mapped"], serde_json::json!([]));
+        let schema: serde_json::Value = serde_json::from_str(SPY_SCHEMA).unwrap();
+        assert_eq!(schema["properties"]["server"]["properties"]["mapped"]["type"], "array");
     }
 }
