@@ -10,7 +10,8 @@
 //! - flatbuffers: `flatc --rust` on `fbs/marshalling.fbs`;
 //! - nerve-java / lcm-java: `nerve_gen::java::generate` and `lcm-gen -j` under the package prefixes `nervegen` and
 //!   `lcmgen`, with `java/Marshalling.java`, compiled in one `javac --release 8` against the wheel's lcm.jar into
-//!   `$OUT_DIR/java/classes` (`BENCH_JAVA_CP` is the class path).
+//!   `$OUT_DIR/java/classes` (`BENCH_JAVA_CP` is the class path); `java/Roles.java` (the Java echo and latency
+//!   roles) goes into the same classes, run on LCM's jar (`BENCH_LCM_JAR`) or on Nerve's.
 //!
 //! A system that cannot be built (its generator has not landed, a tool is missing) does not fail the build: the
 //! reason goes into an environment variable `BENCH_STATUS_<SYSTEM>` that the bench prints as "unavailable: reason",
@@ -76,6 +77,8 @@ fn main() {
         ("java", java(&lcm_files, &out, &manifest, &venv)),
     ];
     println!("cargo::rustc-env=BENCH_JAVA_CP={}", java_classpath(&out, &venv));
+    println!("cargo::rustc-env=BENCH_JAVA_CLASSES={}", out.join("java/classes").display());
+    println!("cargo::rustc-env=BENCH_LCM_JAR={}", lcm_jar(&venv).display());
     for (sys, r) in results {
         match r {
             Ok(()) => {
@@ -381,6 +384,7 @@ fn java(files: &[PathBuf], out: &Path, manifest: &Path, venv: &Path) -> Result<(
     let mut sources = Vec::new();
     collect_ext(&src, "java", &mut sources);
     sources.push(manifest.join("java/Marshalling.java"));
+    sources.push(manifest.join("java/Roles.java"));
     run(Command::new("javac")
         .args(["--release", "8", "-nowarn", "-encoding", "UTF-8", "-cp"])
         .arg(&jar)

@@ -127,8 +127,18 @@ fn echo_quick_json_has_every_system_and_metric() {
     let metric_names: Vec<&str> = units.keys().copied().collect();
     let cases = ["5MBps_1clients", "max_1clients", "5MBps_4clients", "max_4clients"];
     let native = ["nerve", "lcm-c", "lcm-c-nerve", "nerve-mpudpm", "udp-floor"];
-    // The Python rows (issue 20) run at one client only.
-    let one_client = ["nerve", "lcm-c", "lcm-c-nerve", "nerve-mpudpm", "udp-floor", "nerve.lcm-python", "lcm-python"];
+    // The Python rows (issue 20) and the Java rows (issue 41) run at one client only.
+    let one_client = [
+        "nerve",
+        "lcm-c",
+        "lcm-c-nerve",
+        "nerve-mpudpm",
+        "udp-floor",
+        "nerve.lcm-python",
+        "lcm-python",
+        "nerve-java",
+        "lcm-java",
+    ];
     for (cases, systems) in [(&cases[..2], &one_client[..]), (&cases[2..], &native[..])] {
         let of = |c: &String| cases.contains(&c.as_str());
         let m = metrics.iter().filter(|((c, _), _)| of(c)).map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -141,10 +151,11 @@ fn echo_quick_json_has_every_system_and_metric() {
             ratios.iter().filter(|r| r["case"] == case).map(|r| r["bar"].as_str().unwrap()).collect();
         // And issue 21's two (lcm-c on nerve) at every point.
         assert!(bars.contains("lcm-c on nerve: delivered vs lcm-c") && bars.contains("lcm-c on nerve: p50 vs lcm-c"));
-        let want = if case.ends_with("_1clients") { 7 } else { 5 };
+        let want = if case.ends_with("_1clients") { 9 } else { 5 };
         assert_eq!(bars.len(), want, "{case}: {bars:?}");
-        if want == 7 {
+        if want == 9 {
             assert!(bars.contains("python delivered vs lcm-python") && bars.contains("python p50 vs lcm-python"));
+            assert!(bars.contains("java delivered vs lcm-java") && bars.contains("java p50 vs lcm-java"));
         }
     }
 }
@@ -183,6 +194,10 @@ fn latency_quick_json_has_every_system_and_metric() {
         "lcm-c-udpm",
         "nerve-bus-shm",
         "nerve-python-shm",
+        "Java bus shm (poll)",
+        "Java bus shm (wait)",
+        "Go bus shm (poll)",
+        "Go bus shm (wait)",
     ];
     let sweep = ["nerve-shm (wait)", "nerve-shm (poll)", "futex floor", "pipe"];
     let chain = ["nerve-shm (wait)", "pipe"];
@@ -215,6 +230,8 @@ fn latency_quick_json_has_every_system_and_metric() {
             "C bus vs Rust bus",
             "no loss (reader keeps up)",
             "python p50 vs rust bus",
+            "Java bus vs C bus",
+            "Go bus vs C bus",
         ] {
             assert!(bars.contains(bar), "{case}: no {bar:?} line in {bars:?}");
         }
@@ -224,5 +241,9 @@ fn latency_quick_json_has_every_system_and_metric() {
         assert_eq!(vs_shm, 4, "{case}: ach API (wait, poll) x p50, p99");
         let c_bus = ratios.iter().filter(|r| r["case"] == case && r["bar"] == "C bus vs Rust bus").count();
         assert_eq!(c_bus, 2, "{case}: C bus (wait, poll) p50");
+        let java = ratios.iter().filter(|r| r["case"] == case && r["bar"] == "Java bus vs C bus").count();
+        assert_eq!(java, 2, "{case}: Java bus (wait, poll) p50");
+        let go = ratios.iter().filter(|r| r["case"] == case && r["bar"] == "Go bus vs C bus").count();
+        assert_eq!(go, 2, "{case}: Go bus (wait, poll) p50");
     }
 }

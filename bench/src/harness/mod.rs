@@ -75,6 +75,125 @@ pub(crate) fn python_program(module: &str) -> Result<Program, String> {
     })
 }
 
+/// Which jar the Java roles (bench/java/Roles.java) run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Jar {
+    /// LCM 1.5.3's own lcm.jar, from the wheel.
+    Lcm,
+    /// Nerve's lcm.jar (bindings/java) with its native half; `poll`: its receive thread spins on the bus
+    /// (`-Dnerve.poll=true`) instead of sleeping in it.
+    Nerve { poll: bool },
+}
+
+/// The Java roles on `jar`, in one JVM per role. Nerve's jar is an install of scripts/install-java (its PREFIX in
+/// `NERVE_JAVA_PREFIX`), else the tree's own build: bindings/java/target/lcm.jar (Maven) and the libnerve_java.so of
+/// this executable's profile (`cargo build --release -p nerve-java`), so the rows measure a release build.
+pub(crate) fn java_program(jar: Jar) -> Result<Program, String> {
+    let classes = PathBuf::from(env!("BENCH_JAVA_CLASSES"));
+    if env!("BENCH_STATUS_JAVA") != "ok" || !classes.join("Roles.class").exists() {
+        return Err(format!("the Java roles were not built ({})", env!("BENCH_STATUS_JAVA")));
+    }
+    let mut lead: Vec<PathBuf> = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-cp"].map(PathBuf::from).into();
+    match jar {
+        Jar::Lcm => lead.push(format!("{}:{}", classes.display(), env!("BENCH_LCM_JAR")).into()),
+        Jar::Nerve { poll } => {
+            let (jar, lib) = match std::env::var_os("NERVE_JAVA_PREFIX") {
+                Some(prefix) => {
+                    let prefix = PathBuf::from(prefix);
+                    (prefix.join("share/java/lcm.jar"), prefix.join("lib/libnerve_java.so"))
+                }
+                None => {
+                    let exe = std::fs::canonicalize(own_exe()?).map_err(|e| format!("finding nerve-bench: {e}"))?;
+                    let dir = exe.parent().ok_or("nerve-bench has no directory")?;
+                    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+                    (root.join("bindings/java/target/lcm.jar"), dir.join("libnerve_java.so"))
+                }
+            };
+            for f in [&jar, &lib] {
+                if !f.exists() {
+                    return Err(format!(
+                        "{} not found (scripts/install-java PREFIX, then NERVE_JAVA_PREFIX=PREFIX; or \
+                         cargo build --release -p nerve-java and mvn -f bindings/java/pom.xml package)",
+                        f.display()
+                    ));
+                }
+            }
+            lead.push(format!("{}:{}", classes.display(), jar.display()).into());
+            lead.push(format!("-Dnerve.jni.library={}", lib.display()).into());
+            if poll {
+                lead.push("-Dnerve.poll=true".into());
+            }
+        }
+    }
+    lead.push("Roles".into());
+    Ok(Program {
+        exe: "java".into(),
+        lead,
+        words: ["echo-client", "echo-source", "lat-recv", "lat-send"],
+        env: Vec::new(),
+    })
+}
+
+/// The Go latency roles (bench/go, on bindings/go's package over libnerve), built once per run with `go build`
+/// against the libnerve.so beside this executable (`cargo build --release -p nerve`: the same profile as the
+/// bench); `poll`: the package's receive goroutine spins on the bus (`Bus.SetPolling`). Latency roles only.
+pub(crate) fn go_program(poll: bool) -> Result<Program, String> {
+    static BUILT: std::sync::OnceLock<Result<(PathBuf, PathBuf), String>> = std::sync::OnceLock::new();
+    let (exe, libdir) = BUILT.get_or_init(build_go_roles).clone()?;
+    let lead = if poll { vec![PathBuf::from("-poll")] } else { Vec::new() };
+    Ok(Program { exe, lead, words: ["-", "-", "lat-recv", "lat-send"], env: vec![("LD_LIBRARY_PATH".into(), libdir)] })
+}
+
+/// Builds bench/go into a directory of this run's own: the program, and the directory its libnerve.so.0 is in.
+fn build_go_roles() -> Result<(PathBuf, PathBuf), String> {
+    let exe = std::fs::canonicalize(own_exe()?).map_err(|e| format!("finding nerve-bench: {e}"))?;
+    let lib = exe.parent().ok_or("nerve-bench has no directory")?.join("libnerve.so");
+    if !lib.exists() {
+        return Err(format!("{} not found (cargo build --release -p nerve)", lib.display()));
+    }
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    // One directory per library, kept between runs (as lcm_on_nerve_program's); go build's cache makes a rebuild
+    // quick, and each run builds to a file of its own and renames it into place, so concurrent runs do not clash.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&lib, &mut h);
+    let dir = std::env::temp_dir().join(format!("nerve-bench-go-{:016x}", std::hash::Hasher::finish(&h)));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    // libnerve's soname is libnerve.so.0 (scripts/install-c makes the same link).
+    let link = dir.join("libnerve.so.0");
+    match std::os::unix::fs::symlink(&lib, &link) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && std::fs::read_link(&link).ok() == Some(lib) => {}
+        Err(e) => return Err(format!("linking {}: {e}", link.display())),
+    }
+    let pc = format!(
+        "Name: nerve\nDescription: libnerve of this build\nVersion: 0.1.0\nLibs: -L{d} -lnerve\nCflags: -I{i}\n",
+        d = dir.display(),
+        i = root.join("bindings/c/nerve/include").display()
+    );
+    let pc_dir = dir.join(format!("pc-{}", std::process::id()));
+    std::fs::create_dir_all(&pc_dir).map_err(|e| format!("creating {}: {e}", pc_dir.display()))?;
+    std::fs::write(pc_dir.join("nerve.pc"), pc).map_err(|e| format!("writing nerve.pc: {e}"))?;
+    let tmp = dir.join(format!("goroles-{}", std::process::id()));
+    let out = dir.join("goroles");
+    let built = std::process::Command::new("go")
+        .args(["build", "-o"])
+        .arg(&tmp)
+        .arg(".")
+        .current_dir(root.join("bench/go"))
+        .env("PKG_CONFIG_PATH", &pc_dir)
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOPROXY", "off")
+        .env("CGO_ENABLED", "1")
+        .output()
+        .map_err(|e| format!("running go build: {e}"))?;
+    let _ = std::fs::remove_dir_all(&pc_dir);
+    if !built.status.success() {
+        return Err(format!("go build failed: {}", String::from_utf8_lossy(&built.stderr).trim()));
+    }
+    std::fs::rename(&tmp, &out).map_err(|e| format!("moving {} into place: {e}", tmp.display()))?;
+    Ok((out, dir))
+}
+
 /// This very executable, for the role processes: `/proc/<pid>/exe` while this process runs, which still names the
 /// file this process was started from after a rebuild replaces `target/release/nerve-bench` mid-run (the workspace's
 /// target directory is shared), so that every role runs the driver's own code.

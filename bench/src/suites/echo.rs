@@ -10,8 +10,8 @@ use serde_json::json;
 
 use crate::harness::proc::{Proc, Program, Role};
 use crate::harness::{
-    base_port, cell, clock, lcm_on_nerve_program, lcm_program, nerve_program, nerve_provider, placement,
-    python_program, round3, udp_floor_program, Latencies, Out, Placement, GROUP, MSG_SIZE,
+    base_port, cell, clock, java_program, lcm_on_nerve_program, lcm_program, nerve_program, nerve_provider, placement,
+    python_program, round3, udp_floor_program, Jar, Latencies, Out, Placement, GROUP, MSG_SIZE,
 };
 
 /// Target rates in MB/s (10^6 bytes); `None` is as fast as the source can publish.
@@ -77,6 +77,15 @@ fn systems(base: u16) -> Vec<System> {
             max_clients: 1,
         },
         System { name: "lcm-python", scheme: "udpm", span: 1, program: python_program("lcm"), max_clients: 1 },
+        // Issue 41: one Java program on Nerve's lcm.jar and on LCM's, at one client (a JVM per process).
+        System {
+            name: "nerve-java",
+            scheme: "udpm",
+            span: 1,
+            program: java_program(Jar::Nerve { poll: false }),
+            max_clients: 1,
+        },
+        System { name: "lcm-java", scheme: "udpm", span: 1, program: java_program(Jar::Lcm), max_clients: 1 },
     ]
 }
 
@@ -271,6 +280,10 @@ pub fn run(quick: bool, json: bool) -> i32 {
                     .into()
             }
             (Ok(_), "lcm-python") => "the real LCM 1.5.3 Python module (the same program, `import lcm`)".into(),
+            (Ok(_), "nerve-java") => {
+                "Nerve's lcm.jar (bindings/java, JNI; java/Roles.java, an LCM Java program)".into()
+            }
+            (Ok(_), "lcm-java") => "the real LCM 1.5.3 lcm.jar (the same program)".into(),
             (Ok(_), "udp-floor") => {
                 "the floor: LCM's datagrams with a blocking recv and a sendto, nothing else (csrc/udp_echo_floor.c)"
                     .into()
@@ -448,32 +461,57 @@ fn ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) 
     out.text(&format!("bars passed: {pass} of {total}"));
     out.text("");
     python_ratios(out, results);
+    java_ratios(out, results);
 }
 
 /// Issue 20's bars: `nerve.lcm` in Python against the real LCM Python module, one client, every rate.
 fn python_ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) {
-    const N: &str = "nerve.lcm-python";
-    const L: &str = "lcm-python";
+    let pair = Pair { n: "nerve.lcm-python", l: "lcm-python", bars: PY_BARS, p50_strict: true };
     out.text("ratios: issue 20's bars, nerve.lcm-python vs lcm-python (the same Python program) at one client");
     out.text("  delivered: nerve.lcm-python delivered / lcm-python delivered >= 1 (to 3 decimals); p50: ratio < 1");
+    pair_ratios(out, results, &pair);
+}
+
+/// Issue 41's bars: the same Java program (bench/java/Roles.java) on Nerve's lcm.jar against LCM's, one client,
+/// every rate: at least as much delivered, p50 no higher.
+fn java_ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)]) {
+    let pair = Pair { n: "nerve-java", l: "lcm-java", bars: JAVA_BARS, p50_strict: false };
+    out.text("ratios: issue 41's bars, nerve-java vs lcm-java (the same Java program on each jar) at one client");
+    out.text("  delivered: nerve-java delivered / lcm-java delivered >= 1 (to 3 decimals); p50: ratio <= 1");
+    pair_ratios(out, results, &pair);
+}
+
+/// Two rows of one program on two libraries, compared at every point both ran.
+struct Pair {
+    n: &'static str,
+    l: &'static str,
+    bars: [(&'static str, &'static str, &'static str); 2],
+    /// The p50 bar is `<` (else `<=`).
+    p50_strict: bool,
+}
+
+fn pair_ratios(out: &Out, results: &[(String, &'static str, Result<Point, String>)], pair: &Pair) {
+    let (n_sys, l_sys) = (pair.n, pair.l);
+    let (bars, op) = (pair.bars, if pair.p50_strict { "<" } else { "<=" });
+    let ok = |r: f64| if pair.p50_strict { r < 1.0 } else { r <= 1.0 };
     let find =
         |case: &str, sys: &str| results.iter().find(|(c, s, _)| c == case && *s == sys).map(|(_, _, r)| r.clone());
     let mut cases: Vec<&String> = Vec::new();
     for (c, s, _) in results {
-        if *s == N && !cases.contains(&c) {
+        if *s == n_sys && !cases.contains(&c) {
             cases.push(c);
         }
     }
     let (mut pass, mut total) = (0, 0);
     for case in cases {
-        let (Some(n), Some(l)) = (find(case, N), find(case, L)) else { continue };
+        let (Some(n), Some(l)) = (find(case, n_sys), find(case, l_sys)) else { continue };
         let (n, l) = match (n, l) {
             (Ok(n), Ok(l)) => (n, l),
             (n, l) => {
                 let why = [n.err(), l.err()].into_iter().flatten().collect::<Vec<_>>().join("; ");
                 out.text(&format!("{case:<18} UNAVAILABLE ({why})"));
-                for (bar, metric, op) in PY_BARS {
-                    out.json(json!({"suite": "echo", "kind": "ratio", "bar": bar, "case": case, "system": N,
+                for (bar, metric, op) in bars {
+                    out.json(json!({"suite": "echo", "kind": "ratio", "bar": bar, "case": case, "system": n_sys,
                         "metric": metric, "op": op, "value": null, "pass": null, "reason": why}));
                 }
                 continue;
@@ -490,19 +528,19 @@ fn python_ratios(out: &Out, results: &[(String, &'static str, Result<Point, Stri
             "{case:<18} delivered {d:>7.3} {:<5} p50 {:>7} {}",
             v(d_pass),
             p50.map(|(r, _, _)| format!("{r:.3}")).unwrap_or_else(|| "-".into()),
-            p50.map(|(r, _, _)| v(r < 1.0)).unwrap_or("UNAVAILABLE (no echo)")
+            p50.map(|(r, _, _)| v(ok(r))).unwrap_or("UNAVAILABLE (no echo)")
         ));
         total += 2;
-        pass += d_pass as usize + p50.is_some_and(|(r, _, _)| r < 1.0) as usize;
-        out.json(json!({"suite": "echo", "kind": "ratio", "bar": PY_BARS[0].0, "case": case, "system": N,
+        pass += d_pass as usize + p50.is_some_and(|(r, _, _)| ok(r)) as usize;
+        out.json(json!({"suite": "echo", "kind": "ratio", "bar": bars[0].0, "case": case, "system": n_sys,
             "metric": "delivered_mbps", "op": ">=", "value": round3(d), "limit": 1.0, "pass": d_pass,
-            "definition": format!("{N} delivered {:.3} MB/s / {L} delivered {:.3} MB/s", n.delivered_mbps, l.delivered_mbps)}));
+            "definition": format!("{n_sys} delivered {:.3} MB/s / {l_sys} delivered {:.3} MB/s", n.delivered_mbps, l.delivered_mbps)}));
         match p50 {
-            Some((r, a, b)) => out.json(json!({"suite": "echo", "kind": "ratio", "bar": PY_BARS[1].0, "case": case,
-                "system": N, "metric": "p50", "op": "<", "value": round3(r), "limit": 1.0, "pass": r < 1.0,
-                "definition": format!("{N} p50 {a:.1} µs / {L} p50 {b:.1} µs")})),
-            None => out.json(json!({"suite": "echo", "kind": "ratio", "bar": PY_BARS[1].0, "case": case, "system": N,
-                "metric": "p50", "op": "<", "value": null, "pass": null, "reason": "a system received no echo"})),
+            Some((r, a, b)) => out.json(json!({"suite": "echo", "kind": "ratio", "bar": bars[1].0, "case": case,
+                "system": n_sys, "metric": "p50", "op": op, "value": round3(r), "limit": 1.0, "pass": ok(r),
+                "definition": format!("{n_sys} p50 {a:.1} µs / {l_sys} p50 {b:.1} µs")})),
+            None => out.json(json!({"suite": "echo", "kind": "ratio", "bar": bars[1].0, "case": case, "system": n_sys,
+                "metric": "p50", "op": op, "value": null, "pass": null, "reason": "a system received no echo"})),
         }
     }
     out.text(&format!("bars passed: {pass} of {total}"));
@@ -511,6 +549,9 @@ fn python_ratios(out: &Out, results: &[(String, &'static str, Result<Point, Stri
 
 const PY_BARS: [(&str, &str, &str); 2] =
     [("python delivered vs lcm-python", "delivered_mbps", ">="), ("python p50 vs lcm-python", "p50", "<")];
+
+const JAVA_BARS: [(&str, &str, &str); 2] =
+    [("java delivered vs lcm-java", "delivered_mbps", ">="), ("java p50 vs lcm-java", "p50", "<=")];
 
 /// Issue 21's bars: LCM's own C echo program on Nerve's liblcm delivers at least what it delivers on the real
 /// liblcm, with a p50 round trip no higher, at every point of this run.

@@ -25,8 +25,8 @@ use serde_json::json;
 
 use crate::harness::proc::{Proc, Program, Role};
 use crate::harness::{
-    base_port, cell, clock, lcm_program, nerve_program, own_exe, placement, python_program, round3, Latencies, Out,
-    GROUP,
+    base_port, cell, clock, go_program, java_program, lcm_program, nerve_program, own_exe, placement, python_program,
+    round3, Jar, Latencies, Out, GROUP,
 };
 use crate::peers::ipc;
 
@@ -146,6 +146,42 @@ fn paths() -> Vec<Path> {
             polls: false,
             one_publish: true,
             runner: Runner::Shm(python_program("nerve")),
+        },
+        // Issue 41: an LCM Java program (java/Roles.java) on Nerve's lcm.jar over shm://, publish to handler; the
+        // jar's reader thread sleeps in the bus (wait, 50 ms slices as the C bus rows) or spins on it (poll).
+        Path {
+            system: "Java bus shm (poll)",
+            transport: "lcm.jar shm://, poll",
+            group: Bus,
+            polls: true,
+            one_publish: true,
+            runner: Runner::Shm(java_program(Jar::Nerve { poll: true })),
+        },
+        Path {
+            system: "Java bus shm (wait)",
+            transport: "lcm.jar shm://, wait",
+            group: Bus,
+            polls: false,
+            one_publish: true,
+            runner: Runner::Shm(java_program(Jar::Nerve { poll: false })),
+        },
+        // The same from Go (bench/go on bindings/go): a subscription's channel, its receive goroutine sleeping in
+        // the bus (wait) or spinning on it (poll).
+        Path {
+            system: "Go bus shm (poll)",
+            transport: "Go nerve shm://, poll",
+            group: Bus,
+            polls: true,
+            one_publish: true,
+            runner: Runner::Shm(go_program(true)),
+        },
+        Path {
+            system: "Go bus shm (wait)",
+            transport: "Go nerve shm://, wait",
+            group: Bus,
+            polls: false,
+            one_publish: true,
+            runner: Runner::Shm(go_program(false)),
         },
     ]
 }
@@ -865,6 +901,11 @@ fn bars(out: &Out, results: &Results, chain_paths: &[&str], hop_counts: &[usize]
             }
         }
     }
+    // Java on Nerve's lcm.jar and Go on bindings/go within 1.5x of C's nerve.h bus, publish to handler over shm://,
+    // waiting and polling, p50 (issue 41).
+    for (bar, lang) in [("Java bus vs C bus", "Java"), ("Go bus vs C bus", "Go")] {
+        lang_vs_c(out, results, bar, lang);
+    }
     // No message lost to a reader that keeps up: the 1 kHz table and the chain (the sweep's fast points may outrun a
     // waiting reader, which then skips to the newest by design; their loss is printed above).
     let b = Bar { out, bar: "no loss (reader keeps up)" };
@@ -885,6 +926,23 @@ fn bars(out: &Out, results: &Results, chain_paths: &[&str], hop_counts: &[usize]
             }
             Some(Err(e)) => b.unavailable(&case, sys, "lost", "==", &format!("{sys} lost"), e),
             None => b.unavailable(&case, sys, "lost", "==", &format!("{sys} lost"), "not measured in this run"),
+        }
+    }
+}
+
+/// `"{lang} bus shm (wait)"` and `(poll)` against the C bus rows of the same mode: p50 within 1.5x.
+fn lang_vs_c(out: &Out, results: &Results, bar: &'static str, lang: &str) {
+    let b = Bar { out, bar };
+    for case in [CASE_1, CASE_2] {
+        for mode in ["wait", "poll"] {
+            let (l, c) = (format!("{lang} bus shm ({mode})"), format!("C bus shm ({mode})"));
+            match (lat_of(results, case, &l), lat_of(results, case, &c)) {
+                (Ok((a, _)), Ok((n, _))) => {
+                    let (x, y) = (metric(&a, "p50"), metric(&n, "p50"));
+                    b.verdict(case, &l, "p50", "<=", x / y, 1.5, format!("{l} p50 {x:.2} µs / {c} p50 {y:.2} µs"))
+                }
+                (Err(e), _) | (_, Err(e)) => b.unavailable(case, &l, "p50", "<=", &format!("{l} p50 vs {c}"), &e),
+            }
         }
     }
 }
