@@ -182,8 +182,10 @@ async fn proxy(
         if upgraded {
             let registration = clients.register(peer, limits);
             let outbox = &registration.outbox;
-            let quickack = |from_sdk: &tokio::net::tcp::OwnedReadHalf| {
-                let _ = socket2::SockRef::from(from_sdk.as_ref()).set_tcp_quickack(true);
+            // TCP_QUICKACK is Linux's; elsewhere delayed ACKs stay as the system sets them.
+            let quickack = |_from_sdk: &tokio::net::tcp::OwnedReadHalf| {
+                #[cfg(target_os = "linux")]
+                let _ = socket2::SockRef::from(_from_sdk.as_ref()).set_tcp_quickack(true);
             };
             // Both run to the end: the SDK closing lets the queue drain to the client first.
             tokio::join!(outbox.fill(&mut from_sdk, after, quickack), outbox.drain(&mut to_client));

@@ -369,7 +369,7 @@ fn dump(a: DumpArgs, dir: PathBuf) -> anyhow::Result<ExitCode> {
     if missed > 0 {
         eprintln!("nerve chan dump: {missed} messages were overwritten before they could be read");
     }
-    Ok(a.receive.exit_status("nerve chan dump", seen))
+    Ok(a.receive.exit_status_because("nerve chan dump", seen, "timed out"))
 }
 
 fn utime_text(utime: i64) -> String {

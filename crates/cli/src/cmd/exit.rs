@@ -7,7 +7,6 @@
 
 use std::process::ExitCode;
 
-use nerve_bus::provider::shm::ShmProviderError;
 use nerve_bus::BusError;
 use nerve_log::LogError;
 
@@ -67,13 +66,8 @@ fn is_rejection(e: &(dyn std::error::Error + 'static)) -> bool {
                 | BusError::LimitReached { .. }
         );
     }
-    if let Some(s) = e.downcast_ref::<ShmProviderError>() {
-        return matches!(
-            s,
-            ShmProviderError::MessageTooLarge { .. }
-                | ShmProviderError::TooLargeToMake { .. }
-                | ShmProviderError::ChannelSizesDiffer { .. }
-        );
+    if let Some(rejected) = super::shm_access::is_rejection(e) {
+        return rejected;
     }
     if let Some(l) = e.downcast_ref::<LogError>() {
         return matches!(l, LogError::Exists { .. });

@@ -46,11 +46,6 @@ impl ReceiveArgs {
         self.count.is_none_or(|c| seen < c)
     }
 
-    /// Success, or status 1 (said on stderr as `command`) when the deadline came before `--count` messages.
-    pub fn exit_status(&self, command: &str, seen: u64) -> ExitCode {
-        self.exit_status_because(command, seen, "timed out")
-    }
-
     /// Success, or status 1 when fewer than `--count` messages came; `why` says what ended the wait ("timed out",
     /// "the log ended").
     pub fn exit_status_because(&self, command: &str, seen: u64, why: &str) -> ExitCode {

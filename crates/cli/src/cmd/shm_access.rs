@@ -1,9 +1,10 @@
 //! Before `sub` or `spy` listen on `shm://`: can this user read what they would listen to? The provider skips a
 //! channel it cannot open (with a warning) and a directory it cannot list (silently: it may become readable), so
-//! without this check a user without permission sees nothing at all and a clean exit.
+//! without this check a user without permission sees nothing at all and a clean exit. Also which of the shm
+//! provider's errors are the input's fault (`cmd::exit`).
 
 use anyhow::{bail, Context};
-use nerve_bus::provider::shm::{decode_channel, ShmConfig};
+use nerve_bus::provider::shm::{decode_channel, ShmConfig, ShmProviderError};
 use nerve_bus::{Pattern, Url};
 use nerve_shm::Channel;
 
@@ -39,4 +40,16 @@ pub fn check_readable(url: &str, pattern: &str) -> anyhow::Result<()> {
         bail!("no channel in {} that matches the pattern can be read:\n  {}", dir.display(), unreadable.join("\n  "));
     }
     Ok(())
+}
+
+/// `Some(true)` when `e` is an shm provider error that is the input's fault (a message or channel too large, sizes
+/// that differ), `Some(false)` for its other errors, `None` when it is not one.
+pub fn is_rejection(e: &(dyn std::error::Error + 'static)) -> Option<bool> {
+    let s = e.downcast_ref::<ShmProviderError>()?;
+    Some(matches!(
+        s,
+        ShmProviderError::MessageTooLarge { .. }
+            | ShmProviderError::TooLargeToMake { .. }
+            | ShmProviderError::ChannelSizesDiffer { .. }
+    ))
 }
