@@ -137,27 +137,37 @@ fn wait_cpu_ns(child: &mut Child) -> Result<u64, String> {
 /// What the client saw: per channel (0 pose, 1 image), the receipt time and latency of each message, in µs.
 type Seen = [Vec<(u64, u64)>; 2];
 
-/// Connects to the server, subscribes to POSE and IMAGE as they are advertised, and records every message until
-/// `stop`; says on `ready` once subscribed to both.
-fn client(addr: &str, ready: mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Result<Seen, String> {
+/// A Foxglove protocol connection to `addr` whose reads wake up now and then (to see a stop flag).
+fn connect(addr: &str) -> Result<tungstenite::WebSocket<TcpStream>, String> {
     let mut req = format!("ws://{addr}/").into_client_request().map_err(|e| e.to_string())?;
     req.headers_mut().insert("sec-websocket-protocol", tungstenite::http::HeaderValue::from_static("foxglove.sdk.v1"));
     let stream = TcpStream::connect(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
-    let (mut ws, _) = tungstenite::client(req, stream).map_err(|e| format!("WebSocket handshake: {e}"))?;
-    // Reads wake up now and then to see `stop`.
-    ws.get_mut().set_read_timeout(Some(Duration::from_millis(200))).map_err(|e| e.to_string())?;
+    let (ws, _) = tungstenite::client(req, stream).map_err(|e| format!("WebSocket handshake: {e}"))?;
+    ws.get_ref().set_read_timeout(Some(Duration::from_millis(200))).map_err(|e| e.to_string())?;
+    Ok(ws)
+}
+
+/// The next message, or `None` when the read timed out.
+fn read(ws: &mut tungstenite::WebSocket<TcpStream>) -> Result<Option<Message>, String> {
+    match ws.read() {
+        Ok(m) => Ok(Some(m)),
+        Err(tungstenite::Error::Io(e))
+            if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(format!("reading: {e}")),
+    }
+}
+
+/// Connects to the server, subscribes to POSE and IMAGE as they are advertised, and records every message until
+/// `stop`; says on `ready` once subscribed to both.
+fn client(addr: &str, ready: mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Result<Seen, String> {
+    let mut ws = connect(addr)?;
     let mut seen: Seen = [Vec::new(), Vec::new()];
     let mut subscribed = 0;
     while !stop.load(Ordering::Acquire) {
-        let msg = match ws.read() {
-            Ok(m) => m,
-            Err(tungstenite::Error::Io(e))
-                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
-            {
-                continue
-            }
-            Err(e) => return Err(format!("reading: {e}")),
-        };
+        let Some(msg) = read(&mut ws)? else { continue };
         let at = now_us();
         match msg {
             Message::Text(t) => {
@@ -238,22 +248,10 @@ fn start_server(nerve: &Path, url: &str) -> Result<(Server, String), String> {
 /// once subscribed.
 fn mapped_client(addr: &str, ready: mpsc::Sender<()>, stop: Arc<AtomicBool>) -> Result<Vec<(u64, u64)>, String> {
     use foxglove::Decode;
-    let mut req = format!("ws://{addr}/").into_client_request().map_err(|e| e.to_string())?;
-    req.headers_mut().insert("sec-websocket-protocol", tungstenite::http::HeaderValue::from_static("foxglove.sdk.v1"));
-    let stream = TcpStream::connect(addr).map_err(|e| format!("connecting to {addr}: {e}"))?;
-    let (mut ws, _) = tungstenite::client(req, stream).map_err(|e| format!("WebSocket handshake: {e}"))?;
-    ws.get_mut().set_read_timeout(Some(Duration::from_millis(200))).map_err(|e| e.to_string())?;
+    let mut ws = connect(addr)?;
     let mut seen = Vec::new();
     while !stop.load(Ordering::Acquire) {
-        let msg = match ws.read() {
-            Ok(m) => m,
-            Err(tungstenite::Error::Io(e))
-                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
-            {
-                continue
-            }
-            Err(e) => return Err(format!("reading: {e}")),
-        };
+        let Some(msg) = read(&mut ws)? else { continue };
         let at = now_us();
         match msg {
             Message::Text(t) => {
