@@ -211,12 +211,17 @@ pub fn run(quick: bool, json: bool, out: Option<PathBuf>) -> i32 {
     let pin =
         Pins { writer: cpu_a, measured: cpu_b, others: cpus.iter().copied().filter(|c| Some(*c) != cpu_a).collect() };
     let mut failed = false;
+    // NERVE_SCALE_PARTS=size,readers runs only those parts (to repeat one without the others' minutes).
+    let only = std::env::var("NERVE_SCALE_PARTS").ok();
     for (name, part) in [
         ("channels", channels_part as PartFn),
         ("size", size_part as PartFn),
         ("readers", readers_part as PartFn),
         ("udpm", udpm_part as PartFn),
     ] {
+        if only.as_deref().is_some_and(|o| !o.split(',').any(|p| p.trim() == name)) {
+            continue;
+        }
         if let Err(e) = part(&plan, &names, &pin, &out, &mut r) {
             eprintln!("nerve-bench scale: part {name}: {e}");
             failed = true;
