@@ -74,11 +74,20 @@ fn check(
 }
 
 /// Fails if a Nerve row (a system named `nerve...`) is unavailable: unlike a peer's, a Nerve row has nothing missing
-/// to blame (scripts/setup installs what the peers need too), so its "unavailable" is a failure.
+/// to blame (scripts/setup installs what the peers need too), so its "unavailable" is a failure. One exception:
+/// the `nerve-java` row needs Nerve's jar, which Maven builds (`scripts/install-java`, run by pytest's Java tests
+/// after this step), not cargo; without the jar that row may say so, and with it, it must run.
 fn nerve_rows_ran(lines: &[serde_json::Value]) {
+    let jar_built = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bindings/java/target/lcm.jar").exists();
+    let excused = |v: &serde_json::Value| {
+        v["system"] == "nerve-java"
+            && !jar_built
+            && v["reason"].as_str().is_some_and(|r| r.contains("lcm.jar not found"))
+    };
     let failed: Vec<String> = lines
         .iter()
         .filter(|v| v["status"] == "unavailable" && v["system"].as_str().is_some_and(|s| s.starts_with("nerve")))
+        .filter(|v| !excused(v))
         .map(|v| format!("{} {}: {}", v["case"], v["system"], v["reason"]))
         .collect();
     assert!(failed.is_empty(), "Nerve rows unavailable:\n{}", failed.join("\n"));
