@@ -215,7 +215,7 @@ fn circle(uses: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 
 fn layer(module: &str) -> u32 {
     match module.split("::").next().unwrap() {
-        "error" | "pattern" | "qos" | "url" => 0,
+        "error" | "pattern" | "qos" | "url" | "sys" => 0,
         "provider" => 1,
         "hub" => 2,
         "bus" | "typed" | "executor" | "conformance" => 3,
