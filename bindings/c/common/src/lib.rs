@@ -13,7 +13,7 @@
 //! - [`set_last_error`] / [`last_error`]: a thread-local message for the last failure, as `errno`'s text.
 //! - [`ShmHandle`] is one open nerve-shm channel as a C library holds it: the channel, a reader (its own position in
 //!   the channel) and a writer made on the first put, each behind its own lock so one thread may put while another
-//!   waits in a get.
+//!   waits in a get. Linux only, as nerve-shm is: `sys` holds everything that differs between systems.
 //! - [`BusHandle`] / [`SubHandle`]: a bus and its callback subscriptions as a C library holds them (libnerve's
 //!   `nerve_bus`, liblcm's `lcm_t`).
 //!
@@ -29,14 +29,14 @@
 #![deny(missing_docs)]
 
 mod bus;
-mod handle;
 mod pool;
 mod registry;
+mod sys;
 
 pub use bus::{BusHandle, SubHandle, UnsubscribeError};
-pub use handle::{Got, ShmHandle};
 pub use pool::Pool;
 pub use registry::Registry;
+pub use sys::*;
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};

@@ -18,6 +18,8 @@ use std::sync::{Mutex, PoisonError};
 use nerve_c_common::{guard, set_last_error};
 use nerve_log::{encode_header, RawHeader, HEADER_LEN, SYNC};
 
+use crate::sys;
+
 /// LCM's limit on channel names when reading (a longer one means the reader is not at an event).
 const MAX_CHANNEL_LEN: i32 = 1 << 20;
 
@@ -170,7 +172,7 @@ pub unsafe extern "C" fn lcm_eventlog_read_next_event(log: *mut EventLog) -> *mu
                 return std::ptr::null_mut();
             }
             // SAFETY: `f` is a live stream.
-            let after_sync = unsafe { libc::ftello(f) };
+            let after_sync = unsafe { sys::ftello(f) };
             let Some(RawHeader { number: eventnum, utime: timestamp, channel_len: channellen, data_len: datalen }) =
                 header(f)
             else {
@@ -179,7 +181,7 @@ pub unsafe extern "C" fn lcm_eventlog_read_next_event(log: *mut EventLog) -> *mu
             if !(1..MAX_CHANNEL_LEN).contains(&channellen) || datalen < 0 {
                 // Not an event after all (a sync word inside data, or damage): look again from just after it.
                 // SAFETY: `f` is a live stream; `after_sync` came from ftello on it.
-                unsafe { libc::fseeko(f, after_sync, libc::SEEK_SET) };
+                unsafe { sys::fseeko(f, after_sync, libc::SEEK_SET) };
                 continue;
             }
             let channel = malloc_bytes(channellen as usize);
@@ -222,7 +224,7 @@ pub unsafe extern "C" fn lcm_eventlog_read_next_event(log: *mut EventLog) -> *mu
                     return std::ptr::null_mut();
                 }
                 // SAFETY: `f` is a live stream; back to the sync word just read.
-                unsafe { libc::fseeko(f, -4, libc::SEEK_CUR) };
+                unsafe { sys::fseeko(f, -4, libc::SEEK_CUR) };
             }
             // SAFETY: `event` is a fresh allocation of the struct's size (malloc's alignment).
             unsafe {
@@ -318,7 +320,7 @@ fn next_event_time(f: *mut libc::FILE) -> Option<i64> {
     }
     let timestamp = header(f)?.utime;
     // SAFETY: `f` is a live stream; back over the header, its sync word included.
-    unsafe { libc::fseeko(f, -(HEADER_LEN as libc::off_t), libc::SEEK_CUR) };
+    unsafe { sys::fseeko(f, -(HEADER_LEN as sys::Offset), libc::SEEK_CUR) };
     Some(timestamp)
 }
 
@@ -340,14 +342,14 @@ pub unsafe extern "C" fn lcm_eventlog_seek_to_timestamp(log: *mut EventLog, ts: 
         let f = unsafe { (*log).f };
         // SAFETY: `f` is a live stream.
         let len = unsafe {
-            libc::fseeko(f, 0, libc::SEEK_END);
-            libc::ftello(f)
+            sys::fseeko(f, 0, libc::SEEK_END);
+            sys::ftello(f)
         };
         let (mut low, mut high, mut previous) = (0.0f64, 1.0f64, -1.0f64);
         loop {
             let frac = 0.5 * (low + high);
             // SAFETY: `f` is a live stream; the offset is within the file.
-            unsafe { libc::fseeko(f, (frac * len as f64) as libc::off_t, libc::SEEK_SET) };
+            unsafe { sys::fseeko(f, (frac * len as f64) as sys::Offset, libc::SEEK_SET) };
             let Some(t) = next_event_time(f) else { return -1 };
             if low >= high || (frac - previous).abs() < 1e-12 || t == ts {
                 return 0;

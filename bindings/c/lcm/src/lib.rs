@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod eventlog;
+mod sys;
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
@@ -33,7 +34,7 @@ use std::thread::ThreadId;
 use std::time::Duration;
 
 use nerve_bus::{Bus, Overflow};
-use nerve_c_common::{guard, set_last_error, str_arg, BusHandle, Registry, SubHandle, UnsubscribeError};
+use nerve_c_common::{descriptor, guard, set_last_error, str_arg, BusHandle, Registry, SubHandle, UnsubscribeError};
 
 /// LCM's default subscription queue capacity (lcm.c), kept so programs see the same bound.
 const DEFAULT_QUEUE_CAPACITY: usize = 30;
@@ -177,6 +178,7 @@ fn instance(lcm: *mut c_void, what: &str) -> Option<Arc<BusHandle>> {
 }
 
 /// `int lcm_get_fileno(lcm_t *lcm)`: a descriptor readable while a message waits for `lcm_handle`; -1 on error.
+/// On Windows it is a `SOCKET` cast to `int`, as LCM's own Windows build returns (select and `WSAPoll` wait on it).
 ///
 /// # Safety
 ///
@@ -185,7 +187,7 @@ fn instance(lcm: *mut c_void, what: &str) -> Option<Arc<BusHandle>> {
 pub unsafe extern "C" fn lcm_get_fileno(lcm: *mut c_void) -> c_int {
     guard(-1, || {
         let Some(l) = instance(lcm, "lcm_get_fileno") else { return -1 };
-        l.bus.fileno().unwrap_or_else(|e| {
+        l.bus.fileno().map(descriptor).unwrap_or_else(|e| {
             report(format!("lcm_get_fileno: {e}"));
             -1
         })

@@ -262,7 +262,7 @@ pub unsafe extern "C" fn nerve_bus_fileno(bus: *mut c_void, fd: *mut c_int) -> c
         let b = tri!(bus_of(bus));
         match b.bus.fileno() {
             Ok(f) => {
-                tri!(out_required(fd, f, "fd"));
+                tri!(out_required(fd, nerve_c_common::descriptor(f), "fd"));
                 NERVE_OK
             }
             Err(e) => fail_bus(&e),
