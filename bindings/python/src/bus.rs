@@ -217,9 +217,11 @@ impl Bus {
         }
     }
 
-    /// A file descriptor that is readable while a message waits for `handle()` (for select / selectors).
-    fn fileno(&self) -> PyResult<i32> {
-        self.get()?.fileno().map_err(bus_err)
+    /// A file descriptor that is readable while a message waits for `handle()` (for select / selectors); on
+    /// Windows a socket's number, which select takes there (as `socket.fileno()` gives).
+    fn fileno(&self) -> PyResult<i64> {
+        // A file descriptor (i32) widens; a SOCKET (u64) is a small handle value, kept as it is.
+        self.get()?.fileno().map(|fd| fd as i64).map_err(bus_err)
     }
 
     /// Closes the bus (its subscriptions end); closing again does nothing.

@@ -9,7 +9,8 @@
 //!   `nerve._native`); a fast path behind the generated pure-Python codec, never a second semantics.
 //! - `channel`: `Channel`, Nerve's shared-memory channels (nerve-shm) from Python: create / open / remove / list,
 //!   `put`, `get` (next or newest, polling or waiting, with the missed count) and `Loan`, a frame written in place
-//!   through a writable buffer and committed.
+//!   through a writable buffer and committed. Linux only, as nerve-shm is: elsewhere `not_linux` stands in, whose
+//!   constructors raise `ChannelError` naming the transports that work.
 //! - `bus`: `Bus` and `Subscription`, nerve-bus from Python (every provider by URL; `publish`, `subscribe` with
 //!   LCM's `handler(channel, data)`, `handle`, `handle_timeout`, `fileno`), on which `nerve.lcm.LCM` is built.
 //! - `log`: `EventLog` and `Event`, LCM event logs read and written through nerve-log (iteration, seek by offset and
@@ -27,6 +28,12 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod bus;
+// The one place that differs between systems: nerve-shm's channels exist on Linux only; elsewhere `not_linux`
+// gives the same names, each refusing with the bus's own error for shm://.
+#[cfg(target_os = "linux")]
+mod channel;
+#[cfg(not(target_os = "linux"))]
+#[path = "not_linux.rs"]
 mod channel;
 mod codec;
 mod log;
