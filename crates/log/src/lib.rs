@@ -7,7 +7,8 @@
 //! lengths) and the channel and message bytes (spec section 5.1). [`LogReader`] reads them in order as borrowed
 //! [`EventRef`]s (or owned [`Event`]s through `Iterator`); [`LogWriter`] writes them, and [`SplitLog`] spreads them
 //! over `FILE.00`, `FILE.01`, ... The `mcap` module (feature `mcap`) records to MCAP and reads it back the same
-//! way, and `AnyLog` reads whichever a file is. The [`export`] module (feature `export`, on by default) turns events into MCAP
+//! way, and `AnyLog` reads whichever a file is; chunks compressed with zstd or lz4 need the feature
+//! `mcap-compression` (on by default; they are C libraries), without which only uncompressed MCAP works. The [`export`] module (feature `export`, on by default) turns events into MCAP
 //! with a JSON schema per LCM type, JSON lines, or CSV per channel, decoding with `nerve-types`.
 //!
 //! ```

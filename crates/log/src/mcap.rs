@@ -68,18 +68,51 @@ impl FromStr for Compression {
     }
 }
 
+impl Compression {
+    /// The name MCAP gives it (a chunk's `compression` field), `none` for none.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::Zstd => "zstd",
+            Compression::Lz4 => "lz4",
+            Compression::None => "none",
+        }
+    }
+}
+
 /// The `mcap` writer's options for Nerve's files: chunks of about a mebibyte compressed as asked, message and
-/// chunk indexes, statistics and summary offsets.
-pub fn write_options(compression: Compression) -> mcap::WriteOptions {
-    let c = match compression {
+/// chunk indexes, statistics and summary offsets. An error (`Unsupported`) for a compression this build lacks.
+pub fn write_options(compression: Compression) -> io::Result<mcap::WriteOptions> {
+    Ok(mcap::WriteOptions::new()
+        .compression(chunk_compression(compression)?)
+        .library(concat!("nerve ", env!("CARGO_PKG_VERSION")))
+        .chunk_size(Some(mcap::WriteOptions::DEFAULT_CHUNK_SIZE)))
+}
+
+// The one place the feature `mcap-compression` is looked at: without it the `mcap` crate has no zstd and no lz4,
+// writing with either is refused here, and reading a chunk compressed with either fails in `mcap_error`'s terms.
+#[cfg(feature = "mcap-compression")]
+fn chunk_compression(compression: Compression) -> io::Result<Option<mcap::Compression>> {
+    Ok(match compression {
         Compression::Zstd => Some(mcap::Compression::Zstd),
         Compression::Lz4 => Some(mcap::Compression::Lz4),
         Compression::None => None,
-    };
-    mcap::WriteOptions::new()
-        .compression(c)
-        .library(concat!("nerve ", env!("CARGO_PKG_VERSION")))
-        .chunk_size(Some(mcap::WriteOptions::DEFAULT_CHUNK_SIZE))
+    })
+}
+
+#[cfg(not(feature = "mcap-compression"))]
+fn chunk_compression(compression: Compression) -> io::Result<Option<mcap::Compression>> {
+    match compression {
+        Compression::None => Ok(None),
+        other => Err(io::Error::new(io::ErrorKind::Unsupported, not_built(other.name()) + " (compression none works)")),
+    }
+}
+
+/// Why a build cannot write or read chunks compressed with `name` (zstd or lz4).
+fn not_built(name: &str) -> String {
+    format!(
+        "this build has no {name} compression: nerve-log's feature `mcap-compression` was off when it was built \
+         (zstd and lz4 are C libraries, left out where no C compiler for the target was at hand)"
+    )
 }
 
 /// A type's definition as a recording carries it: its full name and its `.lcm` text (with the types it uses).
@@ -145,23 +178,25 @@ impl McapWriter {
         defs: TypeDefs,
     ) -> Result<McapWriter, LogError> {
         let path = path.as_ref();
+        // Before the file exists, so that a compression this build lacks leaves nothing behind.
+        let opts = write_options(compression).map_err(|e| LogError::io(Some(path), "creating", e))?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| LogError::io(Some(dir), "creating directory", e))?;
         }
-        let mut opts = OpenOptions::new();
-        opts.write(true).read(true);
+        let mut open = OpenOptions::new();
+        open.write(true).read(true);
         if overwrite {
-            opts.create(true).truncate(true);
+            open.create(true).truncate(true);
         } else {
-            opts.create_new(true);
+            open.create_new(true);
         }
-        let file = opts.open(path).map_err(|e| match e.kind() {
+        let file = open.open(path).map_err(|e| match e.kind() {
             io::ErrorKind::AlreadyExists => LogError::Exists { path: path.to_path_buf() },
             _ => LogError::io(Some(path), "creating", e),
         })?;
         let len = Arc::new(AtomicU64::new(0));
         let counted = Counted { file: BufWriter::with_capacity(1 << 20, file), pos: 0, len: len.clone() };
-        let out = write_options(compression).create(counted).map_err(|e| mcap_error(Some(path), e))?;
+        let out = opts.create(counted).map_err(|e| mcap_error(Some(path), e))?;
         Ok(McapWriter {
             out: Some(out),
             path: path.to_path_buf(),
@@ -730,6 +765,11 @@ pub fn has_mcap_extension(path: &Path) -> bool {
 fn mcap_error(path: Option<&Path>, e: mcap::McapError) -> LogError {
     match e {
         mcap::McapError::Io(e) => LogError::io(path, "reading or writing", e),
+        // Only a build without the feature `mcap-compression` lacks these two.
+        mcap::McapError::UnsupportedCompression(name) if name == "zstd" || name == "lz4" => LogError::Mcap {
+            path: path.map(Path::to_path_buf),
+            reason: format!("a chunk is compressed with {name}, and {}", not_built(&name)),
+        },
         other => LogError::Mcap { path: path.map(Path::to_path_buf), reason: other.to_string() },
     }
 }

@@ -223,3 +223,41 @@ fn hostile_files_are_refused_with_bounded_memory() {
     assert!(grown < (MAX_RECORD as u64 / 1024) + 64 * 1024, "peak memory grew by {grown} KiB");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn without_mcap_compression_zstd_and_lz4_are_refused_naming_the_feature() {
+    // Built without the feature (`cargo test -p nerve-log --no-default-features --features export`), a build asked
+    // for zstd or lz4 says which feature it lacks, and leaves no file behind; uncompressed MCAP still works.
+    let dir = tmp("not-built");
+    for c in [Compression::Zstd, Compression::Lz4] {
+        let path = dir.join(format!("{c:?}.mcap"));
+        match McapWriter::create(&path, false, c, defs()) {
+            Ok(w) => assert!(cfg!(feature = "mcap-compression") && w.finish().is_ok()),
+            Err(e) => {
+                let text = format!("{e}: {}", std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default());
+                assert!(!cfg!(feature = "mcap-compression") && text.contains("`mcap-compression`"), "{text}");
+                assert!(!path.exists());
+            }
+        }
+    }
+    let path = dir.join("none.mcap");
+    let mut w = McapWriter::create(&path, false, Compression::None, defs()).unwrap();
+    w.write_event(1, "CH", b"\x12\x34\x56\x78\x9a\xbc\xde\xf0").unwrap();
+    w.finish().unwrap();
+    assert_eq!(read_all(&path).len(), 1);
+    // Reading a zstd chunk: one message of 8 bytes (its record: 22 bytes of header, then the data).
+    let mut body = message_header(30);
+    body.extend_from_slice(&[0; 8]);
+    let mut z = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+    z.write_all(&body).unwrap();
+    let mut f = preamble();
+    f.extend(chunk("zstd", &z.finish().unwrap(), body.len() as u64, 0));
+    let (n, err) = read_bytes(f);
+    let text = err.map(|e| e.to_string()).unwrap_or_default();
+    if cfg!(feature = "mcap-compression") {
+        assert_eq!(n, 1, "{text}"); // then an error: the file ends without a footer
+    } else {
+        assert!(n == 0 && text.contains("`mcap-compression`"), "{text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -78,10 +78,12 @@ impl<'d> McapExport<'d> {
         decoder: &'d Decoder,
         compression: Compression,
     ) -> Result<McapExport<'d>, ExportError> {
+        // Before the file exists, so that a compression this build lacks leaves nothing behind.
+        let opts = write_options(compression).map_err(|e| ExportError::io(path, "creating", e))?;
         let mut sink = Sink::new();
         sink.create(path)?;
         // The sink is not seekable: the writer builds each chunk in memory (about 1 MiB) and then hands it over.
-        let out = write_options(compression)
+        let out = opts
             .disable_seeking(true)
             .create(mcap::write::NoSeek::new(SinkOut { sink, written: 0 }))
             .map_err(|e| mcap_error(path, e))?;
