@@ -11,9 +11,9 @@
 //! back is what was recorded, byte for byte and microsecond for microsecond.
 //!
 //! Reading trusts nothing in the file: no record (nor a chunk, compressed or not) longer than [`MAX_RECORD`] is
-//! buffered, whatever a length field or a chunk's uncompressed size claims, chunks are checked against their CRCs
-//! before any of their messages is handed out, and a file that is cut short or
-//! malformed is an error ([`LogError::Mcap`]) after the messages before the damage.
+//! buffered, whatever a length field or a chunk's uncompressed size claims, nor is a string or map that claims
+//! more than its record holds, chunks are checked against their CRCs before any of their messages is handed out,
+//! and a file that is cut short or malformed is an error ([`LogError::Mcap`]) after the messages before the damage.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -29,6 +29,9 @@ use mcap::sans_io::linear_reader::{LinearReadEvent, LinearReader, LinearReaderOp
 use crate::error::LogError;
 use crate::event::EventRef;
 use crate::reader::{Damage, DamageTotals, LogReader};
+
+mod chunk_bounds;
+use chunk_bounds::ChunkBounds;
 
 /// The message and schema encoding of a Nerve recording: LCM bytes, and `.lcm` text.
 pub const LCM_ENCODING: &str = "lcm";
@@ -455,6 +458,7 @@ pub struct McapReader {
     len: u64,
     read: u64,
     reader: LinearReader,
+    bounds: ChunkBounds,
     schemas: HashMap<u16, SchemaInfo>,
     channels: HashMap<u16, ChannelInfo>,
     metadata: Vec<MetadataRecord>,
@@ -497,6 +501,7 @@ impl McapReader {
             len,
             read: 0,
             reader: linear_reader(),
+            bounds: ChunkBounds::new(),
             schemas: HashMap::new(),
             channels: HashMap::new(),
             metadata: Vec::new(),
@@ -557,20 +562,24 @@ impl McapReader {
             };
             match event {
                 LinearReadEvent::ReadRequest(need) => {
-                    let n = read_retrying(&mut self.file, self.reader.insert(need))
-                        .map_err(|e| LogError::io(self.path.as_deref(), "reading", e))?;
-                    self.read += n as u64;
-                    self.reader.notify_read(n);
+                    let fed = feed(&mut self.reader, &mut self.bounds, &mut self.file, need, self.path.as_deref());
+                    match fed {
+                        Ok(n) => self.read += n as u64,
+                        Err(e) => {
+                            self.done = true;
+                            return Err(e);
+                        }
+                    }
                 }
                 LinearReadEvent::Record { opcode, data } => {
                     if !matches!(opcode, op::SCHEMA | op::CHANNEL | op::MESSAGE | op::METADATA) {
                         continue;
                     }
-                    let record = match mcap::parse_record(opcode, data) {
+                    let record = match parse_record(self.path.as_deref(), opcode, data) {
                         Ok(r) => r,
                         Err(e) => {
                             self.done = true;
-                            return Err(mcap_error(self.path.as_deref(), e));
+                            return Err(e);
                         }
                     };
                     match record {
@@ -634,17 +643,16 @@ impl McapReader {
 pub fn read_schemas(path: &Path) -> Result<(Vec<SchemaInfo>, Vec<MetadataRecord>), LogError> {
     let mut file = File::open(path).map_err(|e| LogError::io(Some(path), "opening", e))?;
     let mut reader = linear_reader();
+    let mut bounds = ChunkBounds::new();
     let mut schemas = BTreeMap::new();
     let mut metadata = Vec::new();
     while let Some(event) = reader.next_event() {
         match event.map_err(|e| mcap_error(Some(path), e))? {
             LinearReadEvent::ReadRequest(need) => {
-                let n = read_retrying(&mut file, reader.insert(need))
-                    .map_err(|e| LogError::io(Some(path), "reading", e))?;
-                reader.notify_read(n);
+                feed(&mut reader, &mut bounds, &mut file, need, Some(path))?;
             }
             LinearReadEvent::Record { opcode, data } if opcode == op::SCHEMA || opcode == op::METADATA => {
-                match mcap::parse_record(opcode, data).map_err(|e| mcap_error(Some(path), e))? {
+                match parse_record(Some(path), opcode, data)? {
                     Record::Schema { header, data } => {
                         let info = SchemaInfo { name: header.name, encoding: header.encoding, data: data.into_owned() };
                         schemas.insert(header.id, info);
@@ -657,6 +665,100 @@ pub fn read_schemas(path: &Path) -> Result<(Vec<SchemaInfo>, Vec<MetadataRecord>
         }
     }
     Ok((schemas.into_values().collect(), metadata))
+}
+
+/// `mcap::parse_record`, after checking that every length the record declares fits in it. The crate reserves a
+/// string's declared length before reading it (binrw's `count`), so without the check a ten-byte metadata record
+/// claiming a 4 GB name asks for 4 GB, whatever the record limit.
+fn parse_record<'a>(path: Option<&Path>, opcode: u8, data: &'a [u8]) -> Result<Record<'a>, LogError> {
+    check_declared_lengths(opcode, data)
+        .map_err(|reason| LogError::Mcap { path: path.map(Path::to_path_buf), reason })?;
+    mcap::parse_record(opcode, data).map_err(|e| mcap_error(path, e))
+}
+
+/// Walks the length-prefixed fields of the records the reader parses (schema, channel, metadata; a message has
+/// none) as the `mcap` crate will, and says which one claims more bytes than the record has left.
+fn check_declared_lengths(opcode: u8, data: &[u8]) -> Result<(), String> {
+    struct Fields<'a> {
+        record: &'static str,
+        data: &'a [u8],
+        at: usize,
+    }
+    impl Fields<'_> {
+        fn fixed(&mut self, n: usize) -> Result<(), String> {
+            self.prefixed_by(n, "ids")
+        }
+        fn prefixed_by(&mut self, n: usize, what: &str) -> Result<(), String> {
+            let left = self.data.len() - self.at;
+            if n > left {
+                return Err(format!("a {} record claims {n} bytes for its {what} with {left} left in it", self.record));
+            }
+            self.at += n;
+            Ok(())
+        }
+        fn length(&mut self, what: &str) -> Result<usize, String> {
+            let at = self.at;
+            self.prefixed_by(4, what)?;
+            Ok(u32::from_le_bytes(self.data[at..at + 4].try_into().expect("four bytes")) as usize)
+        }
+        fn string(&mut self, what: &str) -> Result<(), String> {
+            let n = self.length(what)?;
+            self.prefixed_by(n, what)
+        }
+        fn string_map(&mut self, what: &str) -> Result<(), String> {
+            let n = self.length(what)?;
+            let (start, end) = (self.at, self.at.saturating_add(n));
+            self.prefixed_by(n, what)?;
+            // The crate reads key and value pairs until it has read the map's bytes.
+            self.at = start;
+            while self.at < end {
+                self.string(what)?;
+                self.string(what)?;
+            }
+            Ok(())
+        }
+    }
+    let record = match opcode {
+        op::SCHEMA => "schema",
+        op::CHANNEL => "channel",
+        op::METADATA => "metadata",
+        _ => return Ok(()),
+    };
+    let mut f = Fields { record, data, at: 0 };
+    match opcode {
+        op::SCHEMA => {
+            f.fixed(2)?;
+            f.string("name")?;
+            f.string("encoding")?;
+            f.string("data")
+        }
+        op::CHANNEL => {
+            f.fixed(4)?;
+            f.string("topic")?;
+            f.string("message encoding")?;
+            f.string_map("metadata")
+        }
+        _ => {
+            f.string("name")?;
+            f.string_map("metadata")
+        }
+    }
+}
+
+/// Reads up to `need` bytes of `file` into `reader`, which sees them only once `bounds` has passed them (see
+/// [`chunk_bounds`]); how many were read.
+fn feed(
+    reader: &mut LinearReader,
+    bounds: &mut ChunkBounds,
+    file: &mut dyn Read,
+    need: usize,
+    path: Option<&Path>,
+) -> Result<usize, LogError> {
+    let buf = reader.insert(need);
+    let n = read_retrying(file, buf).map_err(|e| LogError::io(path, "reading", e))?;
+    bounds.check(&buf[..n]).map_err(|reason| LogError::Mcap { path: path.map(Path::to_path_buf), reason })?;
+    reader.notify_read(n);
+    Ok(n)
 }
 
 fn read_retrying(file: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
