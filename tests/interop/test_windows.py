@@ -3,7 +3,8 @@
 Linux `nerve` and the real LCM; `nerve.exe gen` writes what Linux `nerve gen` does; a log `nerve.exe log` writes is
 read on Linux, and a Linux-written log is exported and played by `nerve.exe` as Linux does; `shm://` and `nerve chan`
 are refused with a clear error; an LCM C program (scripts/windows/lcm_pose.c) on Nerve's lcm.dll talks to the real
-LCM both ways, refuses shm://, and survives garbage datagrams on its channel. One Wine prefix and one persistent
+LCM both ways, refuses shm://, and survives garbage datagrams on its channel; and the unit tests of the codec,
+types, generator, udpm, logs, bus and CLI, built for Windows, pass under Wine. One Wine prefix and one persistent
 wineserver serve every test (Wine starts slowly).
 
 Skipped when wine64 or the mingw toolchain is missing (scripts/setup installs both)."""
@@ -409,3 +410,34 @@ def test_windows_lcm_c_program_refuses_shm_with_a_clear_error(wine):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 1, (res.stdout, res.stderr)
     assert "shm:// channels are only available on Linux" in res.stderr and "udpm" in res.stderr, res.stderr
+
+
+# The crates' own unit tests, built for Windows and run under Wine: what of the codec, types, generator, udpm, logs,
+# bus and CLI needs no shm (the shm crate's and the shm-only integration tests are Linux's).
+WINDOWS_UNIT_TESTS = ["nerve-codec", "nerve-types", "nerve-gen", "nerve-udpm", "nerve-log", "nerve-bus", "nerve-cli"]
+# Wine 8.0 binds a UDP socket to any address, this host's or not (real Windows refuses one that is not with
+# WSAEADDRNOTAVAIL, which is how the bus asks whether a datagram's source is this host): the one test that asks
+# about an address no host has cannot pass under Wine.
+SKIPPED_UNDER_WINE = ["provider::own::tests::only_our_port_on_our_host"]
+
+
+def test_crates_unit_tests_pass_under_wine(wine, tmp_path):
+    packages = [a for p in WINDOWS_UNIT_TESTS for a in ("-p", p)]
+    build = subprocess.run(["cargo", "test", "--target", "x86_64-pc-windows-gnu", *packages, "--lib", "--bins",
+                            "--no-run", "--message-format=json"], cwd=oracle.REPO, capture_output=True, text=True,
+                           timeout=1800)
+    assert build.returncode == 0, build.stderr[-4000:]
+    exes = [json.loads(line) for line in build.stdout.splitlines() if line.startswith("{")]
+    exes = [(m["target"]["name"], Path(m["executable"])) for m in exes
+            if m.get("reason") == "compiler-artifact" and m.get("executable")]
+    assert len(exes) == len(WINDOWS_UNIT_TESTS), exes
+    # Beside the DLL that Wine 8.0 needs for Rust's std (as every program here).
+    shutil.copy(wine.dir / "bcryptprimitives.dll", tmp_path / "bcryptprimitives.dll")
+    skip = [a for t in SKIPPED_UNDER_WINE for a in ("--skip", t)]
+    for name, exe in exes:
+        shutil.copy(exe, tmp_path / exe.name)
+        res = subprocess.run([str(WINE), str(tmp_path / exe.name), *skip], env=wine.env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0 and "test result: ok" in res.stdout, (name, res.stdout[-4000:], res.stderr[-2000:])
+        passed = int(res.stdout.rsplit("test result: ok. ", 1)[1].split(" passed")[0])
+        assert passed > 0, (name, res.stdout[-2000:])

@@ -286,6 +286,8 @@ mod tests {
         let numbers: Vec<i64> =
             crate::LogReader::open(numbered_name(&base, 2)).unwrap().map(|e| e.unwrap().number).collect();
         assert_eq!(numbers, [0, 1, 2]);
+        // Closed first: Windows deletes no directory holding an open file.
+        drop(log);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
